@@ -1,0 +1,81 @@
+"""The tritonpy exception tree.
+
+Every error tritonpy raises derives from :class:`TritonPyError`, so one ``except`` catches them
+all. Messages follow one rule: say what failed, name the input/output/model/file involved, give
+what was expected and what came, and say how to fix it.
+
+::
+
+    TritonPyError
+    ├── DeclarationError      a Model subclass or its config.pbtxt is inconsistent (load time)
+    ├── InputError            a request's input is bad -> that request gets INVALID_ARG
+    ├── OutputError           infer() returned something that does not fit the declared outputs
+    ├── TritonRequestError    a request came back with an error (harness or real server)
+    └── ToolError             tooling (config, server, envs, stubs) could not do its job
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = [
+    "DeclarationError",
+    "InputError",
+    "OutputError",
+    "ToolError",
+    "TritonPyError",
+    "TritonRequestError",
+]
+
+
+class TritonPyError(Exception):
+    """Root of every error raised by tritonpy."""
+
+
+class DeclarationError(TritonPyError):
+    """A model's declarations (inputs, outputs, max_batch_size, codecs) are invalid or disagree
+    with the model configuration Triton loaded. Raised at class definition, auto-complete or
+    initialize time, so the model fails to load with this message instead of failing requests.
+    """
+
+
+class InputError(TritonPyError):
+    """A request carries an input that cannot be used.
+
+    Raise it from ``infer`` for bad input that only your code can detect; tritonpy turns it into
+    an ``INVALID_ARG`` error for the request(s) concerned while the other requests of the batch
+    still succeed.
+
+    Example::
+
+        def infer(self, TEXT):
+            if any(not t for t in TEXT):
+                raise tp.InputError("input 'TEXT': expected non-empty text, got an empty string")
+    """
+
+    def __init__(self, message: str, *, input_name: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.input_name = input_name
+
+
+class OutputError(TritonPyError):
+    """``infer`` returned outputs that do not match the declarations (a missing name, a wrong
+    row count, dtype or shape). It is a bug of the model, reported as ``INTERNAL``."""
+
+
+class TritonRequestError(TritonPyError):
+    """An inference request completed with an error.
+
+    ``code`` is the Triton error code name (``"INVALID_ARG"``, ``"INTERNAL"``, ``"CANCELLED"``,
+    ...) and ``message`` the error text, exactly as the model (or the server) produced it.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+
+
+class ToolError(TritonPyError):
+    """A tritonpy tool (config writer, checker, server launcher, environment or stub builder)
+    could not complete."""
