@@ -1,7 +1,21 @@
-"""tritonpy: write Python models for NVIDIA Triton Inference Server declaratively."""
+"""tritonpy: write Python models for NVIDIA Triton Inference Server declaratively.
+
+>>> import tritonpy as tp
+>>> class Double(tp.Model):
+...     inputs = {"X": tp.Tensor("FP32", [-1])}
+...     outputs = {"Y": tp.Tensor("FP32", [-1])}
+...     max_batch_size = 8
+...     def infer(self, X):
+...         return {"Y": X * 2}
+
+The public API is what ``__all__`` lists; everything else is private.
+"""
 
 from __future__ import annotations
 
+from .batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
+from .codecs import JSON, MISSING, Bytes, Codec, ElementCodec, Image, Tensor, Text, TorchTensor
+from .dtypes import DTYPES, DType, lookup_dtype
 from .errors import (
     DeclarationError,
     InputError,
@@ -10,15 +24,35 @@ from .errors import (
     TritonPyError,
     TritonRequestError,
 )
+from .model import Model
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "DTYPES",
+    "JSON",
+    "MISSING",
+    "Bytes",
+    "Codec",
+    "DType",
     "DeclarationError",
+    "ElementCodec",
+    "Image",
     "InputError",
+    "Model",
     "OutputError",
+    "Padded",
+    "Tensor",
+    "Text",
     "ToolError",
+    "TorchTensor",
     "TritonPyError",
     "TritonRequestError",
     "__version__",
+    "group_indices",
+    "lookup_dtype",
+    "merge_rows",
+    "pad_rows",
+    "split_rows",
+    "trim_padded",
 ]

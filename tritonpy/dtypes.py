@@ -9,7 +9,7 @@ through :data:`DTYPES`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -24,7 +24,7 @@ class DType:
 
     name: str  # wire name, e.g. "FP32"
     config_name: str  # config.pbtxt name, e.g. "TYPE_FP32"
-    numpy: Optional[np.dtype]  # None where numpy has no such type (BF16)
+    numpy: Optional[np.dtype[Any]]  # None where numpy has no such type (BF16)
 
     @property
     def is_bytes(self) -> bool:
@@ -79,7 +79,7 @@ def lookup_dtype(name: str) -> DType:
     )
 
 
-def dtype_of_numpy(dtype: np.dtype) -> Optional[DType]:
+def dtype_of_numpy(dtype: np.dtype[Any]) -> Optional[DType]:
     """The Triton data type of a numpy dtype, or None (``U`` strings, structured types...)."""
     if dtype.kind in ("O", "S"):
         return DTYPES["BYTES"]

@@ -1,0 +1,144 @@
+"""``Image``: encoded images (PNG, JPEG, BMP, WebP... anything OpenCV reads) as uint8 arrays."""
+
+from __future__ import annotations
+
+import struct
+from functools import cache
+from typing import Any, Optional, Tuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import DeclarationError, InputError
+from .base import MISSING, ElementCodec
+
+__all__ = ["Image"]
+
+_COLORS = ("RGB", "BGR", "GRAY")
+DEFAULT_MAX_PIXELS = 40_000_000  # 40 megapixels: far above any camera frame a model expects
+
+
+@cache
+def _cv2() -> Any:
+    try:
+        import cv2
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise DeclarationError(
+            "tritonpy.Image needs OpenCV, which is not installed in this environment: "
+            "pip install 'tritonpy[image]' (opencv-python-headless) in the model's environment"
+        ) from exc
+    return cv2
+
+
+def image_size(data: bytes) -> Optional[Tuple[int, int]]:
+    """(width, height) read from a PNG or JPEG header without decoding; None for other formats
+    or a header that cannot be read (the decoder then has the last word)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        width, height = struct.unpack(">II", data[16:24])
+        return int(width), int(height)
+    if data[:2] == b"\xff\xd8":
+        position = 2
+        while position + 9 < len(data):
+            if data[position] != 0xFF:
+                return None
+            marker = data[position + 1]
+            if marker == 0xFF:  # fill byte
+                position += 1
+                continue
+            length = struct.unpack(">H", data[position + 2 : position + 4])[0]
+            # SOF0..SOF15 carry the frame size; C4 (DHT), C8 (JPG), CC (DAC) do not
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                height, width = struct.unpack(">HH", data[position + 5 : position + 9])
+                return int(width), int(height)
+            position += 2 + length
+    return None
+
+
+class Image(ElementCodec):
+    """Encoded images in TYPE_STRING elements, decoded with OpenCV to ``uint8`` arrays of
+    shape ``H x W x C`` (C = 3 for ``"RGB"``/``"BGR"``, 1 for ``"GRAY"``).
+
+    Images larger than ``max_pixels`` (width x height, read from the PNG/JPEG header before
+    decoding) are refused with ``INVALID_ARG``, so a decompression bomb costs nothing. On the
+    output side arrays in ``color`` order are encoded to ``format`` (``"png"``, ``"jpg"``,
+    ``"webp"``...; ``quality`` for JPEG/WebP).
+
+    Example::
+
+        inputs = {"IMAGE": tp.Image(color="RGB")}
+        outputs = {"THUMB": tp.Image(color="RGB", format="jpg", quality=90)}
+
+        def infer(self, IMAGE):       # a list of H x W x 3 uint8 arrays, one per row
+            return {"THUMB": [cv2.resize(im, (64, 64)) for im in IMAGE]}
+
+    Needs ``opencv-python-headless`` (``pip install 'tritonpy[image]'``).
+    """
+
+    describes = "an encoded image (PNG, JPEG, ...)"
+
+    def __init__(
+        self,
+        color: str = "RGB",
+        dims: Any = (1,),
+        *,
+        max_pixels: int = DEFAULT_MAX_PIXELS,
+        format: str = "png",
+        quality: Optional[int] = None,
+        optional: bool = False,
+        default: Any = MISSING,
+    ) -> None:
+        super().__init__(dims, optional=optional, default=default)
+        color = color.upper()
+        if color not in _COLORS:
+            raise DeclarationError(f"Image(color={color!r}): expected one of {list(_COLORS)}")
+        self.color = color
+        self.max_pixels = int(max_pixels)
+        self.format = "." + format.lower().lstrip(".")
+        self.quality = quality
+
+    def decode_element(self, data: bytes) -> NDArray[Any]:
+        if not data:
+            raise ValueError("the element is empty")
+        size = image_size(data)
+        if size is not None and size[0] * size[1] > self.max_pixels:
+            raise InputError(
+                f"image of {size[0]}x{size[1]} = {size[0] * size[1]} pixels exceeds the limit "
+                f"of {self.max_pixels} pixels; send a smaller image or raise "
+                f"Image(max_pixels=...)"
+            )
+        cv2 = _cv2()
+        buffer = np.frombuffer(data, dtype=np.uint8)
+        flag = cv2.IMREAD_GRAYSCALE if self.color == "GRAY" else cv2.IMREAD_COLOR
+        image = cv2.imdecode(buffer, flag)
+        if image is None:
+            raise ValueError("OpenCV could not decode it")
+        if size is None and image.shape[0] * image.shape[1] > self.max_pixels:
+            raise InputError(
+                f"image of {image.shape[1]}x{image.shape[0]} pixels exceeds the limit of "
+                f"{self.max_pixels} pixels; send a smaller image or raise Image(max_pixels=...)"
+            )
+        if self.color == "RGB":
+            image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+        elif self.color == "GRAY":
+            image = image[:, :, None]
+        return image  # type: ignore[no-any-return]
+
+    def encode_element(self, value: Any) -> bytes:
+        cv2 = _cv2()
+        image = np.asarray(value)
+        if image.dtype != np.uint8:
+            raise TypeError(f"expected a uint8 array, got dtype {image.dtype}")
+        if image.ndim == 3 and image.shape[2] == 3 and self.color == "RGB":
+            image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+        elif image.ndim == 3 and image.shape[2] == 1:
+            image = image[:, :, 0]
+        params = []
+        if self.quality is not None:
+            if self.format in (".jpg", ".jpeg"):
+                params = [cv2.IMWRITE_JPEG_QUALITY, int(self.quality)]
+            elif self.format == ".webp":
+                params = [cv2.IMWRITE_WEBP_QUALITY, int(self.quality)]
+        ok, encoded = cv2.imencode(self.format, image, params)
+        if not ok:
+            raise ValueError(f"OpenCV could not encode a {image.shape} array as {self.format}")
+        return encoded.tobytes()  # type: ignore[no-any-return]

@@ -1,0 +1,57 @@
+"""``Text`` and ``Bytes``: TYPE_STRING elements as ``str`` or ``bytes``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import ElementCodec
+
+__all__ = ["Bytes", "Text"]
+
+
+class Text(ElementCodec):
+    """UTF-8 text: each TYPE_STRING element becomes a ``str``; ``str`` values go back out as
+    UTF-8. Invalid UTF-8 in a request is an ``INVALID_ARG`` naming the input and element.
+
+    Example::
+
+        inputs = {"TEXT": tp.Text()}            # TYPE_STRING, dims [1]
+        outputs = {"UPPER": tp.Text()}
+
+        def infer(self, TEXT):                  # with batching: a list, one str per row
+            return {"UPPER": [t.upper() for t in TEXT]}
+    """
+
+    describes = "UTF-8 text"
+
+    def __init__(self, dims: Any = (1,), *, errors: str = "strict", **options: Any) -> None:
+        super().__init__(dims, **options)
+        #: codec error handler of ``bytes.decode`` ("strict" refuses invalid UTF-8)
+        self.errors = errors
+
+    def decode_element(self, data: bytes) -> str:
+        return data.decode("utf-8", self.errors)
+
+    def encode_element(self, value: Any) -> bytes:
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, bytes):
+            return value
+        raise TypeError(f"expected str, got {type(value).__name__}")
+
+
+class Bytes(ElementCodec):
+    """Raw bytes: each TYPE_STRING element as ``bytes``, exactly as sent (trailing NULs kept).
+    Outputs accept ``bytes``, ``bytearray``, ``memoryview`` and ``str`` (encoded as UTF-8)."""
+
+    describes = "bytes"
+
+    def decode_element(self, data: bytes) -> bytes:
+        return data
+
+    def encode_element(self, value: Any) -> bytes:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        raise TypeError(f"expected bytes, got {type(value).__name__}")

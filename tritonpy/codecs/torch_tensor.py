@@ -1,0 +1,156 @@
+"""``TorchTensor``: torch tensors in and out through DLPack, without copies."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, Dict, Hashable, Optional, Sequence
+
+import numpy as np
+
+from ..errors import DeclarationError, InputError, OutputError
+from .base import MISSING, Codec, format_shape, shape_matches
+
+__all__ = ["TorchTensor"]
+
+_TORCH_DTYPES = {
+    "BOOL": "bool",
+    "UINT8": "uint8",
+    "INT8": "int8",
+    "INT16": "int16",
+    "INT32": "int32",
+    "INT64": "int64",
+    "FP16": "float16",
+    "BF16": "bfloat16",
+    "FP32": "float32",
+    "FP64": "float64",
+}
+
+
+@cache
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise DeclarationError(
+            "tritonpy.TorchTensor needs PyTorch, which is not installed in this environment: "
+            "install torch in the model's environment (pip install 'tritonpy[torch]')"
+        ) from exc
+    return torch
+
+
+class TorchTensor(Codec):
+    """A ``torch.Tensor`` exchanged with Triton through DLPack: no copy on the way in, none on
+    the way out (for contiguous tensors).
+
+    ``device`` says where ``infer`` wants its inputs: ``None`` (default) keeps them where
+    Triton put them (CPU unless the model's config sets
+    ``parameters { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value { string_value: "no" } }``),
+    ``"cpu"`` or ``"cuda"``/``"cuda:N"`` moves them there (a copy when they are elsewhere).
+    Outputs may live on any device; numpy arrays are accepted too. Unlike :class:`Tensor`,
+    ``BF16`` works. With batching, the rows of all requests are joined with ``torch.cat``
+    (one copy; none for a single request).
+
+    Example::
+
+        inputs = {"PIXELS": tp.TorchTensor("FP32", [3, 224, 224], device="cuda")}
+        outputs = {"LOGITS": tp.TorchTensor("FP32", [1000])}
+
+        def infer(self, PIXELS):
+            with torch.inference_mode():
+                return {"LOGITS": self.net(PIXELS)}
+
+    Needs ``torch`` in the model's environment.
+    """
+
+    def __init__(
+        self,
+        dtype: str,
+        dims: Sequence[int],
+        *,
+        device: Optional[str] = None,
+        optional: bool = False,
+        default: Any = MISSING,
+    ) -> None:
+        super().__init__(dtype, dims, optional=optional, default=default)
+        if self.dtype.name not in _TORCH_DTYPES:
+            raise DeclarationError(
+                f"TorchTensor({self.dtype.name!r}): torch has no such dtype; expected one of "
+                f"{list(_TORCH_DTYPES)}"
+            )
+        self.device = device
+        self._torch_dtype_name = _TORCH_DTYPES[self.dtype.name]
+
+    @property
+    def torch_dtype(self) -> Any:
+        return getattr(_torch(), self._torch_dtype_name)
+
+    # -- inputs ------------------------------------------------------------------------------
+    def decode(self, name: str, tensor: Any, batched: bool) -> Any:
+        torch = _torch()
+        value = torch.from_dlpack(tensor)
+        shape = tuple(value.shape)
+        if value.dtype != self.torch_dtype or not shape_matches(
+            shape[1:] if batched else shape, self.dims
+        ):
+            expected = format_shape(["rows", *self.dims] if batched else self.dims)
+            raise InputError(
+                f"input {name!r}: expected {self.dtype.name} with shape {expected}, got "
+                f"{value.dtype} with shape {format_shape(shape)}",
+                input_name=name,
+            )
+        if self.device is not None and value.device != torch.device(self.device):
+            value = value.to(self.device)
+        return value
+
+    def group_key(self, value: Any) -> Hashable:
+        return tuple(value.shape[1:]) if -1 in self.dims and value is not None else None
+
+    def merge(self, values: Sequence[Any]) -> Any:
+        if len(values) == 1:
+            return values[0]
+        return _torch().cat(list(values), dim=0)
+
+    def missing(self, rows: Optional[int]) -> Any:
+        if self.default is None:
+            return None
+        torch = _torch()
+        value = torch.as_tensor(np.asarray(self.default), dtype=self.torch_dtype)
+        if -1 not in self.dims:
+            value = value.expand(self.dims)
+        if rows is not None:
+            value = value.expand(rows, *value.shape)
+        return value.contiguous().to(self.device or "cpu")
+
+    # -- outputs -----------------------------------------------------------------------------
+    def encode(self, name: str, value: Any, batched: bool) -> Any:
+        torch = _torch()
+        if not isinstance(value, torch.Tensor):
+            value = torch.as_tensor(np.asarray(value))
+        if value.dtype != self.torch_dtype:
+            if not torch.can_cast(value.dtype, self.torch_dtype):
+                raise OutputError(
+                    f"output {name!r}: expected {self.dtype.name}, got {value.dtype}, which "
+                    f"does not convert without loss of kind; cast it with "
+                    f".to(torch.{self._torch_dtype_name})"
+                )
+            value = value.to(self.torch_dtype)
+        if value.requires_grad:
+            value = value.detach()
+        shape = tuple(value.shape)
+        if self.dims == (1,) and len(shape) == (1 if batched else 0):
+            value = value.reshape(-1, 1) if batched else value.reshape(1)
+            shape = tuple(value.shape)
+        if not shape_matches(shape[1:] if batched else shape, self.dims):
+            expected = format_shape(["rows", *self.dims] if batched else self.dims)
+            raise OutputError(
+                f"output {name!r}: expected shape {expected}, got {format_shape(shape)}"
+            )
+        return value.contiguous()
+
+    def to_tensor(self, name: str, part: Any, pb: Any) -> Any:
+        return pb.Tensor.from_dlpack(name, part)
+
+
+def dtype_table() -> Dict[str, str]:
+    """Triton data type name -> torch dtype attribute name, for the types TorchTensor takes."""
+    return dict(_TORCH_DTYPES)

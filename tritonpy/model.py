@@ -1,0 +1,546 @@
+"""``Model``: the base class that implements Triton's ``TritonPythonModel`` for you.
+
+One request's way through :meth:`Model.execute`, in order:
+
+1. cancelled requests get ``CANCELLED`` and are not computed;
+2. each request's inputs are decoded by their codecs (a bad input fails that request alone
+   with ``INVALID_ARG``);
+3. with batching, requests are merged: rows of every request joined into one value per input
+   (requests whose ragged shapes differ go to separate groups);
+4. ``infer(**inputs)`` runs once per group (once per request without batching);
+5. outputs are checked and encoded once for the group, split back into per-request views,
+   and every request gets exactly one ``InferenceResponse``.
+
+If ``infer`` raises on a merged group, the group's requests are re-run one by one so that a
+poison request fails alone and its neighbours still succeed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import traceback
+from pathlib import Path
+from typing import (
+    Any,
+    ClassVar,
+    Dict,
+    FrozenSet,
+    Hashable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+)
+
+from .codecs.base import Codec
+from .errors import DeclarationError, InputError, OutputError, TritonPyError
+
+__all__ = ["Model"]
+
+_SCHEDULERS = ("sequence_batching", "ensemble_scheduling")
+
+
+class _Decoded:
+    """One request after decoding: its input values, row count and requested outputs."""
+
+    __slots__ = ("index", "key", "requested", "rows", "values")
+
+    def __init__(
+        self,
+        index: int,
+        values: Dict[str, Any],
+        rows: int,
+        requested: Optional[FrozenSet[str]],
+        key: Hashable,
+    ) -> None:
+        self.index = index
+        self.values = values
+        self.rows = rows
+        self.requested = requested  # None: every output
+        self.key = key
+
+
+class Model:
+    """Base class of a tritonpy model. Subclass it, declare ``inputs`` and ``outputs``, write
+    ``infer``, and bind the class to the name Triton looks for.
+
+    Example (``model_repository/double/1/model.py``; ``config.pbtxt`` needs only
+    ``name: "double"`` and ``backend: "python"``)::
+
+        import tritonpy as tp
+
+        class Double(tp.Model):
+            inputs = {"X": tp.Tensor("FP32", [-1])}
+            outputs = {"Y": tp.Tensor("FP32", [-1])}
+            max_batch_size = 8
+
+            def infer(self, X):
+                return {"Y": X * 2}
+
+        TritonPythonModel = Double
+
+    Class attributes:
+
+    * ``inputs`` / ``outputs``: ``{name: codec}`` (see :mod:`tritonpy.codecs`);
+    * ``max_batch_size``: 0 (default) for no batching: ``infer`` runs once per request with
+      values without a batch dimension. Above 0, every value has a leading row dimension, and
+      ``infer`` gets the rows of all requests of one ``execute()`` merged;
+    * ``dynamic_batching``: when batching, ask Triton's dynamic batcher to gather requests
+      (default True);
+    * ``merge_requests``: set to False when ``infer`` cannot take rows from several requests at
+      once: it is then called once per request (values keep their row dimension);
+    * ``check_cancellation``: skip requests their client cancelled (default True).
+
+    Hooks: ``setup()`` once per instance after the configuration is known, ``infer(**inputs)``
+    returning ``{output name: value}``, ``teardown()`` when Triton unloads the model. During
+    ``setup`` these attributes are set: ``model_config`` (dict), ``model_name``,
+    ``model_version``, ``model_dir`` (the directory holding config.pbtxt), ``version_dir``,
+    ``instance_name``, ``instance_kind``, ``device_id``, ``batched`` and ``logger``
+    (``pb_utils.Logger``).
+    """
+
+    inputs: ClassVar[Mapping[str, Codec]] = {}
+    outputs: ClassVar[Mapping[str, Codec]] = {}
+    max_batch_size: ClassVar[int] = 0
+    dynamic_batching: ClassVar[bool] = True
+    merge_requests: ClassVar[bool] = True
+    check_cancellation: ClassVar[bool] = True
+
+    # set by initialize()
+    model_config: Dict[str, Any]
+    model_name: str
+    model_version: int
+    model_dir: Path
+    version_dir: Path
+    instance_name: str
+    instance_kind: str
+    device_id: int
+    batched: bool
+    logger: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _validate_declarations(cls)
+
+    # -- hooks for subclasses ----------------------------------------------------------------
+    def setup(self) -> None:
+        """Called once per model instance, after the configuration is known: load weights,
+        label files, build lookup tables here, not in ``infer``."""
+
+    def infer(self, **inputs: Any) -> Mapping[str, Any]:
+        """Compute the outputs from the decoded inputs. Override it."""
+        raise NotImplementedError(
+            f"{type(self).__name__}.infer is not implemented: define "
+            f"'def infer(self, {', '.join(self.inputs) or '...'})' returning a dict of outputs"
+        )
+
+    def teardown(self) -> None:
+        """Called once when Triton unloads the model instance."""
+
+    # -- declarations ------------------------------------------------------------------------
+    @classmethod
+    def declared_config(cls) -> Dict[str, Any]:
+        """The model configuration fields the declarations determine, as a dict in the JSON
+        form of Triton's ``ModelConfig`` (used by auto-complete and the config tooling)."""
+        config: Dict[str, Any] = {
+            "max_batch_size": cls.max_batch_size,
+            "input": [c.config_entry(n, is_input=True) for n, c in cls.inputs.items()],
+            "output": [c.config_entry(n, is_input=False) for n, c in cls.outputs.items()],
+        }
+        if cls.max_batch_size > 0 and cls.dynamic_batching:
+            config["dynamic_batching"] = {}
+        return config
+
+    # -- the TritonPythonModel interface -----------------------------------------------------
+    @classmethod
+    def auto_complete_config(cls, auto_complete_model_config: Any) -> Any:
+        """Fill the model configuration from the declarations (Triton calls this before
+        ``initialize`` unless the server runs with ``--disable-auto-complete-config``)."""
+        config = auto_complete_model_config
+        current = config.as_dict()
+        configured = int(current.get("max_batch_size", 0) or 0)
+        _check_batch_size(cls, configured, auto_completing=True)
+        try:
+            if cls.max_batch_size > 0 and configured == 0:
+                config.set_max_batch_size(cls.max_batch_size)
+            if (
+                cls.max_batch_size > 0
+                and cls.dynamic_batching
+                and not any(s in current for s in _SCHEDULERS)
+            ):
+                config.set_dynamic_batching()
+            for name, codec in cls.inputs.items():
+                config.add_input(codec.config_entry(name, is_input=True))
+            for name, codec in cls.outputs.items():
+                config.add_output(codec.config_entry(name, is_input=False))
+        except ValueError as exc:
+            raise DeclarationError(
+                f"{cls.__name__}: config.pbtxt disagrees with the class declarations: {exc}. "
+                f"Fix config.pbtxt or remove the field and let auto-complete fill it"
+            ) from None
+        return config
+
+    def initialize(self, args: Mapping[str, str]) -> None:
+        """Read the configuration Triton passes, check it against the declarations, then call
+        :meth:`setup`."""
+        self._pb = importlib.import_module("triton_python_backend_utils")
+        config: Dict[str, Any] = json.loads(args["model_config"])
+        cls = type(self)
+        configured = int(config.get("max_batch_size", 0) or 0)
+        _check_batch_size(cls, configured, auto_completing=False)
+        _check_config_tensors(cls, config)
+
+        self.model_config = config
+        self.model_name = args.get("model_name", config.get("name", cls.__name__))
+        self.model_version = int(args.get("model_version", "1") or 1)
+        self.model_dir = Path(args.get("model_repository", "."))
+        self.version_dir = self.model_dir / str(self.model_version)
+        self.instance_name = args.get("model_instance_name", "")
+        self.instance_kind = args.get("model_instance_kind", "CPU")
+        self.device_id = int(args.get("model_instance_device_id", "0") or 0)
+        self.batched = configured > 0
+        self.logger = self._pb.Logger
+
+        # Everything execute() needs, computed once: the hot path does no lookups.
+        self._input_plan: Tuple[Tuple[str, Codec], ...] = tuple(cls.inputs.items())
+        self._output_plan: Tuple[Tuple[str, Codec], ...] = tuple(cls.outputs.items())
+        self._output_names: FrozenSet[str] = frozenset(cls.outputs)
+        self._merge = self.batched and cls.merge_requests
+        self._error_codes = self._pb.TritonError
+        self.setup()
+
+    def execute(self, requests: Sequence[Any]) -> List[Any]:
+        """Serve one batch of requests: one response per request, in order."""
+        responses: List[Any] = [None] * len(requests)
+        ready: List[_Decoded] = []
+        for index, request in enumerate(requests):
+            if self.check_cancellation and request.is_cancelled():
+                responses[index] = self._error_response(
+                    "request cancelled by the client before the model computed it",
+                    self._error_codes.CANCELLED,
+                )
+                continue
+            try:
+                ready.append(self._decode(index, request))
+            except InputError as exc:
+                responses[index] = self._error_response(str(exc), self._error_codes.INVALID_ARG)
+            except Exception as exc:
+                responses[index] = self._internal_error(exc, "decoding the inputs")
+
+        if self._merge and len(ready) > 1:
+            groups: Dict[Hashable, List[_Decoded]] = {}
+            for item in ready:
+                groups.setdefault(item.key, []).append(item)
+            for members in groups.values():
+                self._run_group(members, requests, responses)
+        else:
+            for item in ready:
+                self._run_one(item, requests, responses)
+        return responses
+
+    def finalize(self) -> None:
+        """Triton's unload hook: calls :meth:`teardown`."""
+        self.teardown()
+
+    # -- internals ---------------------------------------------------------------------------
+    def _decode(self, index: int, request: Any) -> _Decoded:
+        batched = self.batched
+        tensors = {tensor.name(): tensor for tensor in request.inputs()}
+        values: Dict[str, Any] = {}
+        rows = -1
+        absent: List[Tuple[str, Codec]] = []
+        key: List[Hashable] = []
+        for name, codec in self._input_plan:
+            tensor = tensors.get(name)
+            if tensor is None:
+                if not codec.optional:
+                    raise InputError(
+                        f"input {name!r} is required but missing from the request; send it, "
+                        f"or declare it with optional=True",
+                        input_name=name,
+                    )
+                absent.append((name, codec))
+                continue
+            value = codec.decode(name, tensor, batched)
+            if batched:
+                count = codec.rows(value)
+                if rows == -1:
+                    rows = count
+                elif count != rows:
+                    first = next(iter(values))
+                    raise InputError(
+                        f"inputs disagree on the batch size: {first!r} has {rows} rows, "
+                        f"{name!r} has {count}; send the same number of rows for every input",
+                        input_name=name,
+                    )
+                if self._merge:
+                    key.append(codec.group_key(value))
+            values[name] = value
+        for name, codec in absent:
+            value = codec.missing(max(rows, 1) if batched else None)
+            values[name] = value
+            if self._merge:
+                key.append(value is None)
+        requested_names = request.requested_output_names()
+        requested = frozenset(requested_names) if requested_names else None
+        return _Decoded(index, values, max(rows, 0), requested, tuple(key))
+
+    def _run_group(
+        self, members: List[_Decoded], requests: Sequence[Any], responses: List[Any]
+    ) -> None:
+        if len(members) == 1:
+            self._run_one(members[0], requests, responses)
+            return
+        try:
+            merged = {
+                name: None
+                if members[0].values[name] is None
+                else codec.merge([m.values[name] for m in members])
+                for name, codec in self._input_plan
+            }
+            needed = _union_requested(members)
+            counts = [m.rows for m in members]
+            encoded = self._encode(self.infer(**merged), needed, sum(counts))
+            splits = {
+                name: codec.split(encoded[name], counts)
+                for name, codec in self._outputs_in(encoded)
+            }
+            for position, member in enumerate(members):
+                responses[member.index] = self._response(
+                    {name: parts[position] for name, parts in splits.items()}, member.requested
+                )
+            return
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+        # Isolate the culprit: run each request alone so only the bad ones fail. (Outside the
+        # except block, so their tracebacks are not chained to the merged failure.)
+        self.logger.log_verbose(
+            f"{self.model_name}: merged batch of {len(members)} requests failed ({failure}); "
+            f"running them one by one"
+        )
+        for member in members:
+            self._run_one(member, requests, responses)
+
+    def _run_one(self, item: _Decoded, requests: Sequence[Any], responses: List[Any]) -> None:
+        try:
+            values = item.values
+            if self.batched:
+                # the same types as a merged call (e.g. Padded for ragged="pad")
+                values = {
+                    name: None if values[name] is None else codec.merge([values[name]])
+                    for name, codec in self._input_plan
+                }
+            encoded = self._encode(self.infer(**values), item.requested, item.rows)
+            responses[item.index] = self._response(encoded, item.requested)
+        except InputError as exc:
+            responses[item.index] = self._error_response(str(exc), self._error_codes.INVALID_ARG)
+        except Exception as exc:
+            responses[item.index] = self._internal_error(exc, "running infer()")
+
+    def _encode(self, result: Any, needed: Optional[FrozenSet[str]], rows: int) -> Dict[str, Any]:
+        if not isinstance(result, Mapping):
+            raise OutputError(
+                f"{type(self).__name__}.infer() must return a dict {{output name: value}}, got "
+                f"{type(result).__name__}; declared outputs: {sorted(self._output_names)}"
+            )
+        unknown = [name for name in result if name not in self._output_names]
+        if unknown:
+            raise OutputError(
+                f"{type(self).__name__}.infer() returned {unknown}, which are not declared "
+                f"outputs; declared: {sorted(self._output_names)}"
+            )
+        encoded: Dict[str, Any] = {}
+        batched = self.batched
+        for name, codec in self._output_plan:
+            if name not in result:
+                if needed is None or name in needed:
+                    raise OutputError(
+                        f"{type(self).__name__}.infer() did not return output {name!r}; "
+                        f"it returned {sorted(result)}"
+                    )
+                continue
+            value = codec.encode(name, result[name], batched)
+            if batched and len(value) != rows:
+                raise OutputError(
+                    f"output {name!r}: expected {rows} rows (one per input row), got "
+                    f"{len(value)}; infer() must return one row per input row"
+                )
+            encoded[name] = value
+        return encoded
+
+    def _outputs_in(self, encoded: Mapping[str, Any]) -> List[Tuple[str, Codec]]:
+        return [(name, codec) for name, codec in self._output_plan if name in encoded]
+
+    def _response(self, encoded: Mapping[str, Any], requested: Optional[FrozenSet[str]]) -> Any:
+        pb = self._pb
+        tensors = []
+        for name, codec in self._output_plan:
+            if name in encoded and (requested is None or name in requested):
+                tensors.append(codec.to_tensor(name, encoded[name], pb))
+        return pb.InferenceResponse(output_tensors=tensors)
+
+    def _error_response(self, message: str, code: Any) -> Any:
+        pb = self._pb
+        return pb.InferenceResponse(output_tensors=[], error=pb.TritonError(message, code))
+
+    def _internal_error(self, exc: BaseException, during: str) -> Any:
+        if isinstance(exc, TritonPyError):
+            message = str(exc)
+        else:
+            message = f"{type(exc).__name__} while {during}: {exc}"
+        self.logger.log_error(
+            f"{getattr(self, 'model_name', type(self).__name__)}: {message}\n"
+            f"{traceback.format_exc()}"
+        )
+        return self._error_response(message, self._error_codes.INTERNAL)
+
+
+def _union_requested(members: Sequence[_Decoded]) -> Optional[FrozenSet[str]]:
+    """The outputs any member asked for; None when one of them wants every output."""
+    names: Set[str] = set()
+    for member in members:
+        if member.requested is None:
+            return None
+        names |= member.requested
+    return frozenset(names)
+
+
+def _check_batch_size(cls: type, configured: int, *, auto_completing: bool) -> None:
+    declared = getattr(cls, "max_batch_size", 0)
+    where = "config.pbtxt" if auto_completing else "the model configuration"
+    if declared == 0 and configured > 0:
+        raise DeclarationError(
+            f"{cls.__name__}: {where} sets max_batch_size {configured}, but the class declares "
+            f"max_batch_size = 0 (no batching, so infer() expects values without a batch "
+            f"dimension); set max_batch_size on the class or remove it from config.pbtxt"
+        )
+    if declared > 0 and configured > declared:
+        raise DeclarationError(
+            f"{cls.__name__}: {where} sets max_batch_size {configured}, above the class's "
+            f"max_batch_size = {declared}; lower it in config.pbtxt or raise it on the class"
+        )
+    if declared > 0 and configured == 0 and not auto_completing:
+        raise DeclarationError(
+            f"{cls.__name__}: the model configuration has max_batch_size 0, but the class "
+            f"declares max_batch_size = {declared}; set max_batch_size in config.pbtxt, or "
+            f"let auto-complete fill it (do not start tritonserver with "
+            f"--disable-auto-complete-config)"
+        )
+
+
+def _check_config_tensors(cls: type, config: Mapping[str, Any]) -> None:
+    for section, declared in (("input", cls.inputs), ("output", cls.outputs)):  # type: ignore[attr-defined]
+        configured = {entry["name"]: entry for entry in config.get(section, [])}
+        for name, codec in declared.items():
+            entry = configured.get(name)
+            if entry is None:
+                raise DeclarationError(
+                    f"{cls.__name__}: {section} {name!r} is declared on the class but missing "
+                    f"from the model configuration; add it to config.pbtxt or let "
+                    f"auto-complete fill it"
+                )
+            data_type = entry.get("data_type", "")
+            if data_type != codec.dtype.config_name:
+                raise DeclarationError(
+                    f"{cls.__name__}: {section} {name!r} is {codec.dtype.config_name} on the "
+                    f"class ({codec!r}) but {data_type} in the model configuration; make them "
+                    f"agree"
+                )
+            dims = [int(d) for d in entry.get("dims", [])]
+            if "reshape" not in entry and not _dims_agree(dims, codec.dims):
+                raise DeclarationError(
+                    f"{cls.__name__}: {section} {name!r} has dims {list(codec.dims)} on the "
+                    f"class but {dims} in the model configuration; make them agree"
+                )
+        extra = sorted(set(configured) - set(declared))
+        if extra:
+            raise DeclarationError(
+                f"{cls.__name__}: the model configuration has {section}s {extra} that the class "
+                f"does not declare; declare them in {section}s = {{...}} or remove them from "
+                f"config.pbtxt"
+            )
+
+
+def _dims_agree(configured: Sequence[int], declared: Sequence[int]) -> bool:
+    return len(configured) == len(declared) and all(
+        d == -1 or c == d for c, d in zip(configured, declared)
+    )
+
+
+def _validate_declarations(cls: type) -> None:
+    for section in ("inputs", "outputs"):
+        declared = getattr(cls, section)
+        if not isinstance(declared, Mapping):
+            raise DeclarationError(
+                f"{cls.__name__}.{section} must be a dict {{name: codec}}, got "
+                f"{type(declared).__name__}"
+            )
+        for name, codec in declared.items():
+            if not isinstance(name, str) or not name:
+                raise DeclarationError(
+                    f"{cls.__name__}.{section}: names must be non-empty strings, got {name!r}"
+                )
+            if not isinstance(codec, Codec):
+                raise DeclarationError(
+                    f"{cls.__name__}.{section}[{name!r}] must be a codec such as "
+                    f"tp.Tensor('FP32', [4]) or tp.Text(), got {codec!r}"
+                )
+            if section == "outputs":
+                codec.check_output_declaration(name)
+    both = set(cls.inputs) & set(cls.outputs)  # type: ignore[attr-defined]
+    if both:
+        raise DeclarationError(
+            f"{cls.__name__}: {sorted(both)} are declared as both inputs and outputs; Triton "
+            f"needs distinct names"
+        )
+    max_batch_size = getattr(cls, "max_batch_size", 0)
+    if (
+        not isinstance(max_batch_size, int)
+        or isinstance(max_batch_size, bool)
+        or max_batch_size < 0
+    ):
+        raise DeclarationError(
+            f"{cls.__name__}.max_batch_size must be an integer >= 0, got {max_batch_size!r}"
+        )
+    infer = cls.__dict__.get("infer")
+    if infer is not None:
+        _check_infer_signature(cls, infer)
+
+
+def _check_infer_signature(cls: type, infer: Any) -> None:
+    try:
+        signature = inspect.signature(infer)
+    except (TypeError, ValueError):  # builtins, C extensions: nothing to check
+        return
+    parameters = list(signature.parameters.values())[1:]  # drop self
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    accepted = {
+        p.name
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    declared = set(cls.inputs)  # type: ignore[attr-defined]
+    missing = sorted(declared - accepted)
+    if missing:
+        raise DeclarationError(
+            f"{cls.__name__}.infer does not accept the declared inputs {missing}; name its "
+            f"parameters after the inputs (def infer(self, {', '.join(sorted(declared))})) or "
+            f"add **inputs"
+        )
+    required = sorted(
+        p.name
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        and p.name not in declared
+    )
+    if required:
+        raise DeclarationError(
+            f"{cls.__name__}.infer requires parameters {required} that are not declared "
+            f"inputs; declare them in inputs = {{...}} or give them defaults"
+        )
