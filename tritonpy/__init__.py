@@ -13,6 +13,7 @@ The public API is what ``__all__`` lists; everything else is private.
 
 from __future__ import annotations
 
+from . import vision
 from .batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
 from .codecs import JSON, MISSING, Bytes, Codec, ElementCodec, Image, Tensor, Text, TorchTensor
 from .dtypes import DTYPES, DType, lookup_dtype
@@ -55,4 +56,5 @@ __all__ = [
     "pad_rows",
     "split_rows",
     "trim_padded",
+    "vision",
 ]

@@ -141,6 +141,19 @@ class Model:
     def teardown(self) -> None:
         """Called once when Triton unloads the model instance."""
 
+    def parameter(self, key: str, default: Optional[str] = None) -> Optional[str]:
+        """The ``string_value`` of ``parameters { key: ... }`` in the model configuration, or
+        ``default``. Read parameters in ``setup``, not in ``infer``.
+
+        Example: with ``parameters { key: "top_k" value { string_value: "5" } }`` in
+        config.pbtxt, ``int(self.parameter("top_k", "1"))`` is 5.
+        """
+        entry = self.model_config.get("parameters", {}).get(key)
+        if entry is None:
+            return default
+        value = entry.get("string_value") if isinstance(entry, Mapping) else entry
+        return default if value is None else str(value)
+
     # -- declarations ------------------------------------------------------------------------
     @classmethod
     def declared_config(cls) -> Dict[str, Any]:

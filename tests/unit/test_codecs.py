@@ -1,0 +1,285 @@
+"""Every codec through a model in the harness: round trips and tricky values."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+import numpy as np
+import pytest
+
+import tritonpy as tp
+from tritonpy.testing import ModelHarness
+
+
+def echo_model(codec: tp.Codec, out: tp.Codec | None = None, max_batch_size: int = 8) -> type:
+    class Echo(tp.Model):
+        inputs = {"IN": codec}
+        outputs = {"OUT": out or codec}
+
+        def setup(self) -> None:
+            self.seen: List[Any] = []
+
+        def infer(self, IN: Any) -> Dict[str, Any]:
+            self.seen.append(IN)
+            return {"OUT": IN}
+
+    Echo.max_batch_size = max_batch_size  # type: ignore[misc]
+    return Echo
+
+
+def column(*values: bytes) -> np.ndarray:
+    array = np.empty((len(values), 1), dtype=object)
+    array[:, 0] = list(values)
+    return array
+
+
+# -- Tensor ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "values"),
+    [
+        ("BOOL", np.array([[True, False, True]])),
+        ("UINT8", np.array([[0, 128, 255]], np.uint8)),
+        ("INT8", np.array([[-128, 0, 127]], np.int8)),
+        ("INT64", np.array([[-(2**62), 0, 2**62]], np.int64)),
+        ("FP16", np.array([[0.5, -65504.0, np.inf]], np.float16)),
+        ("FP32", np.array([[np.nan, 1e-30, -0.0]], np.float32)),
+        ("FP64", np.array([[1e300, -1e-300, 3.0]], np.float64)),
+    ],
+)
+def test_tensor_round_trip_keeps_dtype_and_values(dtype: str, values: np.ndarray) -> None:
+    with ModelHarness(echo_model(tp.Tensor(dtype, [3]))) as harness:
+        out = harness.infer({"IN": values})["OUT"]
+    assert out.dtype == values.dtype
+    np.testing.assert_array_equal(out, values)
+
+
+def test_tensor_input_is_the_array_the_request_carried() -> None:
+    values = np.arange(6, dtype=np.int32).reshape(2, 3)
+    with ModelHarness(echo_model(tp.Tensor("INT32", [3]))) as harness:
+        harness.infer({"IN": values})
+        (seen,) = harness.model.seen
+    assert isinstance(seen, np.ndarray)
+    assert seen.shape == (2, 3) and seen.dtype == np.int32
+
+
+def test_bytes_tensor_keeps_raw_object_arrays() -> None:
+    values = column(b"", b"a\x00b", b"tail\x00\x00")
+    with ModelHarness(echo_model(tp.Tensor("BYTES", [1]))) as harness:
+        out = harness.infer({"IN": values})["OUT"]
+    assert out.dtype == object
+    assert out.ravel().tolist() == [b"", b"a\x00b", b"tail\x00\x00"]
+
+
+def test_tensor_wrong_dtype_is_invalid_arg() -> None:
+    with ModelHarness(echo_model(tp.Tensor("FP32", [3]))) as harness:
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer({"IN": np.zeros((1, 3), np.float64)})
+    assert caught.value.code == "INVALID_ARG"
+
+
+def test_tensor_decode_checks_dtype_and_shape_itself() -> None:
+    from tritonpy.testing import fake_pb_utils as pb
+
+    codec = tp.Tensor("FP32", [3])
+    with pytest.raises(tp.InputError) as caught:
+        codec.decode("IN", pb.Tensor("IN", np.zeros((2, 4), np.float64)), batched=True)
+    assert str(caught.value) == (
+        "input 'IN': expected FP32 with shape [rows, 3], got FP64 (float64) with shape [2, 4]"
+    )
+    assert caught.value.input_name == "IN"
+
+
+def test_output_declared_1_accepts_one_value_per_row() -> None:
+    class Score(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [4])}
+        outputs = {"S": tp.Tensor("FP32", [1])}
+        max_batch_size = 4
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            return {"S": X.sum(axis=1)}  # shape [rows], declared [1]
+
+    with ModelHarness(Score) as harness:
+        out = harness.infer({"X": np.ones((2, 4), np.float32)})
+    assert out["S"].shape == (2, 1)
+
+
+# -- Text / Bytes ---------------------------------------------------------------------------
+
+
+TRICKY_TEXT = ["", "plain", "naïve — ünïcødé ✓", "embedded\x00nul", "trailing nul\x00", "🙂"]
+
+
+def test_text_round_trip_with_tricky_values() -> None:
+    encoded = column(*(t.encode("utf-8") for t in TRICKY_TEXT))
+    with ModelHarness(echo_model(tp.Text())) as harness:
+        out = harness.infer({"IN": encoded})["OUT"]
+        (seen,) = harness.model.seen
+    assert seen == TRICKY_TEXT
+    assert out.dtype == object and out.shape == (len(TRICKY_TEXT), 1)
+    assert [b.decode("utf-8") for b in out.ravel()] == TRICKY_TEXT
+
+
+def test_text_without_batching_is_a_plain_str() -> None:
+    with ModelHarness(echo_model(tp.Text(), max_batch_size=0)) as harness:
+        out = harness.infer({"IN": "hello"})["OUT"]
+        assert harness.model.seen == ["hello"]
+    assert out.tolist() == [b"hello"]
+
+
+def test_text_with_variable_dims_gives_a_list_per_row() -> None:
+    with ModelHarness(echo_model(tp.Text(dims=[-1]))) as harness:
+        out = harness.infer({"IN": np.array([[b"a", b"b"], [b"c", b""]], dtype=object)})["OUT"]
+        assert harness.model.seen == [[["a", "b"], ["c", ""]]]
+    assert out.tolist() == [[b"a", b"b"], [b"c", b""]]
+
+
+def test_non_utf8_text_names_the_row_and_suggests_bytes() -> None:
+    with ModelHarness(echo_model(tp.Text())) as harness:
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer({"IN": column(b"ok", b"\xc3\x28")})
+    assert caught.value.code == "INVALID_ARG"
+    assert caught.value.message.startswith(
+        "input 'IN', row 1: expected UTF-8 text, got 2 bytes b'\\xc3('"
+    )
+
+
+def test_bytes_keep_everything_including_non_utf8_and_trailing_nuls() -> None:
+    raw = [b"", b"\xff\xfe\x00", b"x\x00\x00", bytes(range(256))]
+    with ModelHarness(echo_model(tp.Bytes())) as harness:
+        out = harness.infer({"IN": column(*raw)})["OUT"]
+        assert harness.model.seen == [raw]
+    assert out.ravel().tolist() == raw
+
+
+def test_text_output_refuses_non_strings_with_the_position() -> None:
+    class Bad(tp.Model):
+        inputs = {"X": tp.Tensor("INT32", [1])}
+        outputs = {"T": tp.Text()}
+        max_batch_size = 4
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            return {"T": ["fine", 42]}
+
+    with ModelHarness(Bad) as harness, pytest.raises(tp.TritonRequestError) as caught:
+        harness.infer({"X": np.zeros((2, 1), np.int32)})
+    assert caught.value.code == "INTERNAL"
+    assert "output 'T', element 1: cannot encode int as UTF-8 text" in caught.value.message
+
+
+# -- JSON -----------------------------------------------------------------------------------
+
+
+def test_json_round_trip() -> None:
+    documents = [{"a": [1, 2.5, None]}, [], "text", 7, {"ünï": True}]
+    encoded = column(*(json.dumps(d).encode() for d in documents))
+    with ModelHarness(echo_model(tp.JSON())) as harness:
+        out = harness.infer({"IN": encoded})["OUT"]
+        assert harness.model.seen == [documents]
+    assert [json.loads(b) for b in out.ravel()] == documents
+
+
+def test_json_output_converts_numpy_values() -> None:
+    class Stats(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [3])}
+        outputs = {"STATS": tp.JSON()}
+        max_batch_size = 4
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            return {"STATS": [{"max": row.max(), "row": row} for row in X]}
+
+    with ModelHarness(Stats) as harness:
+        out = harness.infer({"X": np.array([[1, 5, 2]], np.float32)})["STATS"]
+    assert json.loads(out[0, 0]) == {"max": 5.0, "row": [1.0, 5.0, 2.0]}
+
+
+def test_invalid_json_is_invalid_arg() -> None:
+    with ModelHarness(echo_model(tp.JSON())) as harness:
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer({"IN": column(b"{not json")})
+    assert caught.value.code == "INVALID_ARG"
+    assert "input 'IN', row 0: expected a UTF-8 JSON document" in caught.value.message
+
+
+# -- Image ----------------------------------------------------------------------------------
+
+import cv2  # noqa: E402  (the image extra is part of every test environment)
+
+
+def test_image_png_round_trip_in_each_color_order() -> None:
+    image_bgr = np.zeros((5, 7, 3), np.uint8)
+    image_bgr[..., 0] = 10  # blue
+    image_bgr[..., 2] = 200  # red
+    png = cv2.imencode(".png", image_bgr)[1].tobytes()
+    for color, first_channel in (("RGB", 200), ("BGR", 10)):
+        with ModelHarness(echo_model(tp.Image(color=color))) as harness:
+            out = harness.infer({"IN": column(png)})["OUT"]
+            (seen,) = harness.model.seen
+        assert seen[0].shape == (5, 7, 3) and seen[0].dtype == np.uint8
+        assert int(seen[0][0, 0, 0]) == first_channel
+        decoded = cv2.imdecode(np.frombuffer(out[0, 0], np.uint8), cv2.IMREAD_COLOR)
+        np.testing.assert_array_equal(decoded, image_bgr)
+
+
+def test_gray_image_has_one_channel() -> None:
+    png = cv2.imencode(".png", np.full((4, 3), 77, np.uint8))[1].tobytes()
+    with ModelHarness(echo_model(tp.Image(color="GRAY"))) as harness:
+        harness.infer({"IN": column(png)})
+        (seen,) = harness.model.seen
+    assert seen[0].shape == (4, 3, 1)
+    assert int(seen[0][2, 1, 0]) == 77
+
+
+def test_jpeg_decodes() -> None:
+    jpg = cv2.imencode(".jpg", np.full((16, 16, 3), 128, np.uint8))[1].tobytes()
+    with ModelHarness(echo_model(tp.Image(), out=tp.Tensor("BYTES", [1]))) as harness:
+        harness.model.infer = lambda IN: {"OUT": [[im.shape[0]] for im in IN]}  # type: ignore[method-assign]
+        out = harness.infer({"IN": column(jpg)})["OUT"]
+    assert out.tolist() == [[b"16"]]
+
+
+def test_image_over_the_pixel_limit_is_refused_before_decoding() -> None:
+    png = cv2.imencode(".png", np.zeros((100, 100, 3), np.uint8))[1].tobytes()
+    jpg = cv2.imencode(".jpg", np.zeros((100, 100, 3), np.uint8))[1].tobytes()
+    for data in (png, jpg):
+        with ModelHarness(echo_model(tp.Image(max_pixels=5000))) as harness:
+            with pytest.raises(tp.TritonRequestError) as caught:
+                harness.infer({"IN": column(data)})
+        assert caught.value.code == "INVALID_ARG"
+        assert "image of 100x100 = 10000 pixels exceeds the limit of 5000 pixels" in (
+            caught.value.message
+        )
+
+
+@pytest.mark.parametrize("data", [b"", b"not an image", b"\x89PNG\r\n\x1a\n broken"])
+def test_undecodable_image_is_invalid_arg(data: bytes) -> None:
+    with ModelHarness(echo_model(tp.Image())) as harness:
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer({"IN": column(data)})
+    assert caught.value.code == "INVALID_ARG"
+    assert caught.value.message.startswith("input 'IN', row 0: expected an encoded image")
+
+
+def test_image_output_encodes_jpeg_with_quality() -> None:
+    class Thumb(tp.Model):
+        inputs = {"X": tp.Tensor("UINT8", [8, 8, 3])}
+        outputs = {"JPEG": tp.Image(format="jpg", quality=95)}
+        max_batch_size = 2
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            return {"JPEG": list(X)}
+
+    pixels = np.full((1, 8, 8, 3), 90, np.uint8)
+    with ModelHarness(Thumb) as harness:
+        data = harness.infer({"X": pixels})["JPEG"][0, 0]
+    assert data[:2] == b"\xff\xd8"
+    decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    assert abs(int(decoded.mean()) - 90) <= 2
+
+
+def test_codec_with_default_is_optional() -> None:
+    codec = tp.Text(default="x")
+    assert codec.optional is True
+    assert codec.config_entry("T", is_input=True)["optional"] is True

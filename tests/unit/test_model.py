@@ -1,0 +1,507 @@
+"""tritonpy.Model under the fake pb_utils: auto-complete, merged batching, ragged rows,
+optional inputs, per-request errors, cancellation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List
+
+import numpy as np
+import pytest
+
+import tritonpy as tp
+from tritonpy.testing import ModelHarness
+
+
+class AddSub(tp.Model):
+    inputs = {"A": tp.Tensor("FP32", [4]), "B": tp.Tensor("FP32", [4])}
+    outputs = {"SUM": tp.Tensor("FP32", [4]), "DIFF": tp.Tensor("FP32", [4])}
+    max_batch_size = 16
+
+    def setup(self) -> None:
+        self.calls: List[int] = []
+
+    def infer(self, A: np.ndarray, B: np.ndarray) -> Dict[str, Any]:
+        self.calls.append(len(A))
+        return {"SUM": A + B, "DIFF": A - B}
+
+
+def rows(n: int, start: float = 0.0) -> np.ndarray:
+    return (np.arange(n * 4, dtype=np.float32) + start).reshape(n, 4)
+
+
+# -- auto-complete --------------------------------------------------------------------------
+
+
+def test_auto_complete_fills_the_config_from_the_declarations() -> None:
+    with ModelHarness(AddSub) as harness:
+        config = harness.config
+    assert config["max_batch_size"] == 16
+    assert "dynamic_batching" in config
+    assert config["input"] == [
+        {"name": "A", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "B", "data_type": "TYPE_FP32", "dims": [4]},
+    ]
+    assert [o["name"] for o in config["output"]] == ["SUM", "DIFF"]
+    assert all(o["data_type"] == "TYPE_FP32" and o["dims"] == [4] for o in config["output"])
+
+
+def test_auto_complete_marks_optional_inputs() -> None:
+    class WithOptional(tp.Model):
+        inputs = {"X": tp.Tensor("INT64", [-1]), "K": tp.Tensor("INT32", [1], default=5)}
+        outputs = {"Y": tp.Tensor("INT64", [-1])}
+
+        def infer(self, X: np.ndarray, K: np.ndarray) -> Dict[str, Any]:
+            return {"Y": X * K}
+
+    with ModelHarness(WithOptional) as harness:
+        inputs = {i["name"]: i for i in harness.config["input"]}
+        assert harness.config["max_batch_size"] == 0
+        assert "dynamic_batching" not in harness.config
+    assert inputs["K"]["optional"] is True
+    assert "optional" not in inputs["X"] or inputs["X"]["optional"] is False
+
+
+def test_two_line_config_model_directory_runs_like_the_design_example(tmp_path: Path) -> None:
+    import cv2
+
+    model_dir = tmp_path / "preprocess"
+    (model_dir / "1").mkdir(parents=True)
+    (model_dir / "config.pbtxt").write_text('name: "preprocess"\nbackend: "python"\n')
+    (model_dir / "1" / "model.py").write_text(
+        """
+import cv2
+import numpy as np
+import tritonpy as tp
+
+
+class Preprocess(tp.Model):
+    inputs = {"IMAGE": tp.Image(color="RGB")}
+    outputs = {"PIXELS": tp.Tensor("FP32", [3, 224, 224])}
+    max_batch_size = 32
+
+    def setup(self):
+        self.mean = np.array([0.485, 0.456, 0.406], np.float32)
+        self.std = np.array([0.229, 0.224, 0.225], np.float32)
+
+    def infer(self, IMAGE):
+        x = np.stack([cv2.resize(im, (224, 224)) for im in IMAGE]).astype(np.float32) / 255
+        return {"PIXELS": ((x - self.mean) / self.std).transpose(0, 3, 1, 2)}
+
+
+TritonPythonModel = Preprocess
+"""
+    )
+    image = np.zeros((48, 64, 3), np.uint8)
+    image[..., 2] = 255  # pure red in BGR order
+    png = cv2.imencode(".png", image)[1].tobytes()
+    with ModelHarness(model_dir) as harness:
+        assert harness.config["max_batch_size"] == 32
+        out = harness.infer({"IMAGE": np.array([[png], [png]], dtype=object)})
+    pixels = out["PIXELS"]
+    assert pixels.shape == (2, 3, 224, 224)
+    assert pixels.dtype == np.float32
+    # RGB order: channel 0 is red = (1 - 0.485) / 0.229
+    assert pixels[0, 0, 0, 0] == pytest.approx((1 - 0.485) / 0.229, rel=1e-5)
+    assert pixels[1, 2, 100, 100] == pytest.approx((0 - 0.406) / 0.225, rel=1e-5)
+
+
+# -- merged batching ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("row_counts", [[1], [2, 3], [1, 4, 2, 1], [3] * 5])
+def test_rows_of_all_requests_are_merged_into_one_infer_call(row_counts: List[int]) -> None:
+    requests = [
+        {"A": rows(n, start=100 * i), "B": np.ones((n, 4), np.float32)}
+        for i, n in enumerate(row_counts)
+    ]
+    with ModelHarness(AddSub) as harness:
+        results = harness.infer_requests(requests)
+        assert harness.model.calls == [sum(row_counts)]
+    for request, result in zip(requests, results):
+        assert not isinstance(result, Exception)
+        np.testing.assert_array_equal(result["SUM"], request["A"] + 1)
+        np.testing.assert_array_equal(result["DIFF"], request["A"] - 1)
+
+
+def test_per_request_switch_calls_infer_once_per_request() -> None:
+    class OneAtATime(AddSub):
+        merge_requests = False
+
+    with ModelHarness(OneAtATime) as harness:
+        results = harness.infer_requests(
+            [{"A": rows(n), "B": rows(n)} for n in (2, 1, 3)]
+        )
+        assert harness.model.calls == [2, 1, 3]
+    assert [r["SUM"].shape[0] for r in results] == [2, 1, 3]
+
+
+def test_without_batching_infer_runs_per_request_without_a_batch_dimension() -> None:
+    seen: List[Any] = []
+
+    class Scalarish(tp.Model):
+        inputs = {"X": tp.Tensor("INT32", [3]), "NAME": tp.Text()}
+        outputs = {"Y": tp.Tensor("INT32", [3]), "GREETING": tp.Text()}
+
+        def infer(self, X: np.ndarray, NAME: str) -> Dict[str, Any]:
+            seen.append((X.shape, NAME))
+            return {"Y": X + 1, "GREETING": f"hello {NAME}"}
+
+    with ModelHarness(Scalarish) as harness:
+        results = harness.infer_requests(
+            [
+                {"X": np.array([1, 2, 3], np.int32), "NAME": "ann"},
+                {"X": np.array([4, 5, 6], np.int32), "NAME": "bob"},
+            ]
+        )
+    assert seen == [((3,), "ann"), ((3,), "bob")]
+    assert results[1]["Y"].tolist() == [5, 6, 7]
+    assert results[0]["GREETING"].tolist() == [b"hello ann"]
+
+
+def test_zero_row_request_gives_zero_row_outputs() -> None:
+    with ModelHarness(AddSub) as harness:
+        results = harness.infer_requests(
+            [{"A": rows(0), "B": rows(0)}, {"A": rows(2), "B": rows(2)}]
+        )
+    assert results[0]["SUM"].shape == (0, 4)
+    np.testing.assert_array_equal(results[1]["SUM"], rows(2) * 2)
+
+
+def test_only_requested_outputs_are_returned() -> None:
+    with ModelHarness(AddSub) as harness:
+        out = harness.infer({"A": rows(1), "B": rows(1)}, requested_outputs=["DIFF"])
+    assert list(out) == ["DIFF"]
+
+
+# -- ragged rows ----------------------------------------------------------------------------
+
+
+class Lengths(tp.Model):
+    inputs = {"TOKENS": tp.Tensor("INT64", [-1])}
+    outputs = {"LENGTH": tp.Tensor("INT64", [1]), "DOUBLED": tp.Tensor("INT64", [-1])}
+    max_batch_size = 8
+
+    def setup(self) -> None:
+        self.shapes: List[Any] = []
+
+    def infer(self, TOKENS: np.ndarray) -> Dict[str, Any]:
+        self.shapes.append(TOKENS.shape)
+        return {"LENGTH": np.full(len(TOKENS), TOKENS.shape[1]), "DOUBLED": TOKENS * 2}
+
+
+def test_ragged_requests_are_grouped_by_shape_by_default() -> None:
+    lengths = [3, 5, 3, 1]
+    with ModelHarness(Lengths) as harness:
+        results = harness.infer_requests(
+            [{"TOKENS": np.arange(n, dtype=np.int64).reshape(1, n)} for n in lengths]
+        )
+        assert sorted(harness.model.shapes) == [(1, 1), (1, 5), (2, 3)]
+    assert [int(r["LENGTH"][0, 0]) for r in results] == lengths
+    assert [r["DOUBLED"].tolist() for r in results][1] == [[0, 2, 4, 6, 8]]
+
+
+class PaddedMean(tp.Model):
+    inputs = {"TOKENS": tp.Tensor("FP32", [-1], ragged="pad", pad_value=-1.0)}
+    outputs = {
+        "MEAN": tp.Tensor("FP32", [1]),
+        "ECHO": tp.Tensor("FP32", [-1], ragged="pad"),
+    }
+    max_batch_size = 8
+
+    def setup(self) -> None:
+        self.batches: List[tp.Padded] = []
+
+    def infer(self, TOKENS: tp.Padded) -> Dict[str, Any]:
+        self.batches.append(TOKENS)
+        total = (TOKENS.values * TOKENS.mask).sum(axis=1)
+        return {"MEAN": total / TOKENS.lengths, "ECHO": TOKENS}
+
+
+def test_pad_policy_merges_ragged_requests_with_lengths_and_mask() -> None:
+    requests = [
+        {"TOKENS": np.array([[1, 2, 3]], np.float32)},
+        {"TOKENS": np.array([[4], [6]], np.float32)},
+        {"TOKENS": np.array([[1, 1, 1, 1, 6]], np.float32)},
+    ]
+    with ModelHarness(PaddedMean) as harness:
+        results = harness.infer_requests(requests)
+        (batch,) = harness.model.batches
+    assert batch.values.shape == (4, 5)
+    assert batch.lengths.tolist() == [3, 1, 1, 5]
+    assert batch.values[1].tolist() == [4, -1, -1, -1, -1]
+    assert [r["MEAN"].ravel().tolist() for r in results] == [[2.0], [4.0, 6.0], [2.0]]
+    # padded outputs come back cut to each request's own length
+    for request, result in zip(requests, results):
+        np.testing.assert_array_equal(result["ECHO"], request["TOKENS"])
+
+
+def test_pad_policy_gives_padded_even_for_a_single_request() -> None:
+    with ModelHarness(PaddedMean) as harness:
+        out = harness.infer({"TOKENS": np.array([[2, 4]], np.float32)})
+        assert isinstance(harness.model.batches[0], tp.Padded)
+    assert out["MEAN"].tolist() == [[3.0]]
+
+
+# -- optional inputs ------------------------------------------------------------------------
+
+
+class Scale(tp.Model):
+    inputs = {
+        "X": tp.Tensor("FP32", [2]),
+        "FACTOR": tp.Tensor("FP32", [1], default=10.0),
+        "NOTE": tp.Text(optional=True),
+    }
+    outputs = {"Y": tp.Tensor("FP32", [2]), "NOTE_OUT": tp.Text()}
+    max_batch_size = 8
+
+    def setup(self) -> None:
+        self.notes: List[Any] = []
+
+    def infer(self, X: np.ndarray, FACTOR: np.ndarray, NOTE: Any) -> Dict[str, Any]:
+        self.notes.append(NOTE)
+        notes = NOTE if NOTE is not None else ["-"] * len(X)
+        return {"Y": X * FACTOR, "NOTE_OUT": notes}
+
+
+def test_missing_optional_input_gets_its_default_per_row() -> None:
+    x = np.ones((3, 2), np.float32)
+    with ModelHarness(Scale) as harness:
+        out = harness.infer({"X": x})
+    np.testing.assert_array_equal(out["Y"], x * 10)
+    assert out["NOTE_OUT"].ravel().tolist() == [b"-"] * 3
+
+
+def test_requests_with_and_without_an_optional_input_in_one_batch() -> None:
+    x = np.ones((1, 2), np.float32)
+    requests = [
+        {"X": x, "FACTOR": np.array([[2]], np.float32)},
+        {"X": x},
+        {"X": x, "NOTE": np.array([[b"hi"]], dtype=object)},
+    ]
+    with ModelHarness(Scale) as harness:
+        results = harness.infer_requests(requests)
+        notes = harness.model.notes
+    assert [r["Y"].tolist() for r in results] == [[[2, 2]], [[10, 10]], [[10, 10]]]
+    assert results[2]["NOTE_OUT"].tolist() == [[b"hi"]]
+    # NOTE has no default: requests without it are not merged with requests that have it
+    assert sorted(map(str, notes)) == sorted(map(str, [None, ["hi"]]))
+
+
+def test_missing_required_input_is_rejected_before_the_model() -> None:
+    with ModelHarness(Scale) as harness, pytest.raises(tp.TritonRequestError) as caught:
+        harness.infer({"FACTOR": np.array([[2]], np.float32)})
+    assert caught.value.code == "INVALID_ARG"
+    assert "X" in caught.value.message
+
+
+# -- errors stay with their request ---------------------------------------------------------
+
+
+class Picky(tp.Model):
+    inputs = {"TEXT": tp.Text()}
+    outputs = {"LENGTH": tp.Tensor("INT32", [1])}
+    max_batch_size = 8
+
+    def setup(self) -> None:
+        self.batch_sizes: List[int] = []
+
+    def infer(self, TEXT: List[str]) -> Dict[str, Any]:
+        self.batch_sizes.append(len(TEXT))
+        if "poison" in TEXT:
+            raise tp.InputError("input 'TEXT': expected anything but 'poison', got 'poison'")
+        if "crash" in TEXT:
+            raise ZeroDivisionError("division by zero")
+        return {"LENGTH": np.array([len(t) for t in TEXT], np.int32)}
+
+
+def text(*values: bytes) -> Dict[str, Any]:
+    return {"TEXT": np.array([[v] for v in values], dtype=object)}
+
+
+def test_poison_request_fails_alone_with_invalid_arg() -> None:
+    with ModelHarness(Picky) as harness:
+        results = harness.infer_requests([text(b"ok"), text(b"poison", b"x"), text(b"fine")])
+        # one merged attempt, then each request alone
+        assert harness.model.batch_sizes == [4, 1, 2, 1]
+    assert results[0]["LENGTH"].tolist() == [[2]]
+    assert isinstance(results[1], tp.TritonRequestError)
+    assert results[1].code == "INVALID_ARG"
+    assert results[1].message == "input 'TEXT': expected anything but 'poison', got 'poison'"
+    assert results[2]["LENGTH"].tolist() == [[4]]
+
+
+def test_unexpected_exception_is_internal_and_logged_with_traceback() -> None:
+    from tritonpy.testing import fake_pb_utils
+
+    with ModelHarness(Picky) as harness:
+        results = harness.infer_requests([text(b"crash"), text(b"abc")])
+    assert isinstance(results[0], tp.TritonRequestError)
+    assert results[0].code == "INTERNAL"
+    assert results[0].message == "ZeroDivisionError while running infer(): division by zero"
+    assert results[1]["LENGTH"].tolist() == [[3]]
+    logged = "\n".join(str(m) for m in fake_pb_utils.Logger.messages)
+    assert "ZeroDivisionError" in logged and "Traceback" in logged
+
+
+def test_undecodable_input_fails_only_its_request() -> None:
+    with ModelHarness(Picky) as harness:
+        results = harness.infer_requests([text(b"\xff\xfe"), text(b"abc")])
+        assert harness.model.batch_sizes == [1]
+    assert isinstance(results[0], tp.TritonRequestError)
+    assert results[0].code == "INVALID_ARG"
+    assert results[0].message.startswith("input 'TEXT', row 0: expected UTF-8 text, got 2 bytes")
+    assert results[1]["LENGTH"].tolist() == [[3]]
+
+
+def test_cancelled_request_is_not_computed() -> None:
+    with ModelHarness(Picky) as harness:
+        results = harness.infer_requests([text(b"a"), text(b"bb"), text(b"ccc")], cancelled=[1])
+        assert harness.model.batch_sizes == [2]
+    assert isinstance(results[1], tp.TritonRequestError)
+    assert results[1].code == "CANCELLED"
+    assert results[0]["LENGTH"].tolist() == [[1]]
+    assert results[2]["LENGTH"].tolist() == [[3]]
+
+
+def test_model_stays_usable_after_errors() -> None:
+    with ModelHarness(Picky) as harness:
+        for _ in range(3):
+            harness.infer_requests([text(b"crash"), text(b"poison")])
+        assert harness.infer(text(b"abcd"))["LENGTH"].tolist() == [[4]]
+
+
+# -- outputs that do not fit ----------------------------------------------------------------
+
+
+def make_model(result: Any, output: tp.Codec | None = None) -> type:
+    class Returns(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [2])}
+        outputs = {"Y": output or tp.Tensor("FP32", [2])}
+        max_batch_size = 4
+
+        def infer(self, X: np.ndarray) -> Any:
+            return result(X) if callable(result) else result
+
+    return Returns
+
+
+@pytest.mark.parametrize(
+    ("result", "message"),
+    [
+        ([1, 2], "infer() must return a dict {output name: value}, got list"),
+        ({}, "infer() did not return output 'Y'"),
+        ({"Y": np.zeros((2, 2)), "Z": 1}, "returned ['Z'], which are not declared outputs"),
+        ({"Y": np.zeros((3, 2))}, "output 'Y': expected 1 rows (one per input row), got 3"),
+        ({"Y": np.zeros((1, 3))}, "output 'Y': expected shape [rows, 2], got [1, 3]"),
+        ({"Y": np.zeros((1, 2), np.complex64)}, "output 'Y': expected FP32, got complex64"),
+    ],
+)
+def test_bad_outputs_are_internal_errors_naming_the_problem(result: Any, message: str) -> None:
+    with ModelHarness(make_model(result)) as harness, pytest.raises(tp.TritonRequestError) as caught:
+        harness.infer({"X": np.zeros((1, 2), np.float32)})
+    assert caught.value.code == "INTERNAL"
+    assert message in caught.value.message
+
+
+def test_output_cast_policy_same_kind() -> None:
+    model = make_model(lambda X: {"Y": X.astype(np.float64) + 0.5})
+    with ModelHarness(model) as harness:
+        out = harness.infer({"X": np.ones((1, 2), np.float32)})
+    assert out["Y"].dtype == np.float32
+    assert out["Y"].tolist() == [[1.5, 1.5]]
+
+    refuses = make_model(lambda X: {"Y": X}, output=tp.Tensor("INT32", [2]))
+    with ModelHarness(refuses) as harness, pytest.raises(tp.TritonRequestError) as caught:
+        harness.infer({"X": np.ones((1, 2), np.float32)})
+    assert "expected INT32, got FP32 (float32)" in caught.value.message
+    assert ".astype(np.int32)" in caught.value.message
+
+
+# -- declarations are checked early --------------------------------------------------------
+
+
+def test_non_codec_declaration_is_refused_at_class_creation() -> None:
+    with pytest.raises(tp.DeclarationError, match=r"inputs\['X'\] must be a codec"):
+
+        class Bad(tp.Model):
+            inputs = {"X": "FP32"}  # type: ignore[dict-item]
+
+
+def test_infer_signature_must_accept_the_inputs() -> None:
+    with pytest.raises(tp.DeclarationError, match=r"does not accept the declared inputs \['B'\]"):
+
+        class Bad(tp.Model):
+            inputs = {"A": tp.Tensor("FP32", [1]), "B": tp.Tensor("FP32", [1])}
+            outputs = {"C": tp.Tensor("FP32", [1])}
+
+            def infer(self, A: np.ndarray) -> Dict[str, Any]:
+                return {"C": A}
+
+
+def test_bf16_tensor_is_refused_with_a_fix() -> None:
+    with pytest.raises(tp.DeclarationError, match=r"numpy has no BF16 type.*TorchTensor"):
+        tp.Tensor("BF16", [4])
+
+
+def test_optional_output_is_refused() -> None:
+    with pytest.raises(tp.DeclarationError, match="outputs cannot be optional"):
+
+        class Bad(tp.Model):
+            outputs = {"Y": tp.Text(optional=True)}
+
+
+def test_config_that_disagrees_with_the_class_fails_to_load(tmp_path: Path) -> None:
+    config = {
+        "input": [
+            {"name": "A", "data_type": "TYPE_INT32", "dims": [4]},
+        ]
+    }
+    with pytest.raises(tp.DeclarationError, match=r"TYPE_INT32"):
+        ModelHarness(AddSub, config=config)
+
+
+def test_config_batch_size_above_the_class_limit_fails_to_load() -> None:
+    with pytest.raises(tp.DeclarationError, match=r"max_batch_size 64, above the class's"):
+        ModelHarness(AddSub, config={"max_batch_size": 64})
+
+
+def test_config_may_lower_the_batch_size() -> None:
+    with ModelHarness(AddSub, config={"max_batch_size": 4}) as harness:
+        assert harness.config["max_batch_size"] == 4
+        out = harness.infer({"A": rows(4), "B": rows(4)})
+    assert out["SUM"].shape == (4, 4)
+
+
+def test_setup_sees_the_model_context(tmp_path: Path) -> None:
+    seen: Dict[str, Any] = {}
+
+    class Context(tp.Model):
+        outputs = {"Y": tp.Tensor("INT32", [1])}
+
+        def setup(self) -> None:
+            seen.update(
+                name=self.model_name,
+                version=self.model_version,
+                batched=self.batched,
+                config=self.model_config["name"],
+            )
+
+        def infer(self) -> Dict[str, Any]:
+            return {"Y": [1]}
+
+    with ModelHarness(Context, name="ctx") as harness:
+        assert harness.infer({})["Y"].tolist() == [1]
+    assert seen == {"name": "ctx", "version": 1, "batched": False, "config": "ctx"}
+
+
+def test_teardown_runs_on_close() -> None:
+    closed: List[bool] = []
+
+    class Closing(AddSub):
+        def teardown(self) -> None:
+            closed.append(True)
+
+    harness = ModelHarness(Closing)
+    harness.close()
+    assert closed == [True]
