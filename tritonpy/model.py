@@ -42,6 +42,7 @@ from .errors import DeclarationError, InputError, OutputError, TritonPyError
 __all__ = ["Model"]
 
 _SCHEDULERS = ("sequence_batching", "ensemble_scheduling")
+_ABSENT = "<absent>"
 
 
 class _Decoded:
@@ -290,14 +291,16 @@ class Model:
                         f"{name!r} has {count}; send the same number of rows for every input",
                         input_name=name,
                     )
-                if self._merge:
-                    key.append(codec.group_key(value))
             values[name] = value
         for name, codec in absent:
-            value = codec.missing(max(rows, 1) if batched else None)
-            values[name] = value
-            if self._merge:
-                key.append(value is None)
+            values[name] = codec.missing(max(rows, 1) if batched else None)
+        if self._merge:
+            # requests merge only when every input has the same group key (ragged shapes,
+            # presence of an optional input without default)
+            key = [
+                _ABSENT if values[name] is None else codec.group_key(values[name])
+                for name, codec in self._input_plan
+            ]
         requested_names = request.requested_output_names()
         requested = frozenset(requested_names) if requested_names else None
         return _Decoded(index, values, max(rows, 0), requested, tuple(key))

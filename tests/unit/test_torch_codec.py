@@ -67,7 +67,9 @@ def test_output_goes_out_through_dlpack_without_copy() -> None:
 
 def test_wrong_dtype_in_and_lossy_cast_out_are_refused() -> None:
     codec = tp.TorchTensor("FP32", [3])
-    with pytest.raises(tp.InputError, match=r"expected FP32 with shape \[rows, 3\], got torch.int32"):
+    with pytest.raises(
+        tp.InputError, match=r"expected FP32 with shape \[rows, 3\], got torch.int32"
+    ):
         codec.decode("X", fake_pb_utils.Tensor("X", np.zeros((1, 3), np.int32)), batched=True)
     int_codec = tp.TorchTensor("INT32", [3])
     with pytest.raises(tp.OutputError, match=r"expected INT32, got torch.float32"):
