@@ -78,17 +78,49 @@ def test_model_config_methods_match_the_real_class():
 
 
 def test_object_methods_match_the_measured_real_ones():
-    for attr in ["as_numpy", "from_dlpack", "is_cpu", "name", "shape", "to_dlpack",
-                 "triton_dtype", "__dlpack__", "__dlpack_device__"]:
+    for attr in [
+        "as_numpy",
+        "from_dlpack",
+        "is_cpu",
+        "name",
+        "shape",
+        "to_dlpack",
+        "triton_dtype",
+        "__dlpack__",
+        "__dlpack_device__",
+    ]:
         assert hasattr(pb.Tensor, attr)
-    for attr in ["async_exec", "correlation_id", "exec", "flags", "get_response_sender",
-                 "inputs", "is_cancelled", "parameters", "request_id",
-                 "requested_output_names", "set_flags", "set_release_flags", "timeout", "trace"]:
+    for attr in [
+        "async_exec",
+        "correlation_id",
+        "exec",
+        "flags",
+        "get_response_sender",
+        "inputs",
+        "is_cancelled",
+        "parameters",
+        "request_id",
+        "requested_output_names",
+        "set_flags",
+        "set_release_flags",
+        "timeout",
+        "trace",
+    ]:
         assert hasattr(pb.InferenceRequest, attr)
     for attr in ["error", "has_error", "output_tensors"]:
         assert hasattr(pb.InferenceResponse, attr)
-    for attr in ["ERROR", "INFO", "LogLevel", "VERBOSE", "WARNING", "log", "log_error",
-                 "log_info", "log_verbose", "log_warn"]:
+    for attr in [
+        "ERROR",
+        "INFO",
+        "LogLevel",
+        "VERBOSE",
+        "WARNING",
+        "log",
+        "log_error",
+        "log_info",
+        "log_verbose",
+        "log_warn",
+    ]:
         assert hasattr(pb.Logger, attr)
 
 
@@ -105,8 +137,16 @@ def test_constants():
 
 
 def test_triton_error_codes_are_the_servers():
-    names = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED",
-             "ALREADY_EXISTS", "CANCELLED"]
+    names = [
+        "UNKNOWN",
+        "INTERNAL",
+        "NOT_FOUND",
+        "INVALID_ARG",
+        "UNAVAILABLE",
+        "UNSUPPORTED",
+        "ALREADY_EXISTS",
+        "CANCELLED",
+    ]
     assert [int(getattr(pb.TritonError, n)) for n in names] == list(range(8))
     assert [pb.error_code_name(i) for i in range(8)] == names
     err = pb.TritonError("boom")
@@ -137,7 +177,7 @@ def test_tensor_basics():
 
 
 def test_tensor_refuses_unicode_arrays_like_the_real_one():
-    with pytest.raises(pb.TritonModelException, match="NumPy dtype is not supported."):
+    with pytest.raises(pb.TritonModelException, match=r"NumPy dtype is not supported\."):
         pb.Tensor("S", np.array(["a", "b"]))
 
 
@@ -215,10 +255,16 @@ def test_serialize_deserialize_roundtrip(items):
 def test_serialize_edge_cases_match_the_real_function():
     assert pb.serialize_byte_tensor(np.array([], dtype=object)) == ()
     assert pb.serialize_byte_tensor(np.array([1, 2], dtype=np.int32)) is None
-    assert pb.serialize_byte_tensor(np.array([b"ab", b"c"])) == b"\x02\x00\x00\x00ab\x01\x00\x00\x00c"
+    assert (
+        pb.serialize_byte_tensor(np.array([b"ab", b"c"])) == b"\x02\x00\x00\x00ab\x01\x00\x00\x00c"
+    )
     two_d = np.array([[b"a", b"b"], [b"c", b"d"]], dtype=object)
     assert pb.deserialize_bytes_tensor(pb.serialize_byte_tensor(two_d)).tolist() == [
-        b"a", b"b", b"c", b"d"]
+        b"a",
+        b"b",
+        b"c",
+        b"d",
+    ]
     assert pb.serialize_byte_tensor(np.array([7], dtype=object)) == b"\x01\x00\x00\x007"
     out = pb.deserialize_bytes_tensor(b"")
     assert out.dtype == object and out.shape == (0,)
@@ -234,7 +280,11 @@ def test_dtype_maps():
     assert pb.triton_string_to_numpy("TYPE_STRING") is np.object_
     assert pb.TRITON_STRING_TO_NUMPY["TYPE_BOOL"] is bool
     assert [pb.triton_to_numpy_type(i) for i in (1, 8, 11, 13)] == [
-        np.bool_, np.int32, np.float32, np.object_]
+        np.bool_,
+        np.int32,
+        np.float32,
+        np.object_,
+    ]
     assert pb.triton_to_numpy_type(14) is None  # BF16: no numpy type
     assert pb.numpy_to_triton_type(np.float16) == 10
     assert pb.numpy_to_triton_type(np.dtype("float64")) == 12
@@ -252,8 +302,12 @@ def test_config_lookup_helpers():
     assert pb.get_output_config_by_name(cfg, "B") == {"name": "B"}
     assert pb.get_output_config_by_name({}, "B") is None
     assert pb.using_decoupled_model_transaction_policy({}) is False
-    assert pb.using_decoupled_model_transaction_policy(
-        {"model_transaction_policy": {"decoupled": True}}) is True
+    assert (
+        pb.using_decoupled_model_transaction_policy(
+            {"model_transaction_policy": {"decoupled": True}}
+        )
+        is True
+    )
 
 
 # -- requests and responses ---------------------------------------------------------------
@@ -271,7 +325,9 @@ def test_request_defaults_and_lookup():
     r._cancel()
     assert r.is_cancelled() is True
     assert json.loads(pb.InferenceRequest(parameters={"a": 1, "b": "s"}).parameters()) == {
-        "a": 1, "b": "s"}
+        "a": 1,
+        "b": "s",
+    }
     r.set_release_flags(pb.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
     assert r._release_flags_value() == 2
 
@@ -280,8 +336,10 @@ def test_bls_needs_a_registry():
     r = pb.InferenceRequest(model_name="other", inputs=[], requested_output_names=[])
     with pytest.raises(pb.TritonModelException, match="BLS needs a registry of models"):
         r.exec()
-    pb.register_bls_model("other", lambda req: pb.InferenceResponse(
-        [pb.Tensor("Y", np.array([len(req.inputs())], np.int32))]))
+    pb.register_bls_model(
+        "other",
+        lambda req: pb.InferenceResponse([pb.Tensor("Y", np.array([len(req.inputs())], np.int32))]),
+    )
     resp = r.exec()
     assert pb.get_output_tensor_by_name(resp, "Y").as_numpy().tolist() == [0]
     assert pb.is_model_ready("other") and not pb.is_model_ready("nosuch")
@@ -346,11 +404,21 @@ def test_logger_records_and_logs(caplog):
     pb.Logger.log("x", pb.Logger.WARNING)
     pb.Logger.log("y", pb.LogLevel.ERROR)
     assert [(r.level.name, r.message) for r in pb.log_records] == [
-        ("INFO", "i"), ("WARNING", "w"), ("ERROR", "e"), ("VERBOSE", "v"), ("WARNING", "x"),
-        ("ERROR", "y")]
+        ("INFO", "i"),
+        ("WARNING", "w"),
+        ("ERROR", "e"),
+        ("VERBOSE", "v"),
+        ("WARNING", "x"),
+        ("ERROR", "y"),
+    ]
     assert [r.levelno for r in caplog.records] == [
-        logging.INFO, logging.WARNING, logging.ERROR, logging.DEBUG, logging.WARNING,
-        logging.ERROR]
+        logging.INFO,
+        logging.WARNING,
+        logging.ERROR,
+        logging.DEBUG,
+        logging.WARNING,
+        logging.ERROR,
+    ]
     pb.clear_logs()
     assert pb.log_records == []
 
@@ -436,25 +504,34 @@ def test_model_config_errors_carry_the_real_messages():
         _mc(max_batch_size=8).set_max_batch_size(4)
     assert str(e.value) == (
         "configuration specified max_batch_size 8, but in auto-complete-config function for "
-        "model 'm' specified max_batch_size 4")
+        "model 'm' specified max_batch_size 4"
+    )
     with pytest.raises(ValueError) as e:
         _mc(sequence_batching={}).set_dynamic_batching()
     assert str(e.value) == (
         "Configuration specified scheduling_choice as 'sequence_batching', but "
         "auto-complete-config function for model 'm' tries to set scheduling_choice as "
-        "'dynamic_batching'")
+        "'dynamic_batching'"
+    )
     with pytest.raises(ValueError) as e:
         _mc().add_input({"name": "A", "data_type": "TYPE_FP32", "dims": [1], "x": 1})
     assert str(e.value) == (
         "input 'A' in auto-complete-config function for model 'm' contains property other "
-        "than 'name', 'data_type', 'dims' and 'optional'.")
+        "than 'name', 'data_type', 'dims' and 'optional'."
+    )
     with pytest.raises(ValueError) as e:
         _mc().add_output({"name": "B", "data_type": "TYPE_FP32", "dims": [1], "optional": 1})
     assert str(e.value) == (
         "output 'B' in auto-complete-config function for model 'm' contains property other "
-        "than 'name', 'data_type' and 'dims'.")
-    with pytest.raises(ValueError, match="^input in auto-complete-config function for model "
-                       "'m' is missing 'name' property.$"):
+        "than 'name', 'data_type' and 'dims'."
+    )
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"^input in auto-complete-config function for model 'm' is missing "
+            r"'name' property\.$"
+        ),
+    ):
         _mc().add_input({"data_type": "TYPE_FP32", "dims": [1]})
     with pytest.raises(ValueError, match="is missing 'dims' property"):
         _mc().add_input({"name": "A", "data_type": "TYPE_FP32"})
@@ -463,12 +540,14 @@ def test_model_config_errors_carry_the_real_messages():
         existing.add_input({"name": "A", "data_type": "TYPE_INT32", "dims": [4]})
     assert str(e.value) == (
         "unable to load model 'm', configuration expects datatype TYPE_FP32 for input 'A', "
-        "model provides TYPE_INT32")
+        "model provides TYPE_INT32"
+    )
     with pytest.raises(ValueError) as e:
         existing.add_input({"name": "A", "data_type": "TYPE_FP32", "dims": [5]})
     assert str(e.value) == (
         "model 'm', tensor 'A': the model expects dims [5] but the model configuration "
-        "specifies dims [4]")
+        "specifies dims [4]"
+    )
     with pytest.raises(ValueError, match="contains property other than 'decoupled'"):
         _mc().set_model_transaction_policy({"x": True})
     dec = _mc(model_transaction_policy={"decoupled": True})
@@ -476,7 +555,8 @@ def test_model_config_errors_carry_the_real_messages():
         dec.set_model_transaction_policy({"decoupled": False})
     assert str(e.value) == (
         "trying to change decoupled property in auto-complete-config for model 'm', which is "
-        "already set to 'True'.")
+        "already set to 'True'."
+    )
 
 
 def test_model_config_messages_equal_the_real_module():
@@ -486,9 +566,13 @@ def test_model_config_messages_equal_the_real_module():
     spec = importlib.util.spec_from_file_location("_real_pb_utils_py", REAL_MODULE)
     real = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(real)
-    base = {"name": "m", "max_batch_size": 2, "input": [
-        {"name": "A", "data_type": "TYPE_FP32", "dims": [4], "optional": False}], "output": [
-        {"name": "B", "data_type": "TYPE_FP32", "dims": [4]}], "ensemble_scheduling": {}}
+    base = {
+        "name": "m",
+        "max_batch_size": 2,
+        "input": [{"name": "A", "data_type": "TYPE_FP32", "dims": [4], "optional": False}],
+        "output": [{"name": "B", "data_type": "TYPE_FP32", "dims": [4]}],
+        "ensemble_scheduling": {},
+    }
     calls = [
         ("set_max_batch_size", 1),
         ("set_dynamic_batching",),

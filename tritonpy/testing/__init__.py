@@ -1,0 +1,37 @@
+"""Test Triton Python-backend models without a server.
+
+- :mod:`tritonpy.testing.fake_pb_utils`: a faithful fake of ``triton_python_backend_utils``;
+- :class:`ModelHarness`: load a model directory or class and send it requests in-process;
+- :func:`install_fake_pb_utils`: make ``import triton_python_backend_utils`` work in tests;
+- the pytest plugin (fixtures ``triton_model`` and ``fake_pb_utils``) in
+  :mod:`tritonpy.testing.plugin`, registered automatically.
+
+Importable without pytest and without tritonclient (tritonclient is needed only to parse a
+``config.pbtxt``).
+"""
+
+from __future__ import annotations
+
+from . import fake_pb_utils
+from .harness import (
+    HarnessError,
+    ModelBugError,
+    ModelHarness,
+    ModelLoadError,
+    fake_pb_utils_installed,
+    install_fake_pb_utils,
+    parse_config_pbtxt,
+    uninstall_fake_pb_utils,
+)
+
+__all__ = [
+    "HarnessError",
+    "ModelBugError",
+    "ModelHarness",
+    "ModelLoadError",
+    "fake_pb_utils",
+    "fake_pb_utils_installed",
+    "install_fake_pb_utils",
+    "parse_config_pbtxt",
+    "uninstall_fake_pb_utils",
+]
