@@ -130,48 +130,12 @@ def fake_pb_utils_installed() -> Iterator[ModuleType]:
 def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
     """Parse config.pbtxt text into the JSON-like dict Triton hands to the Python backend
     (field names as in the proto, int64 values as ints). Needs tritonclient[grpc]."""
+    from ..config.pbtxt import ConfigError, config_to_dict, parse_config
+
     try:
-        from google.protobuf import json_format, text_format
-        from tritonclient.grpc import model_config_pb2
-    except ImportError as exc:
-        raise HarnessError(
-            f"reading {source} needs tritonclient[grpc] and protobuf "
-            f"(pip install 'tritonpy[config]'); or pass config= as a dict ({exc})"
-        ) from exc
-    message = model_config_pb2.ModelConfig()
-    try:
-        text_format.Parse(text, message)
-    except text_format.ParseError as exc:
-        raise ModelLoadError(f"{source}: cannot parse the model configuration: {exc}") from exc
-    result: Dict[str, Any] = json_format.MessageToDict(message, preserving_proto_field_name=True)
-    _int64_to_int(result, message.DESCRIPTOR)
-    return result
-
-
-_INT64_TYPES = (3, 4, 6, 16, 18)  # INT64, UINT64, FIXED64, SFIXED64, SINT64
-
-
-def _int64_to_int(data: Dict[str, Any], descriptor: Any) -> None:
-    """MessageToDict writes 64-bit integers as strings; Triton's JSON has numbers."""
-    for key, value in data.items():
-        field = descriptor.fields_by_name.get(key)
-        if field is None:
-            continue
-        if field.message_type is not None:
-            if field.message_type.GetOptions().map_entry:
-                value_field = field.message_type.fields_by_name["value"]
-                for map_key, item in list(value.items()):
-                    if value_field.message_type is not None:
-                        _int64_to_int(item, value_field.message_type)
-                    elif value_field.type in _INT64_TYPES:
-                        value[map_key] = int(item)
-            elif isinstance(value, list):
-                for item in value:
-                    _int64_to_int(item, field.message_type)
-            else:
-                _int64_to_int(value, field.message_type)
-        elif field.type in _INT64_TYPES:
-            data[key] = [int(v) for v in value] if isinstance(value, list) else int(value)
+        return config_to_dict(parse_config(text, source))
+    except ConfigError as exc:
+        raise ModelLoadError(str(exc)) from exc
 
 
 def _fill_io_defaults(config: Dict[str, Any]) -> None:
