@@ -1,0 +1,90 @@
+"""Facts about Triton releases that decide whether a model environment and stub will work.
+
+A release is named ``YY.MM`` like its NGC container (``nvcr.io/nvidia/tritonserver:24.10-py3``).
+The facts come from the release notes and from measurements against the server shipped in the
+``nvidia-pytriton`` wheel; each rule says which releases it covers.
+
+>>> release = TritonRelease.parse("24.10")
+>>> release.server_version, release.python, release.numpy2_ok
+('2.51.0', '3.10', False)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Tuple
+
+from .errors import ToolError
+
+__all__ = ["BUNDLED_RELEASE", "TritonRelease"]
+
+#: the release whose tritonserver and stubs the ``nvidia-pytriton`` 0.7.0 wheel bundles
+BUNDLED_RELEASE = "24.10"
+
+_PATTERN = re.compile(r"^(?:r)?(\d{2})\.(\d{2})$")
+
+
+@dataclass(frozen=True, order=True)
+class TritonRelease:
+    """One Triton release, ``year`` and ``month`` as in its ``YY.MM`` name."""
+
+    year: int
+    month: int
+
+    @classmethod
+    def parse(cls, text: str) -> TritonRelease:
+        """``"24.10"`` or ``"r24.10"`` (the branch name) -> TritonRelease."""
+        match = _PATTERN.match(text.strip())
+        if not match or not 1 <= int(match.group(2)) <= 12:
+            raise ToolError(
+                f"not a Triton release: {text!r}; expected YY.MM as in the container tag "
+                f"nvcr.io/nvidia/tritonserver:YY.MM-py3, e.g. 24.10"
+            )
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    @property
+    def name(self) -> str:
+        return f"{self.year:02d}.{self.month:02d}"
+
+    @property
+    def branch(self) -> str:
+        """The git branch of the release in Triton's repositories (``r24.10``)."""
+        return f"r{self.name}"
+
+    @property
+    def server_version(self) -> str:
+        """The tritonserver version of the release: 22.01 was 2.18.0, one minor a month."""
+        months = (self.year - 22) * 12 + (self.month - 1)
+        return f"2.{18 + months}.0"
+
+    @property
+    def python(self) -> str:
+        """The CPython X.Y of the release's container (and so of its default stub): Ubuntu
+        20.04 / Python 3.8 up to 22.12, Ubuntu 22.04 / 3.10 from 23.01, Ubuntu 24.04 / 3.12
+        from 24.12."""
+        if self < TritonRelease(23, 1):
+            return "3.8"
+        if self < TritonRelease(24, 12):
+            return "3.10"
+        return "3.12"
+
+    @property
+    def numpy2_ok(self) -> bool:
+        """Whether the release's Python backend stub handles numpy 2 (24.12 and later; older
+        stubs fail on BYTES inputs and return empty outputs with numpy 2)."""
+        return self >= TritonRelease(24, 12)
+
+    @property
+    def sources_env_activate(self) -> bool:
+        """Up to 25.05 the stub is started with ``source <env>/bin/activate``; from 25.08
+        Triton only puts ``<env>/bin`` on PATH and ``<env>/lib`` on LD_LIBRARY_PATH."""
+        return self < TritonRelease(25, 8)
+
+    @property
+    def min_cmake(self) -> Tuple[int, ...]:
+        """The CMake version a native stub build of this release needs."""
+        return (3, 31, 8) if self >= TritonRelease(25, 8) else (3, 17)
+
+    def __str__(self) -> str:
+        return self.name
