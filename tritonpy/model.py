@@ -250,10 +250,10 @@ class Model:
             for item in ready:
                 groups.setdefault(item.key, []).append(item)
             for members in groups.values():
-                self._run_group(members, requests, responses)
+                self._run_group(members, responses)
         else:
             for item in ready:
-                self._run_one(item, requests, responses)
+                self._run_one(item, responses)
         return responses
 
     def finalize(self) -> None:
@@ -305,11 +305,9 @@ class Model:
         requested = frozenset(requested_names) if requested_names else None
         return _Decoded(index, values, max(rows, 0), requested, tuple(key))
 
-    def _run_group(
-        self, members: List[_Decoded], requests: Sequence[Any], responses: List[Any]
-    ) -> None:
+    def _run_group(self, members: List[_Decoded], responses: List[Any]) -> None:
         if len(members) == 1:
-            self._run_one(members[0], requests, responses)
+            self._run_one(members[0], responses)
             return
         try:
             merged = {
@@ -339,9 +337,9 @@ class Model:
             f"running them one by one"
         )
         for member in members:
-            self._run_one(member, requests, responses)
+            self._run_one(member, responses)
 
-    def _run_one(self, item: _Decoded, requests: Sequence[Any], responses: List[Any]) -> None:
+    def _run_one(self, item: _Decoded, responses: List[Any]) -> None:
         try:
             values = item.values
             if self.batched:
