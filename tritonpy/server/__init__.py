@@ -1,0 +1,44 @@
+"""The embedded tritonserver: locate it, prepare its backend directory, start it on a model
+repository, wait for readiness, stop it cleanly; and a small client helper.
+
+Example::
+
+    from tritonpy.server import TritonServer
+
+    with TritonServer("model_repository") as server:
+        print(server.http_url, server.models_ready())
+"""
+
+from __future__ import annotations
+
+from .errors import ModelLoadError, ServerError, ServerTimeoutError
+from .install import (
+    Installation,
+    Interpreter,
+    WheelInstallation,
+    find_wheel_installation,
+    inspect_interpreter,
+    prepare_backend_directory,
+    resolve_installation,
+)
+from .ports import pick_free_ports
+from .process import TritonServer
+from .readiness import ModelStatus, health_ready, repository_index
+
+__all__ = [
+    "Installation",
+    "Interpreter",
+    "ModelLoadError",
+    "ModelStatus",
+    "ServerError",
+    "ServerTimeoutError",
+    "TritonServer",
+    "WheelInstallation",
+    "find_wheel_installation",
+    "health_ready",
+    "inspect_interpreter",
+    "pick_free_ports",
+    "prepare_backend_directory",
+    "repository_index",
+    "resolve_installation",
+]

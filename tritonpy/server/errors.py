@@ -1,0 +1,51 @@
+"""Errors of the embedded tritonserver tooling."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from ..errors import ToolError
+
+__all__ = ["ModelLoadError", "ServerError", "ServerTimeoutError"]
+
+
+class ServerError(ToolError):
+    """tritonserver could not be located, prepared, started, reached or stopped.
+
+    ``log_tail`` holds the last lines of the server log when a server had been started
+    (empty otherwise).
+    """
+
+    def __init__(self, message: str, *, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+class ModelLoadError(ServerError):
+    """One or more models of the repository failed to load.
+
+    ``failures`` maps each failed model name to the error text Triton reported for it (the
+    model's own exception and traceback when it came from ``model.py``).
+
+    Example::
+
+        try:
+            server.start()
+        except ModelLoadError as err:
+            print(err.failures["preprocess"])   # "SyntaxError: expected ':' (model.py, line 4)"
+    """
+
+    def __init__(self, message: str, *, failures: Mapping[str, str], log_tail: str = "") -> None:
+        super().__init__(message, log_tail=log_tail)
+        self.failures = dict(failures)
+
+
+class ServerTimeoutError(ServerError):
+    """The server (or some of its models) did not become ready within ``startup_timeout``.
+
+    ``not_ready`` lists the models that were still not ready.
+    """
+
+    def __init__(self, message: str, *, not_ready: Sequence[str], log_tail: str = "") -> None:
+        super().__init__(message, log_tail=log_tail)
+        self.not_ready = list(not_ready)

@@ -1,0 +1,144 @@
+"""Read and interpret tritonserver's log (release 2.51 formats).
+
+Lines of interest::
+
+    E1129 09:28:54.343373 3445 model_lifecycle.cc:642] "failed to load 'm' version 1: Internal: ..."
+    I1129 09:28:48.425246 3180 model_lifecycle.cc:839] "successfully loaded 'add_sub'"
+    I1129 09:28:48.457799 3180 http_server.cc:4713] "Started HTTPService at 127.0.0.1:18000"
+    E1129 09:30:10.068850 3959 main.cc:245] "failed to start GRPC service: Unavailable - Socket
+        '127.0.0.1:18001' already in use "
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import deque
+from pathlib import Path
+from typing import Deque, Dict, List, Optional, Set
+
+__all__ = ["LogFollower", "lines_about", "read_tail"]
+
+_PREFIX = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+\] ")
+_FAILED = re.compile(
+    r"failed to load '(?P<name>[^']+)' version (?P<version>\d+): (?P<msg>.*?)\"?\s*$"
+)
+_POLL_FAILED = re.compile(r"Poll failed for model directory '(?P<name>[^']+)': (?P<msg>.*?)\"?\s*$")
+_LOADED = re.compile(r"successfully loaded '(?P<name>[^']+)'")
+_LOADING = re.compile(r"\"loading: (?P<name>[^:\"]+):\d+\"")
+_STARTED_HTTP = re.compile(r"Started HTTPService at (?P<addr>\S+?)\"")
+_PORT_CLASH = re.compile(r"failed to start \w+ service.*(already in use|Address already in use)")
+
+
+def _unescape(text: str) -> str:
+    """The logger writes messages as JSON-style quoted strings (``\\n``, ``\\"``)."""
+    try:
+        value = json.loads(f'"{text}"')
+        return value if isinstance(value, str) else text
+    except ValueError:
+        return text.replace("\\n", "\n").replace('\\"', '"')
+
+
+class LogFollower:
+    """Follow a growing log file from a byte offset, parsing complete lines as they arrive.
+
+    Example::
+
+        follower = LogFollower(Path("/tmp/server.log"))
+        follower.poll()
+        follower.failures      # {"broken": "Internal: SyntaxError: ..."}
+    """
+
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self.path = path
+        self.offset = offset
+        self._partial = b""
+        self.failures: Dict[str, str] = {}
+        self.loaded: Set[str] = set()
+        self.loading: Set[str] = set()
+        self.http_started: List[str] = []
+        self.port_clash: Optional[str] = None
+
+    def poll(self) -> None:
+        """Read what was appended since the last call and update the parsed state."""
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError:
+            return
+        if not data:
+            return
+        self.offset += len(data)
+        data = self._partial + data
+        *complete, self._partial = data.split(b"\n")
+        for raw in complete:
+            self._parse(raw.decode("utf-8", "replace"))
+
+    def _parse(self, line: str) -> None:
+        if "failed to load '" in line:
+            m = _FAILED.search(line)
+            if m:
+                self.failures[m["name"]] = _unescape(m["msg"])
+        elif "Poll failed for model directory" in line:
+            m = _POLL_FAILED.search(line)
+            if m:
+                self.failures[m["name"]] = _unescape(m["msg"])
+        elif "successfully loaded '" in line:
+            m = _LOADED.search(line)
+            if m:
+                self.loaded.add(m["name"])
+        elif "loading: " in line:
+            m = _LOADING.search(line)
+            if m:
+                self.loading.add(m["name"])
+        elif "Started HTTPService at" in line:
+            m = _STARTED_HTTP.search(line)
+            if m:
+                self.http_started.append(m["addr"])
+        elif "failed to start" in line and _PORT_CLASH.search(line):
+            self.port_clash = _PREFIX.sub("", line).strip().strip('"').strip()
+
+
+def read_tail(path: Path, n: int, *, start: int = 0) -> str:
+    """The last ``n`` lines of ``path`` (from byte ``start`` on), verbatim."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            # ~512 bytes per wanted line is enough for Triton's long lines and tables
+            fh.seek(max(start, size - max(n, 1) * 512))
+            data = fh.read()
+    except OSError:
+        return ""
+    lines: Deque[str] = deque(data.decode("utf-8", "replace").splitlines(), maxlen=n)
+    return "\n".join(lines)
+
+
+def lines_about(path: Path, name: str, *, start: int = 0, limit: int = 40) -> List[str]:
+    """Error/warning lines of the log that name model ``name``, each with its continuation
+    lines (a Python traceback printed by the stub), at most ``limit`` lines in all."""
+    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])")
+    out: List[str] = []
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return out
+    keep = False
+    for line in text.splitlines():
+        if line.startswith(("+", "|")):
+            keep = False
+            continue
+        if _PREFIX.match(line):
+            keep = line[0] in "EWF" or "pb_stub" in line
+            # the "failed to load" line itself is reported, unescaped, by the caller
+            keep = keep and bool(word.search(line)) and "failed to load '" not in line
+            if keep:
+                out.append(line)
+        elif keep and line.strip():
+            out.append(line)
+        if len(out) >= limit:
+            break
+    return out

@@ -1,0 +1,113 @@
+"""Find and end the processes of one server's process group (the server and its
+``triton_python_backend_stub`` children) through ``/proc`` (Linux)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from typing import Iterable, List, Set
+
+__all__ = [
+    "GroupProcess",
+    "group_processes",
+    "kill_group",
+    "remove_shm_regions",
+    "shm_regions",
+    "terminate_group",
+    "wait_group_gone",
+]
+
+_SHM_PREFIX = "/dev/shm/triton_python_backend_shm_region_"
+
+
+@dataclass(frozen=True)
+class GroupProcess:
+    pid: int
+    state: str  # one letter, as in /proc/<pid>/stat ("Z" for a zombie)
+    cmdline: str
+
+
+def group_processes(pgid: int, *, include_zombies: bool = False) -> List[GroupProcess]:
+    """The processes whose process group is ``pgid``.
+
+    Example::
+
+        [p.cmdline for p in group_processes(server.pid)]
+    """
+    found: List[GroupProcess] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read().decode("utf-8", "replace")
+            # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses
+            fields = stat[stat.rindex(")") + 2 :].split()
+            state, pgrp = fields[0], int(fields[2])
+            if pgrp != pgid or (state == "Z" and not include_zombies):
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        found.append(GroupProcess(int(entry), state, cmdline))
+    return found
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    """Send ``sig`` to every process of group ``pgid``; a group already gone is fine."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def wait_group_gone(pgid: int, timeout: float) -> List[GroupProcess]:
+    """Wait until no live process is left in group ``pgid``; return the survivors."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = group_processes(pgid)
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def terminate_group(pgid: int, *, grace: float = 2.0) -> List[GroupProcess]:
+    """SIGTERM then SIGKILL whatever remains in group ``pgid``; return the survivors."""
+    if not group_processes(pgid):
+        return []
+    kill_group(pgid, signal.SIGTERM)
+    alive = wait_group_gone(pgid, grace)
+    if alive:
+        kill_group(pgid, signal.SIGKILL)
+        alive = wait_group_gone(pgid, 5.0)
+    return alive
+
+
+def shm_regions(pids: Iterable[int]) -> Set[str]:
+    """The Python backend's shared-memory regions (``/dev/shm/...``) mapped by ``pids``."""
+    found: Set[str] = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/maps", "rb") as fh:
+                for raw in fh:
+                    line = raw.decode("utf-8", "replace")
+                    start = line.find(_SHM_PREFIX)
+                    if start >= 0:
+                        found.add(line[start:].split()[0])
+        except OSError:
+            continue
+    return found
+
+
+def remove_shm_regions(paths: Iterable[str]) -> None:
+    """Unlink regions left behind by a server that was killed before it could clean up."""
+    for path in paths:
+        if path.startswith(_SHM_PREFIX):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
