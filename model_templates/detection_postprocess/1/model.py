@@ -1,0 +1,49 @@
+"""Score threshold + non-maximum suppression (OpenCV) over candidate boxes, one image per row.
+
+config.pbtxt parameters: ``score_threshold``, ``iou_threshold``, ``max_detections``.
+"""
+
+import cv2
+
+import tritonpy as tp
+
+
+class DetectionPostprocess(tp.Model):
+    inputs = {
+        "BOXES": tp.Tensor("FP32", [-1, 4]),  # x, y, width, height per candidate
+        "SCORES": tp.Tensor("FP32", [-1]),
+    }
+    outputs = {
+        "DETECTIONS": tp.JSON(),  # per row: [{"box": [x, y, w, h], "score": s, "index": i}]
+        "COUNT": tp.Tensor("INT32", [1]),
+    }
+    max_batch_size = 64
+
+    def setup(self):
+        try:
+            self.score_threshold = float(self.parameter("score_threshold", "0.5"))
+            self.iou_threshold = float(self.parameter("iou_threshold", "0.45"))
+            self.max_detections = int(self.parameter("max_detections", "100"))
+        except ValueError as exc:
+            raise tp.DeclarationError(
+                f"{self.model_name}: a threshold parameter is not a number ({exc}); expected "
+                f"score_threshold and iou_threshold in 0..1, max_detections an integer; fix "
+                f"config.pbtxt"
+            ) from None
+
+    def infer(self, BOXES, SCORES):
+        if BOXES.shape[1] != SCORES.shape[1]:
+            raise tp.InputError(
+                f"inputs 'BOXES' and 'SCORES' disagree: {BOXES.shape[1]} boxes but "
+                f"{SCORES.shape[1]} scores per row; send one score per box",
+                input_name="SCORES",
+            )
+        detections = []
+        for boxes, scores in zip(BOXES, SCORES):
+            keep = cv2.dnn.NMSBoxes(boxes, scores, self.score_threshold, self.iou_threshold)
+            keep = list(keep)[: self.max_detections or None]  # best first
+            detections.append([{"box": boxes[i], "score": scores[i], "index": i} for i in keep])
+        return {"DETECTIONS": detections, "COUNT": [len(d) for d in detections]}
+
+
+TritonPythonModel = DetectionPostprocess

@@ -1,0 +1,59 @@
+"""A small PyTorch MLP classifier; tensors go in and out through DLPack (no copies).
+
+Weights: ``model.pt`` in this version directory, a ``state_dict`` of :func:`build_mlp` (layer
+sizes are read from it). ``train_digits.py`` beside config.pbtxt writes one.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+import tritonpy as tp
+
+
+def build_mlp(sizes):
+    """Flatten, then Linear layers of the given sizes with ReLU between them."""
+    layers = [nn.Flatten()]
+    for index, (size_in, size_out) in enumerate(zip(sizes, sizes[1:])):
+        if index:
+            layers.append(nn.ReLU())
+        layers.append(nn.Linear(size_in, size_out))
+    return nn.Sequential(*layers)
+
+
+class TorchClassifier(tp.Model):
+    inputs = {"PIXELS": tp.TorchTensor("FP32", [1, 8, 8])}  # C x H x W from the preprocess
+    outputs = {"LOGITS": tp.TorchTensor("FP32", [-1])}  # one score per class
+    max_batch_size = 64
+
+    def setup(self):
+        path = self.version_dir / "model.pt"
+        if not path.is_file():
+            raise tp.DeclarationError(
+                f"{self.model_name}: weights {path} not found; train them with "
+                f"'python train_digits.py --out {path}' or copy a state_dict there"
+            )
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        weights = [value for key, value in state.items() if key.endswith(".weight")]
+        sizes = [weights[0].shape[1]] + [w.shape[0] for w in weights]
+        features = math.prod(self.inputs["PIXELS"].dims)
+        if sizes[0] != features:
+            raise tp.DeclarationError(
+                f"{self.model_name}: {path} expects {sizes[0]} input features, but PIXELS "
+                f"declares {list(self.inputs['PIXELS'].dims)} = {features}; retrain or fix "
+                f"the declaration"
+            )
+        self.device = torch.device(
+            f"cuda:{self.device_id}" if self.instance_kind == "GPU" else "cpu"
+        )
+        self.net = build_mlp(sizes)
+        self.net.load_state_dict(state)
+        self.net.to(self.device).eval()
+
+    def infer(self, PIXELS):
+        with torch.inference_mode():
+            return {"LOGITS": self.net(PIXELS.to(self.device))}
+
+
+TritonPythonModel = TorchClassifier

@@ -1,0 +1,330 @@
+"""Ready-made model directories (the repository's ``model_templates/``) and tools that render
+them into a model repository under new names.
+
+Templates: ``image_preprocess``, ``classification_postprocess``, ``detection_postprocess``,
+``torch_model`` and ``ensemble_classifier`` (see each one's README.md).
+
+Example, a grayscale 8x8 preprocess model in ``model_repository/``::
+
+    from pathlib import Path
+    from tritonpy.templates import render_template
+
+    render_template("image_preprocess", "my_preprocess", Path("model_repository"),
+                    parameters={"size": "8x8", "color": "GRAY", "mean": "0.5", "std": "0.5"})
+
+and the whole digits ensemble (three members + the ensemble, weights trained on the spot)::
+
+    from tritonpy.templates import render_digits_ensemble
+
+    digits = render_digits_ensemble(Path("model_repository"))
+    digits.ensemble, digits.images[0], digits.labels[0]   # "digits", PNG bytes, 7
+
+Templates are looked up in the directory named by ``$TRITONPY_TEMPLATES`` when set, otherwise
+in ``model_templates/`` beside the ``tritonpy`` package (a source checkout or an editable
+install). Rendering needs ``tritonclient[grpc]`` (``pip install 'tritonpy[config]'``);
+the digits ensemble also needs torch, scikit-learn and OpenCV.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from .config.pbtxt import ConfigError, format_config, load_config
+from .errors import ToolError
+
+__all__ = [
+    "TEMPLATES_ENV",
+    "DigitsEnsemble",
+    "TemplateError",
+    "TemplateExistsError",
+    "TemplateNotFoundError",
+    "digits_holdout",
+    "list_templates",
+    "render_digits_ensemble",
+    "render_template",
+    "template_dir",
+    "templates_root",
+]
+
+#: environment variable naming a directory of templates (overrides the built-in lookup)
+TEMPLATES_ENV = "TRITONPY_TEMPLATES"
+
+_SKIPPED_DIRS = ("tests", "__pycache__", ".pytest_cache")
+_SKIPPED_FILES = ("README*", "train_*.py", "*.pyc")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+ParameterValue = Union[str, int, float]
+
+
+class TemplateError(ToolError):
+    """A template could not be found, read or rendered."""
+
+
+class TemplateNotFoundError(TemplateError):
+    """No template of that name (or no template directory at all)."""
+
+
+class TemplateExistsError(TemplateError):
+    """The target model directory exists and ``overwrite`` was not given."""
+
+
+# -- finding templates -----------------------------------------------------------------------
+
+
+def templates_root() -> Path:
+    """The directory holding the templates: ``$TRITONPY_TEMPLATES``, else ``model_templates/``
+    beside the package."""
+    configured = os.environ.get(TEMPLATES_ENV)
+    root = (
+        Path(configured)
+        if configured
+        else Path(__file__).resolve().parent.parent / "model_templates"
+    )
+    if not root.is_dir():
+        how = (
+            f"${TEMPLATES_ENV} is {configured!r}, which is not a directory; point it at a "
+            f"checkout's model_templates/"
+            if configured
+            else f"tritonpy is not installed from a source checkout; set ${TEMPLATES_ENV} to "
+            f"the model_templates/ directory of a tritonpy checkout, or pip install -e it"
+        )
+        raise TemplateNotFoundError(f"template directory {root} not found: {how}")
+    return root
+
+
+def list_templates() -> List[str]:
+    """Names of the available templates (directories with a config.pbtxt), sorted."""
+    root = templates_root()
+    return sorted(p.name for p in root.iterdir() if (p / "config.pbtxt").is_file())
+
+
+def template_dir(name: str) -> Path:
+    """The directory of template ``name``."""
+    path = templates_root() / name
+    if not _NAME.match(name) or not (path / "config.pbtxt").is_file():
+        raise TemplateNotFoundError(
+            f"no template named {name!r} in {templates_root()}; expected one of {list_templates()}"
+        )
+    return path
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def render_template(
+    template: str,
+    name: str,
+    repo: Union[str, os.PathLike[str]],
+    *,
+    parameters: Optional[Mapping[str, ParameterValue]] = None,
+    models: Optional[Mapping[str, str]] = None,
+    overwrite: bool = False,
+) -> Path:
+    """Copy ``template`` into ``repo/name`` and return that model directory.
+
+    In the copy's config.pbtxt, ``name`` becomes ``name``, ``parameters`` are set (added or
+    replaced, values as strings) and, for an ensemble, ``models`` renames the steps'
+    ``model_name`` (``{"old name": "new name"}``). Every other field is kept; comments are not
+    (the file is parsed and printed with protobuf). Tests, ``__pycache__``, training scripts
+    and READMEs are not copied. An existing ``repo/name`` is refused unless ``overwrite``; the
+    new directory appears complete or not at all.
+    """
+    source = template_dir(template)
+    _check_name(name)
+    target = Path(repo) / name
+    if target.exists() and not overwrite:
+        raise TemplateExistsError(
+            f"cannot render template {template!r} as {name!r}: {target} already exists; "
+            f"choose another name, remove it, or pass overwrite=True"
+        )
+    config = _read_config(source / "config.pbtxt")
+    config.name = name
+    for key, value in (parameters or {}).items():
+        config.parameters[key].string_value = _parameter_text(template, key, value)
+    if models:
+        _rename_steps(template, config, models)
+    text = f"# Rendered by tritonpy.templates from the template {template!r}.\n" + format_config(
+        config
+    )
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.rendering-", dir=target.parent))
+    try:
+        fresh = staging / "model"
+        shutil.copytree(
+            source, fresh, ignore=shutil.ignore_patterns(*_SKIPPED_DIRS, *_SKIPPED_FILES)
+        )
+        (fresh / "config.pbtxt").write_text(text, encoding="utf-8")
+        if target.exists():
+            target.rename(staging / "previous")
+        fresh.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise TemplateError(
+            f"model name {name!r} is not usable as a model directory: expected letters, "
+            f"digits, '_', '-' or '.', not starting with '.' or '-'"
+        )
+
+
+def _parameter_text(template: str, key: str, value: Any) -> str:
+    if not isinstance(key, str) or not key:
+        raise TemplateError(f"template {template!r}: parameter keys must be non-empty strings")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise TemplateError(
+            f"template {template!r}: parameter {key!r} must be a string or a number, got "
+            f"{type(value).__name__} {value!r}; config.pbtxt parameters are strings"
+        )
+    return str(value)
+
+
+def _rename_steps(template: str, config: Any, models: Mapping[str, str]) -> None:
+    steps = list(config.ensemble_scheduling.step)
+    present = [step.model_name for step in steps]
+    unknown = sorted(set(models) - set(present))
+    if not steps or unknown:
+        raise TemplateError(
+            f"template {template!r}: cannot rename models {unknown or sorted(models)}: its "
+            f"ensemble steps use {present}; pass models={{old: new}} with those names"
+        )
+    for new in models.values():
+        _check_name(new)
+    for step in steps:
+        step.model_name = models.get(step.model_name, step.model_name)
+
+
+def _read_config(path: Path) -> Any:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise TemplateError(f"template configuration unusable: {exc}; fix the template") from None
+
+
+# -- the digits ensemble ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DigitsEnsemble:
+    """What :func:`render_digits_ensemble` rendered, and what to send to it.
+
+    ``images`` are the held-out digits (never trained on) as PNG bytes, ``labels`` their true
+    digits; ``holdout_accuracy`` is the trained network's accuracy on them, measured in torch.
+    """
+
+    repository: Path
+    ensemble: str
+    preprocess: str
+    classifier: str
+    postprocess: str
+    holdout_accuracy: float
+    images: List[bytes] = field(repr=False)
+    labels: List[int] = field(repr=False)
+
+    @property
+    def models(self) -> Dict[str, str]:
+        """Role -> model name, the ensemble included."""
+        return {
+            "ensemble": self.ensemble,
+            "preprocess": self.preprocess,
+            "classifier": self.classifier,
+            "postprocess": self.postprocess,
+        }
+
+
+def render_digits_ensemble(
+    repo: Union[str, os.PathLike[str]],
+    *,
+    prefix: str = "digits",
+    top_k: int = 3,
+    epochs: int = 300,
+    overwrite: bool = False,
+) -> DigitsEnsemble:
+    """Render the digits classifier into ``repo``: ``{prefix}_preprocess`` (image_preprocess
+    set for 8x8 grayscale), ``{prefix}_classifier`` (torch_model, its weights trained now on
+    scikit-learn's digits, a few seconds), ``{prefix}_postprocess``
+    (classification_postprocess with labels "0".."9") and the ensemble ``{prefix}`` chaining
+    them: IMAGE (PNG bytes) in; LABELS, SCORES, CLASS_IDS (top ``top_k``) out.
+
+    Nothing is written when one of the four model directories exists and ``overwrite`` is
+    not given.
+    """
+    repo = Path(repo)
+    names = {
+        "digits_preprocess": f"{prefix}_preprocess",
+        "digits_classifier": f"{prefix}_classifier",
+        "digits_postprocess": f"{prefix}_postprocess",
+    }
+    for name in (prefix, *names.values()):
+        _check_name(name)
+        if (repo / name).exists() and not overwrite:
+            raise TemplateExistsError(
+                f"cannot render the digits ensemble into {repo}: {repo / name} already "
+                f"exists; choose another prefix, remove it, or pass overwrite=True"
+            )
+    trainer = _digits_trainer()
+    preprocess = render_template(
+        "image_preprocess",
+        names["digits_preprocess"],
+        repo,
+        parameters=trainer.PREPROCESS_PARAMETERS,
+        overwrite=overwrite,
+    )
+    classifier = render_template(
+        "torch_model", names["digits_classifier"], repo, overwrite=overwrite
+    )
+    accuracy = float(trainer.train(classifier / "1" / "model.pt", epochs=epochs))
+    postprocess = render_template(
+        "classification_postprocess",
+        names["digits_postprocess"],
+        repo,
+        parameters={"top_k": top_k},
+        overwrite=overwrite,
+    )
+    (postprocess / "labels.txt").write_text("\n".join(trainer.LABELS) + "\n", encoding="utf-8")
+    render_template("ensemble_classifier", prefix, repo, models=names, overwrite=overwrite)
+    images, labels = trainer.holdout()
+    return DigitsEnsemble(
+        repository=repo,
+        ensemble=prefix,
+        preprocess=preprocess.name,
+        classifier=classifier.name,
+        postprocess=postprocess.name,
+        holdout_accuracy=accuracy,
+        images=list(images),
+        labels=[int(label) for label in labels],
+    )
+
+
+def digits_holdout() -> Tuple[List[bytes], List[int]]:
+    """The held-out digits of the training split, as PNG bytes, and their labels."""
+    images, labels = _digits_trainer().holdout()
+    return list(images), [int(label) for label in labels]
+
+
+@cache
+def _digits_trainer() -> Any:
+    """The torch_model template's train_digits.py, imported by path."""
+    path = template_dir("torch_model") / "train_digits.py"
+    spec = importlib.util.spec_from_file_location("tritonpy_template_train_digits", path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise TemplateNotFoundError(f"{path} not found; the torch_model template is incomplete")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ImportError as exc:
+        raise TemplateError(
+            f"the digits ensemble needs torch, scikit-learn and OpenCV to train its "
+            f"classifier ({exc}); pip install torch scikit-learn opencv-python-headless"
+        ) from None
+    return module
