@@ -13,7 +13,7 @@ The public API is what ``__all__`` lists; everything else is private.
 
 from __future__ import annotations
 
-from . import vision
+from . import parameters, vision
 from .batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
 from .codecs import JSON, MISSING, Bytes, Codec, ElementCodec, Image, Tensor, Text, TorchTensor
 from .dtypes import DTYPES, DType, lookup_dtype
@@ -54,6 +54,7 @@ __all__ = [
     "lookup_dtype",
     "merge_rows",
     "pad_rows",
+    "parameters",
     "split_rows",
     "trim_padded",
     "vision",

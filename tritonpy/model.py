@@ -24,6 +24,7 @@ import traceback
 from pathlib import Path
 from typing import (
     Any,
+    Callable,
     ClassVar,
     Dict,
     FrozenSet,
@@ -96,7 +97,10 @@ class Model:
       once: it is then called once per request (values keep their row dimension);
     * ``check_cancellation``: skip requests their client cancelled (default True).
 
-    Hooks: ``setup()`` once per instance after the configuration is known, ``infer(**inputs)``
+    Hooks: ``setup()`` once per instance after the configuration is known (it may replace a
+    codec on the instance, keeping its data type and dims, e.g.
+    ``self.inputs = {"IMAGE": tp.Image(color=self.parameter("color", "RGB"))}``),
+    ``infer(**inputs)``
     returning ``{output name: value}``, ``teardown()`` when Triton unloads the model. During
     ``setup`` these attributes are set: ``model_config`` (dict), ``model_name``,
     ``model_version``, ``model_dir`` (the directory holding config.pbtxt), ``version_dir``,
@@ -142,18 +146,40 @@ class Model:
     def teardown(self) -> None:
         """Called once when Triton unloads the model instance."""
 
-    def parameter(self, key: str, default: Optional[str] = None) -> Optional[str]:
-        """The ``string_value`` of ``parameters { key: ... }`` in the model configuration, or
-        ``default``. Read parameters in ``setup``, not in ``infer``.
+    def parameter(
+        self,
+        key: str,
+        default: Any = None,
+        cast: Callable[[str], Any] = str,
+        *,
+        choices: Optional[Sequence[Any]] = None,
+    ) -> Any:
+        """The value of ``parameters { key: KEY value { string_value: ... } }`` in the model
+        configuration, converted by ``cast``, or ``default`` when the key is absent. A value
+        ``cast`` refuses (``ValueError``) or one outside ``choices`` fails the model's load with
+        a :class:`DeclarationError` naming the model and the key. Read parameters in ``setup``.
 
-        Example: with ``parameters { key: "top_k" value { string_value: "5" } }`` in
-        config.pbtxt, ``int(self.parameter("top_k", "1"))`` is 5.
+        Example, with ``parameters { key: "top_k" value { string_value: "5" } }``::
+
+            self.top_k = self.parameter("top_k", 1, cast=tp.parameters.positive_int)  # 5
+            self.color = self.parameter("color", "RGB", cast=str.upper, choices=("RGB", "BGR"))
         """
         entry = self.model_config.get("parameters", {}).get(key)
-        if entry is None:
+        text = entry.get("string_value") if isinstance(entry, Mapping) else entry
+        if text is None:
             return default
-        value = entry.get("string_value") if isinstance(entry, Mapping) else entry
-        return default if value is None else str(value)
+        try:
+            value = cast(str(text))
+        except (TypeError, ValueError) as exc:
+            raise DeclarationError(
+                f"{self.model_name}: parameter {key!r} is {text!r}: {exc}; fix it in config.pbtxt"
+            ) from None
+        if choices is not None and value not in choices:
+            raise DeclarationError(
+                f"{self.model_name}: parameter {key!r} is {text!r}, expected one of "
+                f"{list(choices)}; fix it in config.pbtxt"
+            )
+        return value
 
     # -- declarations ------------------------------------------------------------------------
     @classmethod
@@ -219,13 +245,17 @@ class Model:
         self.batched = configured > 0
         self.logger = self._pb.Logger
 
+        self.setup()
+        # setup() may replace codecs on the instance (e.g. an Image color read from a
+        # parameter) as long as what Triton sees stays the same
+        _check_instance_codecs(cls, self)
+
         # Everything execute() needs, computed once: the hot path does no lookups.
-        self._input_plan: Tuple[Tuple[str, Codec], ...] = tuple(cls.inputs.items())
-        self._output_plan: Tuple[Tuple[str, Codec], ...] = tuple(cls.outputs.items())
-        self._output_names: FrozenSet[str] = frozenset(cls.outputs)
+        self._input_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.inputs.items())
+        self._output_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.outputs.items())
+        self._output_names: FrozenSet[str] = frozenset(self.outputs)
         self._merge = self.batched and cls.merge_requests
         self._error_codes = self._pb.TritonError
-        self.setup()
 
     def execute(self, requests: Sequence[Any]) -> List[Any]:
         """Serve one batch of requests: one response per request, in order."""
@@ -477,6 +507,31 @@ def _check_config_tensors(cls: type, config: Mapping[str, Any]) -> None:
                 f"does not declare; declare them in {section}s = {{...}} or remove them from "
                 f"config.pbtxt"
             )
+
+
+def _check_instance_codecs(cls: type, model: Model) -> None:
+    for section in ("inputs", "outputs"):
+        declared: Mapping[str, Codec] = getattr(cls, section)
+        actual: Mapping[str, Codec] = getattr(model, section)
+        if actual is declared:
+            continue
+        if list(actual) != list(declared):
+            raise DeclarationError(
+                f"{cls.__name__}.setup() changed the {section} names from {list(declared)} to "
+                f"{list(actual)}; setup may replace a codec, not add or remove one"
+            )
+        for name, codec in actual.items():
+            before = declared[name]
+            if not isinstance(codec, Codec) or (codec.dtype, codec.dims, codec.optional) != (
+                before.dtype,
+                before.dims,
+                before.optional,
+            ):
+                raise DeclarationError(
+                    f"{cls.__name__}.setup() replaced {section[:-1]} {name!r} ({before!r}) "
+                    f"with {codec!r}; the replacement must keep the data type, dims and "
+                    f"optional flag Triton was configured with"
+                )
 
 
 def _dims_agree(configured: Sequence[int], declared: Sequence[int]) -> bool:

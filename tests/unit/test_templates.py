@@ -105,7 +105,9 @@ def test_rendered_model_loads_under_its_new_name(tmp_path: Path) -> None:
     target = render_template(
         "image_preprocess", "tiny", tmp_path, parameters={"size": "4x2", "color": "GRAY"}
     )
-    with pytest.raises(tp.DeclarationError, match=r"'mean' is '0.485,0.456,0.406', expected 1 n"):
+    with pytest.raises(
+        tp.DeclarationError, match=r"'mean' is \(0.485, 0.456, 0.406\), expected 1 number for GRAY"
+    ):
         ModelHarness(target)  # ImageNet's three means do not fit one gray channel
     render_template(
         "image_preprocess",

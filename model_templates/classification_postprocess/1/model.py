@@ -19,14 +19,13 @@ class ClassificationPostprocess(tp.Model):
     max_batch_size = 64
 
     def setup(self):
-        top_k = self.parameter("top_k", "5")
+        self.top_k = self.parameter("top_k", 5, cast=tp.parameters.positive_int)
         path = self.model_dir / "labels.txt"
-        if not top_k.isdigit() or int(top_k) < 1 or not path.is_file():
+        if not path.is_file():
             raise tp.DeclarationError(
-                f"{self.model_name}: needs parameter 'top_k' >= 1 (got {top_k!r}) and a "
-                f"labels file {path} (one class name per line); fix config.pbtxt or add it"
+                f"{self.model_name}: labels file {path} is missing; add it beside "
+                f"config.pbtxt, one class name per line in class-id order"
             )
-        self.top_k = int(top_k)
         self.labels = np.array(path.read_text(encoding="utf-8").splitlines(), dtype=object)
 
     def infer(self, LOGITS):

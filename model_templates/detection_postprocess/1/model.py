@@ -20,16 +20,9 @@ class DetectionPostprocess(tp.Model):
     max_batch_size = 64
 
     def setup(self):
-        try:
-            self.score_threshold = float(self.parameter("score_threshold", "0.5"))
-            self.iou_threshold = float(self.parameter("iou_threshold", "0.45"))
-            self.max_detections = int(self.parameter("max_detections", "100"))
-        except ValueError as exc:
-            raise tp.DeclarationError(
-                f"{self.model_name}: a threshold parameter is not a number ({exc}); expected "
-                f"score_threshold and iou_threshold in 0..1, max_detections an integer; fix "
-                f"config.pbtxt"
-            ) from None
+        self.score_threshold = self.parameter("score_threshold", 0.5, cast=float)
+        self.iou_threshold = self.parameter("iou_threshold", 0.45, cast=float)
+        self.max_detections = self.parameter("max_detections", 100, cast=int)  # 0: no limit
 
     def infer(self, BOXES, SCORES):
         if BOXES.shape[1] != SCORES.shape[1]:

@@ -73,5 +73,5 @@ def test_rows_and_requests_of_different_candidate_counts():
 
 
 def test_a_bad_threshold_fails_the_load():
-    with pytest.raises(tp.DeclarationError, match="not a number"):
+    with pytest.raises(tp.DeclarationError, match="parameter 'iou_threshold' is 'high'"):
         ModelHarness(MODEL_DIR, config=config(iou_threshold="high"))

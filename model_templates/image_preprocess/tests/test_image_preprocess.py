@@ -71,7 +71,9 @@ def test_gray_and_bgr_parameters():
     expected = (gray.astype(np.float32) / 255 - 0.5) / 0.5
     assert from_gray.shape == (1, 1, 10, 10)
     np.testing.assert_allclose(from_gray[0, 0], expected, atol=1e-6)
-    np.testing.assert_allclose(from_color[0, 0], expected, atol=1e-6)
+    # a colour PNG decoded straight to gray: libpng's weights may round one level apart
+    one_level = 1 / 255 / 0.5
+    np.testing.assert_allclose(from_color[0, 0], expected, atol=one_level + 1e-6)
 
     with ModelHarness(MODEL_DIR, config=config(size="10", color="bgr", mean="0", std="1")) as h:
         bgr = h.infer({"IMAGE": np.array([[png(image)]], dtype=object)})["PIXELS"]

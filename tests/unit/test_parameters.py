@@ -1,0 +1,108 @@
+"""Model.parameter and the parsers of tritonpy.parameters."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import numpy as np
+import pytest
+
+import tritonpy as tp
+from tritonpy.testing import ModelHarness
+
+
+def params(**values: str) -> Dict[str, Any]:
+    return {"parameters": {k: {"string_value": v} for k, v in values.items()}}
+
+
+class Configurable(tp.Model):
+    inputs = {"IMAGE": tp.Image()}
+    outputs = {"SHAPE": tp.Tensor("INT32", [3])}
+    max_batch_size = 2
+
+    def setup(self) -> None:
+        self.size = self.parameter("size", (8, 8), cast=tp.parameters.size)
+        self.top_k = self.parameter("top_k", 1, cast=tp.parameters.positive_int)
+        color = self.parameter("color", "RGB", cast=str.upper, choices=("RGB", "GRAY"))
+        self.inputs = {"IMAGE": tp.Image(color=color)}
+
+    def infer(self, IMAGE: Any) -> Dict[str, Any]:
+        return {"SHAPE": np.array([im.shape for im in IMAGE])}
+
+
+def test_parameters_are_cast_and_default_when_absent() -> None:
+    with ModelHarness(Configurable, config=params(size="4x2", top_k="3")) as harness:
+        assert harness.model.size == (4, 2)
+        assert harness.model.top_k == 3
+    with ModelHarness(Configurable) as harness:
+        assert harness.model.size == (8, 8) and harness.model.top_k == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"size": "big"}, "parameter 'size' is 'big': expected WIDTHxHEIGHT"),
+        ({"top_k": "0"}, "parameter 'top_k' is '0': expected a positive integer"),
+        ({"color": "cmyk"}, "parameter 'color' is 'cmyk', expected one of ['RGB', 'GRAY']"),
+    ],
+)
+def test_bad_parameters_fail_the_load_naming_model_and_key(
+    values: Dict[str, str], message: str
+) -> None:
+    with pytest.raises(tp.DeclarationError) as caught:
+        ModelHarness(Configurable, name="cfg", config=params(**values))
+    assert str(caught.value).startswith("cfg: ")
+    assert message in str(caught.value)
+
+
+def test_setup_may_replace_a_codec_keeping_what_triton_sees() -> None:
+    import cv2
+
+    png = cv2.imencode(".png", np.zeros((3, 5, 3), np.uint8))[1].tobytes()
+    with ModelHarness(Configurable, config=params(color="gray")) as harness:
+        out = harness.infer({"IMAGE": np.array([[png]], dtype=object)})
+    assert out["SHAPE"].tolist() == [[3, 5, 1]]  # decoded as GRAY, chosen by the parameter
+
+
+def test_setup_may_not_change_the_triton_signature() -> None:
+    class Sneaky(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [2])}
+        outputs = {"Y": tp.Tensor("FP32", [2])}
+
+        def setup(self) -> None:
+            self.inputs = {"X": tp.Tensor("FP64", [2])}
+
+        def infer(self, X: Any) -> Dict[str, Any]:
+            return {"Y": X}
+
+    with pytest.raises(tp.DeclarationError, match=r"replaced input 'X'.*must keep the data type"):
+        ModelHarness(Sneaky)
+
+
+@pytest.mark.parametrize(
+    ("parser", "text", "value"),
+    [
+        (tp.parameters.size, "224", (224, 224)),
+        (tp.parameters.size, " 32X16 ", (32, 16)),
+        (tp.parameters.floats, "0.5, 1,2e-1", (0.5, 1.0, 0.2)),
+        (tp.parameters.positive_int, "7", 7),
+        (tp.parameters.boolean, "Yes", True),
+        (tp.parameters.boolean, "off", False),
+    ],
+)
+def test_parsers(parser: Any, text: str, value: Any) -> None:
+    assert parser(text) == value
+
+
+@pytest.mark.parametrize(
+    ("parser", "text"),
+    [
+        (tp.parameters.size, "0x4"),
+        (tp.parameters.floats, "a,b"),
+        (tp.parameters.positive_int, "-1"),
+        (tp.parameters.boolean, "maybe"),
+    ],
+)
+def test_parsers_refuse_with_value_error(parser: Any, text: str) -> None:
+    with pytest.raises(ValueError, match="expected"):
+        parser(text)
