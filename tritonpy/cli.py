@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from . import __version__
 from .errors import TritonPyError, TritonRequestError
@@ -182,10 +183,103 @@ def cmd_infer(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------ new
+def _add_new(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "new",
+        help="render a model template into a repository under a new name",
+        description="Copy model_templates/TEMPLATE into REPO/NAME, renaming the model in its "
+        "config.pbtxt. Templates: image_preprocess, classification_postprocess, "
+        "detection_postprocess, torch_model, ensemble_classifier (--list shows them).",
+    )
+    p.add_argument("name", metavar="NAME", nargs="?", help="the new model's name")
+    p.add_argument("--template", "-t", help="template to start from")
+    p.add_argument("--repo", default="model_repository", help="model repository directory")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a config.pbtxt parameter (repeatable)",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="rename an ensemble step's model (repeatable)",
+    )
+    p.add_argument("--force", action="store_true", help="replace REPO/NAME if it exists")
+    p.add_argument("--list", action="store_true", help="list the templates and exit")
+    p.set_defaults(func=cmd_new)
+
+
+def _pairs(items: Sequence[str], what: str) -> Dict[str, str]:
+    pairs: Dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise TritonPyError(f"{what} {item!r}: expected KEY=VALUE")
+        pairs[key] = value
+    return pairs
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from .templates import list_templates, render_template
+
+    if args.list:
+        for name in list_templates():
+            print(name)
+        return 0
+    if not args.name or not args.template:
+        _err("new needs NAME and --template (see tritonpy new --list)")
+        return 2
+    try:
+        parameters = _pairs(args.param, "--param") or None
+        models = _pairs(args.model, "--model") or None
+        target = render_template(
+            args.template,
+            args.name,
+            Path(args.repo),
+            parameters=parameters,
+            models=models,
+            overwrite=args.force,
+        )
+    except TritonPyError as exc:
+        _err(str(exc))
+        return 1
+    print(f"created {target} from template {args.template!r}")
+    print(f"next: edit {target / '1' / 'model.py'}; test it with")
+    print(f"      tritonpy.testing.ModelHarness({str(target)!r}); serve it with")
+    print(f"      tritonpy serve {args.repo}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------- demo
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="serve the digits ensemble in a real tritonserver and query it",
+        description="Render the digits ensemble from the templates, serve it, send the "
+        "held-out digits as PNG and report accuracy and latency (python -m tritonpy.demo).",
+        add_help=False,
+    )
+    p.add_argument("demo_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import main as demo_main
+
+    return demo_main(args.demo_args)
+
+
 # ----------------------------------------------------------------------------------- main
 _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_serve,
     _add_infer,
+    _add_new,
+    _add_demo,
 ]
 
 

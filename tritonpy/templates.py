@@ -142,7 +142,7 @@ def render_template(
     if target.exists() and not overwrite:
         raise TemplateExistsError(
             f"cannot render template {template!r} as {name!r}: {target} already exists; "
-            f"choose another name, remove it, or pass overwrite=True"
+            f"choose another name, remove it, or pass overwrite=True (--force on the command line)"
         )
     config = _read_config(source / "config.pbtxt")
     config.name = name
