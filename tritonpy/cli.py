@@ -274,12 +274,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo_main(args.demo_args)
 
 
+# ------------------------------------------------------------------ tooling subcommands
+# Each tooling package owns its subcommand; importing it is deferred so that `tritonpy --help`
+# and the runtime stay light.
+def _add_config(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .config.cli import add_parser
+
+    add_parser(sub)
+
+
+def _add_check(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .check.cli import add_parser
+
+    add_parser(sub)
+
+
 # ----------------------------------------------------------------------------------- main
 _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_serve,
     _add_infer,
     _add_new,
     _add_demo,
+    _add_config,
+    _add_check,
 ]
 
 

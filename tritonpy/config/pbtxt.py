@@ -155,3 +155,9 @@ def _int64_to_int(data: Any, descriptor: Any) -> None:
                 _int64_to_int(value, field.message_type)
         elif field.type in _INT64_TYPES:
             data[key] = [int(v) for v in value] if isinstance(value, list) else int(value)
+
+
+def data_type_name(value: int) -> str:
+    """The ``DataType`` enum name of a number (``data_type_name(11) == "TYPE_FP32"``)."""
+    model_config_pb2, _, _ = _modules()
+    return str(model_config_pb2.DataType.Name(value))

@@ -1,0 +1,93 @@
+"""``tritonpy check``: inspect a whole model repository without starting a server and report
+every problem that would otherwise show up at load time, with the file, the field, what is
+wrong and how to fix it.
+
+Rule families, one module each: :mod:`~tritonpy.check.layout` (TP1xx),
+:mod:`~tritonpy.check.consistency` (TP2xx), :mod:`~tritonpy.check.batching` (TP3xx),
+:mod:`~tritonpy.check.ensembles` (TP4xx), :mod:`~tritonpy.check.environments` (TP5xx),
+:mod:`~tritonpy.check.archives` (TP6xx).
+
+Example::
+
+    from tritonpy.check import check_repository
+
+    report = check_repository("model_repository", triton_version="24.10")
+    for finding in report.errors:
+        print(finding.render())
+    assert report.exit_code() == 0
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator, List, Optional, Union
+
+from ..errors import ToolError
+from ..releases import TritonRelease
+from .archives import check_archives
+from .batching import check_batching
+from .consistency import check_consistency
+from .context import Repository
+from .ensembles import check_ensembles
+from .environments import check_environments
+from .layout import check_layout
+from .report import ERROR, WARNING, Finding, Report
+
+__all__ = ["ERROR", "RULES", "WARNING", "CheckError", "Finding", "Report", "check_repository"]
+
+Rule = Callable[[Repository], Iterator[Finding]]
+
+#: every rule family, in the order findings are reported
+RULES: List[Rule] = [
+    check_layout,
+    check_consistency,
+    check_batching,
+    check_ensembles,
+    check_environments,
+    check_archives,
+]
+
+
+class CheckError(ToolError):
+    """The check itself cannot run (no such repository, bad options)."""
+
+
+def check_repository(
+    repo: Union[str, Path],
+    *,
+    triton_version: Optional[str] = None,
+    server_python: Optional[str] = None,
+) -> Report:
+    """Check the model repository ``repo`` and return every finding.
+
+    ``triton_version`` (``"24.10"``) names the target server's release: its container Python
+    and whether its stub handles numpy 2. ``server_python`` (``"3.12"``) gives the server's
+    Python directly (the embedded server's is the serving interpreter's). Without either, the
+    rules that compare against the server are skipped.
+
+    Importing each python model's ``model.py`` (with the fake pb_utils) is the only user code
+    that runs; nothing is initialised.
+
+    >>> report = check_repository("model_repository", server_python="3.11")  # doctest: +SKIP
+    >>> report.codes, report.exit_code()                                       # doctest: +SKIP
+    ([], 0)
+    """
+    root = Path(repo)
+    if not root.is_dir():
+        raise CheckError(
+            f"model repository {root} is not a directory; pass the directory "
+            f"holding one subdirectory per model"
+        )
+    if triton_version is not None and server_python is not None:
+        raise CheckError("give either triton_version or server_python, not both")
+    release = TritonRelease.parse(triton_version) if triton_version else None
+    if server_python is not None:
+        parts = server_python.strip().split(".")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise CheckError(f"server Python {server_python!r} is not X.Y (e.g. 3.12)")
+        server_python = ".".join(parts)
+    repository = Repository.scan(root, release=release, server_python=server_python)
+    report = Report(root)
+    for rule in RULES:
+        report.findings.extend(rule(repository))
+    return report

@@ -1,0 +1,246 @@
+"""Environment rules (TP5xx): ``EXECUTION_ENV_PATH``, the environment's Python, the stub
+beside config.pbtxt and the target server's Python, numpy 2 on old releases.
+
+The target server is ``--triton-version YY.MM`` (its container's Python, see
+:class:`tritonpy.releases.TritonRelease`) or ``--server-python X.Y``; without either, the
+rules that need it are skipped.
+
+==========  ========  ==============================================================
+TP501       both      the path does not exist (warning for an absolute path: it may
+                      exist only on the server)
+TP502       both      ``$$TRITON_MODEL_DIRECTORY/..`` escapes the model directory
+                      (error); a bare relative path (warning: the server resolves it
+                      against its working directory)
+TP503       error     neither a ``.tar.gz`` nor a directory
+TP504       error     no ``bin/activate`` in the environment
+TP505       error     no single ``lib/libpythonX.Y.so*`` in the environment
+TP506       error     the environment's Python differs from the stub's libpython
+TP507       error     the environment's Python differs from the server's, and no stub
+                      for it sits beside config.pbtxt
+TP508       error     a stub beside config.pbtxt linking a Python the server lacks, with
+                      no environment providing it
+TP509       both      numpy >= 2 in the environment for a release before 24.12 (error;
+                      warning when the release is unknown)
+TP510       error     the stub beside config.pbtxt is unreadable or links no libpython
+==========  ========  ==============================================================
+"""
+
+from __future__ import annotations
+
+import tarfile
+import zlib
+from typing import Iterator, List, Optional
+
+from .archives import ENV_PARAMETER
+from .context import ModelEntry, Repository, error
+from .elf import ElfError, linked_python
+from .envinfo import EnvContents, inspect_env, resolve_env_path
+from .report import WARNING, Finding
+
+__all__ = ["STUB_NAME", "check_environments"]
+
+STUB_NAME = "triton_python_backend_stub"
+_FIELD = f"parameters[{ENV_PARAMETER}]"
+
+
+def check_environments(repo: Repository) -> Iterator[Finding]:
+    """Yield the environment findings of every python-backend model."""
+    for entry in repo:
+        if entry.is_python:
+            yield from _check_model(repo, entry)
+
+
+def _stub_python(entry: ModelEntry, out: List[Finding]) -> Optional[str]:
+    stub = entry.path / STUB_NAME
+    if not stub.is_file():
+        return None
+    rel = f"{entry.name}/{STUB_NAME}"
+    try:
+        python = linked_python(stub)
+    except ElfError as exc:
+        out.append(
+            entry.finding(
+                "TP510",
+                "error",
+                "",
+                f"cannot read the stub: {str(exc).replace(f'{stub}: ', '')}",
+                _STUB_FIX,
+                file=rel,
+            )
+        )
+        return None
+    if python is None:
+        out.append(
+            entry.finding(
+                "TP510",
+                "error",
+                "",
+                "the stub links no libpython, so it is not a Python backend stub",
+                _STUB_FIX,
+                file=rel,
+            )
+        )
+        return None
+    return python
+
+
+_STUB_FIX = (
+    "put a triton_python_backend_stub built for the environment's Python from the server's "
+    "release branch beside config.pbtxt ('tritonpy stub MODEL_DIR --triton-version YY.MM')"
+)
+
+
+def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
+    found: List[Finding] = []
+    stub_python = _stub_python(entry, found)
+    yield from found
+    server = repo.server_python
+    if ENV_PARAMETER not in entry.config.parameters:
+        if stub_python and server and stub_python != server:
+            yield entry.finding(
+                "TP508",
+                "error",
+                "",
+                f"the stub links libpython{stub_python} but the server runs Python {server}, "
+                f"and no {ENV_PARAMETER} environment provides Python {stub_python}; the model "
+                f"cannot start (the launcher may wait forever)",
+                f"add an {ENV_PARAMETER} environment with Python {stub_python}, or remove "
+                f"the stub to use the server's own",
+                file=f"{entry.name}/{STUB_NAME}",
+            )
+        return
+    found = []
+    contents = _resolve(entry, found)
+    yield from found
+    if contents is None:
+        return
+    env_python = contents.python
+    if env_python and stub_python and env_python != stub_python:
+        yield error(
+            entry,
+            "TP506",
+            _FIELD,
+            f"the environment has Python {env_python} but the stub beside config.pbtxt "
+            f"links libpython{stub_python}; the stub runs the model without the "
+            f"environment's packages",
+            f"replace {entry.name}/{STUB_NAME} by a stub built for Python {env_python}, or "
+            f"rebuild the environment with Python {stub_python}",
+        )
+    elif env_python and not stub_python and server and env_python != server:
+        yield error(
+            entry,
+            "TP507",
+            _FIELD,
+            f"the environment has Python {env_python} but the server runs Python {server} "
+            f"and no {STUB_NAME} sits beside config.pbtxt; the server's stub ignores the "
+            f"environment",
+            f"put a {STUB_NAME} built for Python {env_python} (from the server's release "
+            f"branch) in {entry.name}/, or rebuild the environment with Python {server}",
+        )
+    yield from _numpy(repo, entry, contents)
+
+
+def _resolve(entry: ModelEntry, out: List[Finding]) -> Optional[EnvContents]:
+    raw = entry.config.parameters[ENV_PARAMETER].string_value
+    place = resolve_env_path(raw, entry.path)
+    if place.kind != "absolute" and not place.inside_model_dir:
+        out.append(
+            error(
+                entry,
+                "TP502",
+                _FIELD,
+                f"{raw!r} points outside the model directory (to {entry.display(place.path)})",
+                "keep the environment inside the model directory: "
+                "$$TRITON_MODEL_DIRECTORY/<env>.tar.gz",
+            )
+        )
+        return None
+    if place.kind == "relative":
+        out.append(
+            entry.finding(
+                "TP502",
+                WARNING,
+                _FIELD,
+                f"{raw!r} is relative: the server resolves it against its own working directory, "
+                f"not the model directory",
+                f"write $$TRITON_MODEL_DIRECTORY/{raw}",
+            )
+        )
+    if not place.path.exists():
+        absolute = place.kind == "absolute"
+        out.append(
+            entry.finding(
+                "TP501",
+                WARNING if absolute else "error",
+                _FIELD,
+                f"{raw!r} does not exist"
+                + (
+                    " on this machine" if absolute else f" (looked for {entry.display(place.path)})"
+                ),
+                "make sure it exists on the server"
+                if absolute
+                else "build the environment there (conda-pack, or scripts/pack_env.sh "
+                "MODEL_DIR) or fix the path",
+            )
+        )
+        return None
+    is_archive = place.path.is_file() and place.path.name.endswith(".tar.gz")
+    if not is_archive and not place.path.is_dir():
+        out.append(
+            error(
+                entry,
+                "TP503",
+                _FIELD,
+                f"{raw!r} is neither a .tar.gz archive nor a directory",
+                "point it at a conda-pack .tar.gz or an unpacked environment directory",
+            )
+        )
+        return None
+    try:
+        contents = inspect_env(place.path)
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return None  # TP604 reports the archive
+    if not contents.has_activate:
+        out.append(
+            error(
+                entry,
+                "TP504",
+                _FIELD,
+                f"the environment {raw!r} has no bin/activate",
+                "pack a conda environment (conda-pack writes bin/activate) or add the script",
+            )
+        )
+    if contents.python is None:
+        found = f"found {list(contents.pythons)}" if contents.pythons else "found none"
+        out.append(
+            error(
+                entry,
+                "TP505",
+                _FIELD,
+                f"the environment {raw!r} needs exactly one lib/libpythonX.Y.so* ({found}); "
+                f"the stub loads the environment's Python from it",
+                "create the environment with a shared libpython (conda's python has one)",
+            )
+        )
+    return contents
+
+
+def _numpy(repo: Repository, entry: ModelEntry, contents: EnvContents) -> Iterator[Finding]:
+    version = contents.numpy
+    if version is None or not version.split(".")[0].isdigit():
+        return
+    if int(version.split(".")[0]) < 2:
+        return
+    release = repo.release
+    if release is not None and release.numpy2_ok:
+        return
+    where = f"release {release}" if release else "releases before 24.12"
+    yield entry.finding(
+        "TP509",
+        "error" if release is not None else WARNING,
+        _FIELD,
+        f"the environment has numpy {version}; the Python backend stub of {where} "
+        f"predates numpy 2 (BYTES inputs fail and outputs come back empty)",
+        "pin numpy<2 in the environment"
+        + ("" if release else ", or pass --triton-version to check against your release"),
+    )

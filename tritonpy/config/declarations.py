@@ -1,0 +1,250 @@
+"""``config.pbtxt`` from a tritonpy model's declarations, merged with what the user wrote.
+
+The declarations decide ``name`` (the directory's name), ``backend: "python"``,
+``max_batch_size``, ``dynamic_batching`` (when batching), the ``input`` and ``output`` entries
+(name, data_type, dims, optional) and ``model_transaction_policy.decoupled`` (when the class
+sets ``decoupled = True/False``). Every other field is the user's and is kept as written:
+``instance_group``, ``parameters``, ``dynamic_batching`` settings, ``reshape``,
+``label_filename``...
+
+Example::
+
+    from tritonpy.config.declarations import sync_config
+
+    diff = sync_config("model_repository/preprocess", check=True)
+    if diff.changed:
+        print(diff.diff)            # a unified diff of config.pbtxt
+    sync_config("model_repository/preprocess")     # writes it (atomic, stable)
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence
+
+from .loader import LoadedModel, load_model_class
+from .pbtxt import (
+    ConfigError,
+    PathLike,
+    config_from_dict,
+    format_config,
+    load_config,
+    new_config,
+    write_config,
+)
+
+__all__ = [
+    "ConfigDiff",
+    "NotDerivableError",
+    "apply_declarations",
+    "autocomplete_config",
+    "declared_decoupled",
+    "declared_message",
+    "sync_config",
+    "tritonpy_class",
+]
+
+CONFIG_FILE = "config.pbtxt"
+_SCHEDULING = "scheduling_choice"
+
+
+class NotDerivableError(ConfigError):
+    """The model's configuration cannot be derived: ``model.py`` is not a tritonpy model."""
+
+
+@dataclass(frozen=True)
+class ConfigDiff:
+    """The outcome of :func:`sync_config`: the configuration text before and after (both in
+    the stable protobuf text form; ``before`` is empty when there was no file)."""
+
+    path: Path
+    before: str
+    after: str
+    written: bool
+
+    @property
+    def changed(self) -> bool:
+        """True when the declarations change the configuration."""
+        return self.before != self.after
+
+    @property
+    def diff(self) -> str:
+        """A unified diff from the current configuration to the derived one ('' if none)."""
+        name = str(self.path)
+        lines = difflib.unified_diff(
+            self.before.splitlines(keepends=True),
+            self.after.splitlines(keepends=True),
+            fromfile=f"{name} (now)",
+            tofile=f"{name} (from the declarations)",
+        )
+        return "".join(lines)
+
+
+def declared_decoupled(cls: type) -> Optional[bool]:
+    """The class's ``decoupled`` declaration (a bool attribute), or None when it has none."""
+    value = getattr(cls, "decoupled", None)
+    return value if isinstance(value, bool) else None
+
+
+def declared_message(cls: Any, name: str) -> Any:
+    """A ``ModelConfig`` holding only what the declarations of a :class:`tritonpy.Model`
+    subclass determine.
+
+    >>> declared_message(Double, "double").max_batch_size     # doctest: +SKIP
+    8
+    """
+    data: Dict[str, Any] = {"name": name, "backend": "python", **cls.declared_config()}
+    decoupled = declared_decoupled(cls)
+    if decoupled:
+        data["model_transaction_policy"] = {"decoupled": True}
+    return config_from_dict(data)
+
+
+def apply_declarations(config: Any, cls: Any, name: str) -> Any:
+    """A copy of ``config`` with the declared fields set from ``cls``, the rest kept.
+
+    ``max_batch_size`` keeps a hand-set value between 1 and the declared one; ``dims`` keep a
+    hand-set refinement of the declared ``-1`` wildcards (and are left alone under
+    ``reshape``); inputs and outputs follow the declaration order; configured inputs and
+    outputs the class does not declare are removed (the model would refuse to load).
+
+    Example::
+
+        merged = apply_declarations(load_config("m/config.pbtxt"), Double, "m")
+    """
+    declared = declared_message(cls, name)
+    result = new_config()
+    result.CopyFrom(config)
+    if result.platform or (result.backend and result.backend != "python"):
+        raise ConfigError(
+            f"model {name!r}: config.pbtxt says platform {result.platform!r} / backend "
+            f"{result.backend!r}, but model.py is a tritonpy (python backend) model; set "
+            f'backend: "python" and remove platform'
+        )
+    result.name = name
+    result.backend = "python"
+    configured = result.max_batch_size
+    wanted = declared.max_batch_size
+    result.max_batch_size = configured if 0 < configured <= wanted else wanted
+    if result.max_batch_size == 0:
+        result.ClearField("dynamic_batching")
+    elif declared.HasField("dynamic_batching") and result.WhichOneof(_SCHEDULING) is None:
+        result.dynamic_batching.SetInParent()
+    _merge_io(result.input, declared.input, is_input=True)
+    _merge_io(result.output, declared.output, is_input=False)
+    decoupled = declared_decoupled(cls)
+    if decoupled is not None:
+        result.model_transaction_policy.decoupled = decoupled
+        if not result.model_transaction_policy.ListFields():
+            result.ClearField("model_transaction_policy")
+    return result
+
+
+def autocomplete_config(config: Any, cls: Any) -> Any:
+    """A copy of ``config`` completed the way Triton's auto-complete runs the class's
+    ``auto_complete_config``: missing inputs/outputs added, ``max_batch_size`` set when 0,
+    ``dynamic_batching`` added when no scheduler is set. Conflicts are left as they are (the
+    checker reports them)."""
+    declared = declared_message(cls, config.name)
+    result = new_config()
+    result.CopyFrom(config)
+    if declared.max_batch_size > 0 and result.max_batch_size == 0:
+        result.max_batch_size = declared.max_batch_size
+    if (
+        declared.HasField("dynamic_batching")
+        and result.max_batch_size > 0
+        and result.WhichOneof(_SCHEDULING) is None
+    ):
+        result.dynamic_batching.SetInParent()
+    for section in ("input", "output"):
+        present = {entry.name for entry in getattr(result, section)}
+        for entry in getattr(declared, section):
+            if entry.name not in present:
+                getattr(result, section).add().CopyFrom(entry)
+    if declared_decoupled(cls) and not result.model_transaction_policy.decoupled:
+        result.model_transaction_policy.decoupled = True
+    return result
+
+
+def _merge_io(repeated: Any, declared: Sequence[Any], *, is_input: bool) -> None:
+    existing = {entry.name: entry for entry in repeated}
+    merged = []
+    for entry in declared:
+        item = type(entry)()
+        old = existing.get(entry.name)
+        item.CopyFrom(old if old is not None else entry)
+        item.data_type = entry.data_type
+        if not item.HasField("reshape") and not _refines(list(item.dims), list(entry.dims)):
+            del item.dims[:]
+            item.dims.extend(entry.dims)
+        if is_input:
+            if entry.optional:
+                item.optional = True
+            else:
+                item.ClearField("optional")
+        merged.append(item)
+    del repeated[:]
+    repeated.extend(merged)
+
+
+def _refines(configured: Sequence[int], declared: Sequence[int]) -> bool:
+    """True when configured dims fit declared ones (same rank; -1 declared matches any)."""
+    return len(configured) == len(declared) and all(
+        d == -1 or c == d for c, d in zip(configured, declared)
+    )
+
+
+def sync_config(
+    model_dir: PathLike, *, check: bool = False, version: Optional[int] = None
+) -> ConfigDiff:
+    """Derive ``<model_dir>/config.pbtxt`` from the declarations of ``<version>/model.py``
+    (the highest version by default), merged with the existing file. Writes it atomically
+    when it changes, unless ``check`` is true; a file whose configuration already matches is
+    not rewritten (its comments survive). Raises :class:`NotDerivableError` for a plain
+    (non-tritonpy) ``model.py``.
+
+    Example::
+
+        diff = sync_config("model_repository/double", check=True)
+        assert not diff.changed, diff.diff
+    """
+    root = Path(model_dir)
+    path = root / CONFIG_FILE
+    exists = path.is_file()
+    existing = load_config(path) if exists else new_config()
+    if existing.platform == "ensemble" or existing.HasField("ensemble_scheduling"):
+        raise NotDerivableError(
+            f"{path}: {root.name!r} is an ensemble; its configuration has no model.py to be "
+            f"derived from and is written by hand (check it with 'tritonpy check')"
+        )
+    filename = existing.default_model_filename or "model.py"
+    loaded = load_model_class(root, version=version, filename=filename)
+    cls = tritonpy_class(loaded)
+    updated = apply_declarations(existing, cls, root.resolve().name)
+    before = format_config(existing) if exists else ""
+    after = format_config(updated)
+    written = False
+    if not check and before != after:
+        write_config(path, updated)
+        written = True
+    return ConfigDiff(path, before, after, written)
+
+
+def tritonpy_class(loaded: LoadedModel) -> Any:
+    """The loaded ``TritonPythonModel`` when it is a tritonpy model, else
+    :class:`NotDerivableError` saying why."""
+    if loaded.cls is None:
+        raise NotDerivableError(
+            f"{loaded.model_file}: defines no TritonPythonModel class, so there is nothing "
+            f"to derive config.pbtxt from; bind it: TritonPythonModel = YourModel"
+        )
+    if not loaded.is_tritonpy:
+        raise NotDerivableError(
+            f"{loaded.model_file}: TritonPythonModel ({loaded.cls.__name__}) is a plain "
+            f"Python-backend model, not a tritonpy.Model subclass; its inputs and outputs "
+            f"cannot be derived. Write them in config.pbtxt by hand, or make the class "
+            f"subclass tritonpy.Model with inputs/outputs declarations"
+        )
+    return loaded.cls
