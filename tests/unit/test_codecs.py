@@ -283,3 +283,10 @@ def test_codec_with_default_is_optional() -> None:
     codec = tp.Text(default="x")
     assert codec.optional is True
     assert codec.config_entry("T", is_input=True)["optional"] is True
+
+
+def test_json_keeps_the_short_form_of_float32_values() -> None:
+    encoded = tp.JSON().encode_element(
+        {"score": np.float32(0.9), "row": np.array([0.1, 0.2], np.float32), "n": np.int64(3)}
+    )
+    assert encoded == b'{"score":0.9,"row":[0.1,0.2],"n":3}'

@@ -5,17 +5,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
+
 from .base import ElementCodec
 
 __all__ = ["JSON"]
 
 
 def _default(value: Any) -> Any:
-    # numpy scalars and arrays (and anything else with .tolist) become plain Python values
+    # numpy scalars and arrays (and anything else with .tolist) become plain Python values;
+    # float16/float32 values keep their short form (0.9, not 0.8999999761581421)
+    if isinstance(value, (np.floating, np.ndarray)) and value.dtype.kind == "f":
+        if value.dtype.itemsize < 8:
+            return _short_floats(value)
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
         return tolist()
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _short_floats(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_short_floats(item) for item in value]
+    return float(str(value))  # numpy prints the shortest decimal that round-trips
 
 
 class JSON(ElementCodec):
