@@ -2,6 +2,7 @@
 
 - :mod:`tritonpy.testing.fake_pb_utils`: a faithful fake of ``triton_python_backend_utils``;
 - :class:`ModelHarness`: load a model directory or class and send it requests in-process;
+- :class:`EnsembleHarness`: run an ensemble's steps over one ModelHarness per member;
 - :func:`install_fake_pb_utils`: make ``import triton_python_backend_utils`` work in tests;
 - the pytest plugin (fixtures ``triton_model`` and ``fake_pb_utils``) in
   :mod:`tritonpy.testing.plugin`, registered automatically.
@@ -13,6 +14,7 @@ Importable without pytest and without tritonclient (tritonclient is needed only 
 from __future__ import annotations
 
 from . import fake_pb_utils
+from .ensemble import EnsembleHarness
 from .harness import (
     HarnessError,
     ModelBugError,
@@ -25,6 +27,7 @@ from .harness import (
 )
 
 __all__ = [
+    "EnsembleHarness",
     "HarnessError",
     "ModelBugError",
     "ModelHarness",
