@@ -374,6 +374,53 @@ def test_cancelled_request_is_not_computed() -> None:
     assert results[2]["LENGTH"].tolist() == [[3]]
 
 
+def test_auto_cancellation_checks_only_while_infer_is_slow() -> None:
+    class Fast(Picky):
+        pass
+
+    class Always(Picky):
+        check_cancellation = True
+
+    class Never(Picky):
+        check_cancellation = False
+
+    requests = [text(b"a"), text(b"bb")]
+    with ModelHarness(Fast) as fast, ModelHarness(Always) as always, ModelHarness(Never) as never:
+        # first batch: "auto" has no timing yet, so it checks
+        assert isinstance(fast.infer_requests(requests, cancelled=[0])[0], tp.TritonRequestError)
+        for _ in range(5):
+            fast.infer_requests(requests)
+        # infer() takes microseconds: "auto" stops paying for the round trip
+        assert fast.infer_requests(requests, cancelled=[0])[0]["LENGTH"].tolist() == [[1]]
+        for _ in range(5):
+            always.infer_requests(requests)
+        assert always.infer_requests(requests, cancelled=[0])[0].code == "CANCELLED"
+        assert never.infer_requests(requests, cancelled=[0])[0]["LENGTH"].tolist() == [[1]]
+
+
+def test_slow_infer_keeps_auto_cancellation_on() -> None:
+    import time
+
+    class Slow(Picky):
+        def infer(self, TEXT: List[str]) -> Dict[str, Any]:
+            time.sleep(0.003)
+            return super().infer(TEXT)
+
+    with ModelHarness(Slow) as harness:
+        for _ in range(3):
+            harness.infer_requests([text(b"a")])
+        result = harness.infer_requests([text(b"a"), text(b"b")], cancelled=[1])[1]
+    assert isinstance(result, tp.TritonRequestError) and result.code == "CANCELLED"
+
+
+def test_check_cancellation_must_be_bool_or_auto() -> None:
+    class Odd(Picky):
+        check_cancellation = "sometimes"  # type: ignore[assignment]
+
+    with pytest.raises(tp.DeclarationError, match="must be True, False or 'auto'"):
+        ModelHarness(Odd)
+
+
 def test_model_stays_usable_after_errors() -> None:
     with ModelHarness(Picky) as harness:
         for _ in range(3):

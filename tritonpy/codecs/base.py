@@ -230,9 +230,16 @@ class ElementCodec(Codec):
             rows = [value] if self._single else value
         encode_element = self.encode_element
         if self._single:
+            try:
+                encoded = [bytes(encode_element(item)) for item in rows]
+            except (TypeError, ValueError):
+                # again one by one, to name the element in the error
+                encoded = [
+                    self._encode_one(name, encode_element, item, position)
+                    for position, item in enumerate(rows)
+                ]
             out = np.empty((len(rows), 1), dtype=object)
-            for position, item in enumerate(rows):
-                out[position, 0] = self._encode_one(name, encode_element, item, position)
+            out[:, 0] = encoded
             return out if batched else out.reshape(1)
         depth = len(self.dims) + (1 if batched else 0)
         flat, shape = _flatten(name, rows if batched else value, depth)

@@ -15,9 +15,12 @@ __all__ = ["JSON"]
 def _default(value: Any) -> Any:
     # numpy scalars and arrays (and anything else with .tolist) become plain Python values;
     # float16/float32 values keep their short form (0.9, not 0.8999999761581421)
-    if isinstance(value, (np.floating, np.ndarray)) and value.dtype.kind == "f":
-        if value.dtype.itemsize < 8:
-            return _short_floats(value)
+    if (
+        isinstance(value, (np.floating, np.ndarray))
+        and value.dtype.kind == "f"
+        and value.dtype.itemsize < 8
+    ):
+        return _short_floats(value)
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
         return tolist()
@@ -45,10 +48,16 @@ class JSON(ElementCodec):
 
     describes = "a UTF-8 JSON document"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # one encoder for every element: json.dumps with options builds a new one per call
+        self._encoder = json.JSONEncoder(
+            ensure_ascii=False, separators=(",", ":"), default=_default
+        )
+        self._decoder = json.JSONDecoder()
+
     def decode_element(self, data: bytes) -> Any:
-        return json.loads(data.decode("utf-8"))
+        return self._decoder.decode(data.decode("utf-8"))
 
     def encode_element(self, value: Any) -> bytes:
-        return json.dumps(
-            value, ensure_ascii=False, separators=(",", ":"), default=_default
-        ).encode("utf-8")
+        return self._encoder.encode(value).encode("utf-8")

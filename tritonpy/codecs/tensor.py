@@ -80,13 +80,17 @@ class Tensor(Codec):
             axis + 1 for axis, d in enumerate(self.dims) if d == -1
         )
         self._pads = ragged == "pad" and bool(self.variable_axes)
+        # the hot path compares tuples when no dim varies
+        self._fits = self.dims.__eq__ if -1 not in self.dims else self._fits_variable
+
+    def _fits_variable(self, shape: Tuple[int, ...]) -> bool:
+        return shape_matches(shape, self.dims)
 
     # -- inputs ------------------------------------------------------------------------------
     def decode(self, name: str, tensor: Any, batched: bool) -> NDArray[Any]:
         array: NDArray[Any] = tensor.as_numpy()
-        shape_ok = shape_matches(array.shape[1:] if batched else array.shape, self.dims) and (
-            array.ndim >= 1 or not batched
-        )
+        shape = array.shape
+        shape_ok = (len(shape) >= 1 and self._fits(shape[1:])) if batched else self._fits(shape)
         if array.dtype != self.numpy_dtype or not shape_ok:
             raise InputError(
                 f"input {name!r}: expected {self.dtype.name} with shape "
@@ -102,6 +106,8 @@ class Tensor(Codec):
         return None
 
     def merge(self, values: Sequence[Any]) -> Any:
+        if len(values) == 1 and not self._pads:
+            return values[0]
         if self._pads:
             if len(values) == 1:
                 array = values[0]
@@ -140,8 +146,10 @@ class Tensor(Codec):
         array = self._as_declared_dtype(name, value)
         if self.dims == (1,) and array.ndim == (1 if batched else 0):
             array = array.reshape(-1, 1) if batched else array.reshape(1)
-        shape_ok = shape_matches(array.shape[1:] if batched else array.shape, self.dims)
-        if not shape_ok or (batched and array.ndim == 0):
+        shape = array.shape
+        if not (self._fits(shape[1:]) if batched else self._fits(shape)) or (
+            batched and array.ndim == 0
+        ):
             raise OutputError(
                 f"output {name!r}: expected shape {self._shape_text(batched)}, got "
                 f"{format_shape(array.shape)}; reshape the value returned by infer()"
