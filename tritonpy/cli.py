@@ -289,6 +289,18 @@ def _add_check(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_parser(sub)
 
 
+def _add_pack_env(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .envs.cli import add_parser
+
+    add_parser(sub)
+
+
+def _add_stub(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .stubs.cli import add_parser
+
+    add_parser(sub)
+
+
 # ----------------------------------------------------------------------------------- main
 _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_serve,
@@ -297,6 +309,8 @@ _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]
     _add_demo,
     _add_config,
     _add_check,
+    _add_pack_env,
+    _add_stub,
 ]
 
 

@@ -1,0 +1,186 @@
+"""Archive safety, atomic placement (Ctrl-C mid-write), the rebuild record."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+from tritonpy.config import load_config
+from tritonpy.envs import (
+    ArchiveError,
+    Reporter,
+    check_members,
+    pack_env,
+    safe_extract,
+    staging_file,
+    verify_archive,
+    write_archive,
+)
+from tritonpy.envs import pack as pack_module
+from tritonpy.envs.record import build_key, is_up_to_date, read_record, write_record
+
+
+def _tar(path: Path, *members: tarfile.TarInfo) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for member in members:
+            data = b"x" if member.isfile() else None
+            if data is not None:
+                member.size = len(data)
+            tar.addfile(member, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def _file(name: str) -> tarfile.TarInfo:
+    return tarfile.TarInfo(name)
+
+
+def _link(name: str, target: str, *, hard: bool = False) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.LNKTYPE if hard else tarfile.SYMTYPE
+    info.linkname = target
+    return info
+
+
+def test_relative_members_and_inner_links_pass(tmp_path: Path) -> None:
+    archive = _tar(
+        tmp_path / "ok.tar.gz",
+        _file("bin/python3.10"),
+        _link("bin/python3", "python3.10"),
+        _link("lib/python3.10/site-packages/x", "../../../bin/python3"),
+        _file("./lib/libpython3.10.so.1.0"),
+    )
+    names = check_members(archive)
+    assert "lib/libpython3.10.so.1.0" in names
+    safe_extract(archive, tmp_path / "out")
+    assert (tmp_path / "out" / "bin" / "python3").is_symlink()
+
+
+@pytest.mark.parametrize(
+    ("member", "why"),
+    [
+        (_file("/etc/passwd"), "absolute path"),
+        (_file("bin/../../evil"), "'..' component"),
+        (_link("bin/python3", "/usr/bin/python3"), "absolute path '/usr/bin/python3'"),
+        (_link("lib/x", "../../outside"), "pointing outside"),
+        (_link("bin/hard", "../etc/shadow", hard=True), "pointing outside"),
+    ],
+)
+def test_unsafe_members_are_refused(tmp_path: Path, member: tarfile.TarInfo, why: str) -> None:
+    archive = _tar(tmp_path / "bad.tar.gz", _file("bin/activate"), member)
+    with pytest.raises(ArchiveError, match=why):
+        check_members(archive)
+    with pytest.raises(ArchiveError):
+        safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_device_members_are_refused(tmp_path: Path) -> None:
+    device = tarfile.TarInfo("dev/null")
+    device.type = tarfile.CHRTYPE
+    with pytest.raises(ArchiveError, match="device"):
+        check_members(_tar(tmp_path / "dev.tar.gz", device))
+
+
+def test_incomplete_environment_is_refused_before_unpacking(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "env.tar.gz", _file("bin/python3"), _file("lib/python3.10/os.py"))
+    with pytest.raises(ArchiveError, match=r"lacks bin/activate, lib/libpython3.10.so\*"):
+        verify_archive(archive, "3.10")
+
+
+def test_write_archive_members_are_relative(tmp_path: Path) -> None:
+    source = tmp_path / "env"
+    (source / "bin").mkdir(parents=True)
+    (source / "bin" / "python3.10").write_text("#")
+    (source / "bin" / "python3").symlink_to("python3.10")
+    out = write_archive(source, tmp_path / "env.tar.gz", reporter=Reporter())
+    with tarfile.open(out) as tar:
+        names = sorted(m.name for m in tar.getmembers())
+        link = tar.getmember("bin/python3")
+    assert names == ["bin", "bin/python3", "bin/python3.10"]
+    assert link.issym() and link.linkname == "python3.10"
+
+
+def test_staging_file_is_removed_on_ctrl_c(tmp_path: Path) -> None:
+    target = tmp_path / "env.tar.gz"
+    with pytest.raises(KeyboardInterrupt), staging_file(target) as partial:
+        partial.write_bytes(b"half")
+        raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_record_detects_changes(tmp_path: Path) -> None:
+    archive = tmp_path / "env_py3.10.tar.gz"
+    archive.write_bytes(b"archive")
+    key = build_key({"spec": "a", "python": "3.10", "release": "24.10"})
+    assert not is_up_to_date(tmp_path, archive, key)
+    write_record(tmp_path, archive, key, {"python": "3.10"})
+    assert is_up_to_date(tmp_path, archive, key)
+    assert read_record(tmp_path)[archive.name]["python"] == "3.10"
+    assert not is_up_to_date(tmp_path, archive, build_key({"spec": "b"}))
+    archive.write_bytes(b"changed archive")  # edited by hand: rebuild
+    assert not is_up_to_date(tmp_path, archive, key)
+
+
+def _model(tmp_path: Path) -> Path:
+    model = tmp_path / "model"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text('name: "model"\nbackend: "python"\n')
+    (model / "requirements.txt").write_text("numpy<2\n")
+    return model
+
+
+def _snapshot(directory: Path) -> Dict[str, Any]:
+    return {
+        str(p.relative_to(directory)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _fake_build(spec: Any, base: Any, prefix: Path, *, extra: Any, reporter: Any) -> Path:
+    for name in ("bin/activate", "bin/python3", "lib/libpython3.10.so.1.0", "lib/a", "lib/b"):
+        (prefix / name).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / name).write_bytes(os.urandom(1000))
+    return prefix
+
+
+def test_ctrl_c_while_writing_leaves_model_dir_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _model(tmp_path)
+    (model / "model_py3.10.tar.gz").write_bytes(b"the previous archive")
+    before = _snapshot(model)
+    monkeypatch.setattr(pack_module, "build_local_env", _fake_build)
+    monkeypatch.setattr(pack_module, "runtime_wheel", lambda reporter: None)
+    calls = []
+    real_add = tarfile.TarFile.add
+
+    def interrupted_add(self: tarfile.TarFile, *args: Any, **kwargs: Any) -> None:
+        calls.append(args)
+        if len(calls) == 4:  # some members are written, the archive is half done
+            raise KeyboardInterrupt
+        real_add(self, *args, **kwargs)
+
+    monkeypatch.setattr(tarfile.TarFile, "add", interrupted_add)
+    with pytest.raises(KeyboardInterrupt):
+        pack_env(model, python="3.10", builder="local", stub="never", force=True)
+    assert len(calls) == 4
+    assert _snapshot(model) == before  # no partial file, same archive, same config
+
+
+def test_unverifiable_environment_is_not_placed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _model(tmp_path)
+    before = _snapshot(model)
+    monkeypatch.setattr(pack_module, "build_local_env", _fake_build)
+    monkeypatch.setattr(pack_module, "runtime_wheel", lambda reporter: None)
+    with pytest.raises(ArchiveError, match="does not start after unpacking"):
+        pack_env(model, python="3.10", builder="local", stub="never")
+    assert _snapshot(model) == before
+    assert "EXECUTION_ENV_PATH" not in load_config(model / "config.pbtxt").parameters

@@ -1,0 +1,124 @@
+"""Environment specs: conda environment files (YAML subset), requirements files, numpy pin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tritonpy.envs import EnvSpec, SpecError, read_spec
+from tritonpy.envs.conda import conda_create_command
+from tritonpy.envs.runtime import check_numpy_pin, runtime_requirements, source_checkout
+from tritonpy.envs.spec import parse_environment_yaml, requirement_name
+from tritonpy.releases import TritonRelease
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_environment_file_with_pip_section(tmp_path: Path) -> None:
+    (tmp_path / "extra.txt").write_text("scipy\n")
+    path = tmp_path / "env.yml"
+    path.write_text(
+        "# a comment\n"
+        "name: vision  # trailing comment\n"
+        "channels: [conda-forge, defaults]\n"
+        "dependencies:\n"
+        "  - python=3.10.*\n"
+        "  - python-dateutil\n"
+        "  - pip\n"
+        "  - 'libjpeg-turbo >=3'\n"
+        "  - pip:\n"
+        "      - numpy<2\n"
+        '      - "opencv-python-headless>=4.5,<5"\n'
+        "      - tritonpy[image]>=0.1\n"
+        "      - -r extra.txt\n"
+    )
+    spec = read_spec(path)
+    assert spec.name == "vision"
+    assert spec.python == "3.10"
+    assert spec.channels == ("conda-forge", "defaults")
+    assert spec.conda == ("python-dateutil", "libjpeg-turbo >=3")
+    assert spec.pip == ("numpy<2", "opencv-python-headless>=4.5,<5", f"-r {tmp_path}/extra.txt")
+    assert spec.distributions == ["numpy", "opencv-python-headless"]
+
+
+def test_subset_parser_matches_pyyaml_shape() -> None:
+    text = "name: x\ndependencies:\n- python>=3.11,<3.12\n- pip:\n  - a==1\n  - b\n"
+    assert parse_environment_yaml(text) == {
+        "name": "x",
+        "dependencies": ["python>=3.11,<3.12", {"pip": ["a==1", "b"]}],
+    }
+
+
+def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "env.yml"
+    path.write_text("name: x\ndependencies:\n  - python=3.10\n  oops\n")
+    with pytest.raises(SpecError, match=r"env.yml, line 4"):
+        read_spec(path)
+
+
+def test_requirements_file(tmp_path: Path) -> None:
+    path = tmp_path / "requirements.txt"
+    path.write_text("--extra-index-url https://example.org/simple\nnumpy<2  # pinned\ntritonpy\n")
+    spec = read_spec(path)
+    assert spec.python is None
+    assert spec.pip == ("--extra-index-url https://example.org/simple", "numpy<2")
+    assert spec.distributions == ["numpy"]
+
+
+def test_missing_spec_says_how_to_fix(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"--env envs/NAME.yml"):
+        read_spec(tmp_path / "nope.yml")
+
+
+@pytest.mark.parametrize("name", ["numpy.yml", "opencv.yml", "torch-cpu.yml"])
+def test_shipped_specs_pin_python_and_numpy(name: str) -> None:
+    spec = read_spec(ROOT / "envs" / name)
+    assert spec.python in ("3.10", "3.11")
+    assert "numpy<2" in spec.pip
+    assert not spec.conda
+    check_numpy_pin(spec.pip, TritonRelease.parse("24.10"))
+
+
+def test_numpy2_refused_before_24_12() -> None:
+    with pytest.raises(SpecError, match=r"numpy>=2.*24.12"):
+        check_numpy_pin(["numpy>=2.0"], TritonRelease.parse("24.10"))
+    check_numpy_pin(["numpy>=2.0"], TritonRelease.parse("24.12"))
+    assert runtime_requirements(TritonRelease.parse("24.10")) == ["numpy<2"]
+    assert runtime_requirements(TritonRelease.parse("25.01")) == ["numpy>=1.21"]
+
+
+def test_digest_changes_with_content() -> None:
+    a = EnvSpec("x", "3.10", pip=("numpy<2",))
+    assert a.digest == EnvSpec("x", "3.10", pip=("numpy<2",)).digest
+    assert a.digest != a.with_python("3.11").digest
+    assert a.digest != EnvSpec("x", "3.10", pip=("numpy<1.26",)).digest
+
+
+def test_requirement_names() -> None:
+    assert requirement_name("Pillow_SIMD==9") == "pillow-simd"
+    assert requirement_name("pkg @ https://x/y.whl") == "pkg"
+    assert requirement_name("./local/pkg") is None
+    assert requirement_name("--index-url https://x") is None
+
+
+def test_conda_create_command_uses_spec_channels() -> None:
+    spec = EnvSpec("x", "3.10", conda=("libjpeg-turbo", "pip=24"), channels=("nvidia",))
+    argv = conda_create_command(Path("/bin/micromamba"), Path("/p"), spec, "3.10")
+    assert argv == [
+        "/bin/micromamba",
+        "create",
+        "--yes",
+        "--prefix",
+        "/p",
+        "--override-channels",
+        "-c",
+        "nvidia",
+        "python=3.10",
+        "pip",
+        "libjpeg-turbo",
+    ]
+
+
+def test_running_from_a_checkout() -> None:
+    assert source_checkout() == ROOT

@@ -1,0 +1,185 @@
+"""Verify an environment archive the way Triton will use it, before declaring success.
+
+1. every member is safe (no absolute paths, ``..`` or links pointing outside);
+2. it has ``bin/activate``, ``bin/python3`` and ``lib/libpython3.X.so*``;
+3. unpacked into a fresh temporary directory elsewhere, ``source bin/activate`` followed by
+   ``python3`` (the environment's own interpreter, found on PATH as the stub finds it) imports
+   tritonpy and the top-level modules of every distribution the spec names, under Python X.Y,
+   with ``sys.prefix``, every imported module and the loaded libpython inside the unpacked copy
+   (which proves that the archive is relocatable).
+
+Example::
+
+    report = verify_archive(Path("model/preprocess_py3.10.tar.gz"), "3.10",
+                            distributions=["numpy", "opencv-python-headless"])
+    report.modules["cv2"]   # '/tmp/tritonpy-verify-.../lib/python3.10/site-packages/cv2/...'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from .archive import check_members, safe_extract
+from .errors import ArchiveError
+from .progress import Reporter, step
+
+__all__ = ["VerifyReport", "verify_archive"]
+
+_CHECK = r"""
+import importlib, json, os, sys, traceback
+try:
+    import importlib.metadata as md
+except ImportError:
+    md = None
+dists, errors, modules = sys.argv[1:], [], ["tritonpy"]
+for name in dists:
+    try:
+        dist = md.distribution(name)
+    except Exception as exc:
+        errors.append("distribution %s is not installed (%s)" % (name, exc))
+        continue
+    top = (dist.read_text("top_level.txt") or "").split()
+    if not top:
+        for f in dist.files or []:
+            head = f.parts[0]
+            if head.endswith((".dist-info", ".data", ".pth")) or head in ("..", "__pycache__"):
+                continue
+            top.append(head.split(".")[0])
+    modules.extend(t for t in top if t and not t.startswith("_") and t not in ("test", "tests"))
+found = {}
+for name in dict.fromkeys(modules):
+    try:
+        found[name] = getattr(importlib.import_module(name), "__file__", None) or ""
+    except BaseException:
+        errors.append("import %s failed:\n%s" % (name, traceback.format_exc(limit=-4)))
+lib = ""
+try:
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "libpython" in line and "/" in line:
+                lib = line[line.index("/"):].strip()
+                break
+except OSError:
+    pass
+print("TRITONPY-VERIFY " + json.dumps({
+    "version": "%d.%d" % sys.version_info[:2], "prefix": sys.prefix,
+    "executable": sys.executable, "modules": found, "libpython": lib, "errors": errors}))
+"""
+
+
+@dataclass
+class VerifyReport:
+    """What verification saw inside the unpacked archive."""
+
+    python: str
+    prefix: str
+    libpython: str
+    modules: Dict[str, str] = field(default_factory=dict)
+    members: int = 0
+
+
+def _required(names: Sequence[str], xy: str) -> List[str]:
+    present = set(names)
+    missing = [n for n in ("bin/activate", "bin/python3") if n not in present]
+    if not any(n.startswith(f"lib/libpython{xy}.so") for n in present):
+        missing.append(f"lib/libpython{xy}.so*")
+    return missing
+
+
+def _clean_env(home: str) -> Dict[str, str]:
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"}
+    for key in ("TMPDIR",):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+def verify_archive(
+    archive: Path,
+    xy: str,
+    *,
+    distributions: Sequence[str] = (),
+    reporter: Optional[Reporter] = None,
+    timeout: float = 600.0,
+) -> VerifyReport:
+    """Check ``archive`` as described in the module docstring; raise :class:`ArchiveError`
+    saying what is wrong and how to fix it.
+
+    Example::
+
+        verify_archive(Path("model/env_py3.10.tar.gz"), "3.10", distributions=["numpy"])
+    """
+    reporter = reporter or Reporter()
+    with step(reporter, "checking archive members"):
+        names = check_members(archive)
+        missing = _required(names, xy)
+        if missing:
+            raise ArchiveError(
+                f"{archive} is not a usable Python {xy} environment: it lacks "
+                f"{', '.join(missing)}. Triton sources bin/activate and the stub loads "
+                f"libpython{xy}.so.1.0 from <env>/lib; rebuild it with tritonpy pack-env."
+            )
+    work = Path(tempfile.mkdtemp(prefix="tritonpy-verify-"))
+    try:
+        root = work / "env"
+        with step(reporter, f"unpacking into {work} and importing with the env's python"):
+            safe_extract(archive, root)
+            command = 'source "$0/bin/activate" && exec python3 -I -c "$1" "${@:2}"'
+            try:
+                done = subprocess.run(
+                    ["bash", "-c", command, str(root), _CHECK, *distributions],
+                    capture_output=True,
+                    text=True,
+                    errors="replace",
+                    timeout=timeout,
+                    env=_clean_env(str(work)),
+                    cwd=str(work),
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise ArchiveError(f"cannot run the python of {archive}: {exc}") from exc
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("TRITONPY-VERIFY ")]
+        if done.returncode != 0 or not lines:
+            raise ArchiveError(
+                f"the python of {archive} does not start after unpacking elsewhere (exit "
+                f"{done.returncode}):\n{(done.stderr or done.stdout)[-2000:]}\nIs libpython{xy} "
+                "in <env>/lib and bin/activate setting LD_LIBRARY_PATH?"
+            )
+        result = json.loads(lines[-1][len("TRITONPY-VERIFY ") :])
+        problems = list(result["errors"])
+        real_root = os.path.realpath(root)
+
+        def inside(path: str) -> bool:
+            real = os.path.realpath(path) if path else ""
+            return bool(real) and (real == real_root or real.startswith(real_root + os.sep))
+
+        if result["version"] != xy:
+            problems.append(f"the environment runs Python {result['version']}, expected {xy}")
+        if not inside(result["prefix"]):
+            problems.append(f"sys.prefix is {result['prefix']}, outside the unpacked copy")
+        if result["libpython"] and not inside(result["libpython"]):
+            problems.append(f"libpython was loaded from {result['libpython']}, not from <env>/lib")
+        for name, path in result["modules"].items():
+            if path and not inside(path):
+                problems.append(f"module {name} was imported from {path}, outside the archive")
+        if problems:
+            raise ArchiveError(
+                f"{archive} failed verification (unpacked to {root}):\n- "
+                + "\n- ".join(problems)
+                + "\nFix the spec (names, versions) or rebuild with tritonpy pack-env --force."
+            )
+        return VerifyReport(
+            result["version"],
+            result["prefix"],
+            result["libpython"],
+            result["modules"],
+            len(names),
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
