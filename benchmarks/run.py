@@ -1,0 +1,528 @@
+"""Benchmark tritonpy against hand-written ``TritonPythonModel``s (and optionally PyTriton),
+side by side in ONE run, in a real tritonserver.
+
+One run: builds a model repository in a temporary directory (raw, tritonpy and, for image
+preprocessing and postprocessing, naive hand-written models per workload), starts one embedded
+tritonserver, drives each model over gRPC with a closed-loop load generator at each
+concurrency (warm-up, then a fixed window), samples the server's CPU time from /proc, then
+prints one table, the in-process limit, and pass/fail lines for the targets.
+
+    python benchmarks/run.py                         # every workload, c = 1, 4, 16
+    python benchmarks/run.py --quick                 # smoke mode: a few seconds per cell
+    python benchmarks/run.py --with-pytriton --json results.json
+    python benchmarks/run.py --workloads add_sub,postprocess --concurrency 1,16 --duration 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    __package__ = "benchmarks"
+
+from benchmarks.cpu import self_cpu_seconds, tree_cpu_seconds
+from benchmarks.inprocess import InProcessResult, run_inprocess
+from benchmarks.loadgen import grpc_caller, grpc_infer_once, run_closed_loop, wait_model_ready
+from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository, expected_equal
+
+__all__ = ["Cell", "Target", "evaluate_targets", "main", "render_table"]
+
+HERE = Path(__file__).resolve().parent
+VARIANT_ORDER = ("raw", "tritonpy", "naive", "pytriton")
+# the targets of the issue
+THROUGHPUT_MIN = 0.95
+CPU_MAX_FACTOR, CPU_MAX_SLACK_MS = 1.05, 0.02
+NAIVE_MIN = 1.2
+PYTRITON_MIN = {"add_sub": 3.0, "postprocess": 3.0, "image_preprocess": 1.3}
+
+
+@dataclass
+class Cell:
+    """One measured (workload, variant, concurrency)."""
+
+    workload: str
+    variant: str
+    model: str
+    concurrency: int
+    throughput: float
+    p50_ms: float
+    p99_ms: float
+    server_cpu_ms: float  # server CPU per inference
+    client_cpu_ms: float  # load generator CPU per inference
+    completed: int
+    errors: int
+    first_error: str = ""
+    rounds: List[Dict[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class Target:
+    description: str
+    passed: bool
+    detail: str
+
+
+# -- measurement ---------------------------------------------------------------------------
+
+
+def measure(
+    url: str,
+    root_pid: int,
+    workload: Workload,
+    variant: str,
+    model: str,
+    concurrency: int,
+    warmup: float,
+    duration: float,
+) -> Dict[str, Any]:
+    def sample() -> Dict[str, float]:
+        return {"server": tree_cpu_seconds(root_pid), "client": self_cpu_seconds()}
+
+    result = run_closed_loop(
+        lambda worker: grpc_caller(url, model, workload.payloads, offset=worker),
+        concurrency=concurrency,
+        warmup=warmup,
+        duration=duration,
+        sample=sample,
+    )
+    done = max(result.completed, 1)
+    return {
+        "throughput": result.throughput,
+        "p50_ms": result.p50_ms,
+        "p99_ms": result.p99_ms,
+        "server_cpu_ms": result.samples.get("server", math.nan) * 1000.0 / done,
+        "client_cpu_ms": result.samples.get("client", math.nan) * 1000.0 / done,
+        "completed": result.completed,
+        "errors": result.errors,
+        "first_error": result.first_error,
+    }
+
+
+def _median_cell(
+    workload: str, variant: str, model: str, concurrency: int, rounds: List[Dict[str, Any]]
+) -> Cell:
+    def med(key: str) -> float:
+        values = [r[key] for r in rounds if not math.isnan(r[key])]
+        return float(statistics.median(values)) if values else math.nan
+
+    errors = [r["first_error"] for r in rounds if r["first_error"]]
+    return Cell(
+        workload=workload,
+        variant=variant,
+        model=model,
+        concurrency=concurrency,
+        throughput=med("throughput"),
+        p50_ms=med("p50_ms"),
+        p99_ms=med("p99_ms"),
+        server_cpu_ms=med("server_cpu_ms"),
+        client_cpu_ms=med("client_cpu_ms"),
+        completed=sum(int(r["completed"]) for r in rounds),
+        errors=sum(int(r["errors"]) for r in rounds),
+        first_error=errors[0] if errors else "",
+        rounds=[{k: v for k, v in r.items() if k != "first_error"} for r in rounds],
+    )
+
+
+# -- PyTriton --------------------------------------------------------------------------------
+
+
+class PyTritonUnavailable(RuntimeError):
+    pass
+
+
+@contextlib.contextmanager
+def pytriton_server(workloads: Sequence[str], workdir: Path, say: Any) -> Iterator[Any]:
+    """Start benchmarks/pytriton_serve.py in its own process group; yield (grpc url, pid)."""
+    try:
+        import pytriton  # noqa: F401
+    except ImportError as exc:
+        raise PyTritonUnavailable(
+            f"--with-pytriton needs PyTriton (pip install nvidia-pytriton): {exc}"
+        ) from None
+    from tritonpy.server import pick_free_ports
+
+    http_port, grpc_port, metrics_port = pick_free_ports(3)
+    env = dict(os.environ)
+    # PyTriton's stub embeds libpython by soname: make it find this interpreter's, not a
+    # system one of another patch release (whose stdlib would not match).
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        p for p in (libdir, env.get("LD_LIBRARY_PATH", "")) if p
+    )
+    log_path = workdir / "pytriton.log"
+    log: TextIO = open(log_path, "w")  # noqa: SIM115 - closed below
+    command = [
+        sys.executable,
+        str(HERE / "pytriton_serve.py"),
+        f"--http-port={http_port}",
+        f"--grpc-port={grpc_port}",
+        f"--metrics-port={metrics_port}",
+        f"--workloads={','.join(workloads)}",
+    ]
+    proc = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+    url = f"127.0.0.1:{grpc_port}"
+    try:
+        try:
+            wait_model_ready(url, [f"{w}_pytriton" for w in workloads], timeout=240.0)
+        except TimeoutError as exc:
+            tail = log_path.read_text(errors="replace").splitlines()[-15:]
+            raise PyTritonUnavailable(
+                f"PyTriton did not serve the models ({exc}); its log ends with:\n  "
+                + "\n  ".join(tail)
+            ) from None
+        if proc.poll() is not None:
+            raise PyTritonUnavailable(f"PyTriton exited with {proc.returncode}; see {log_path}")
+        yield url, proc.pid
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        log.close()
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def _fmt(value: float, digits: int = 2) -> str:
+    if math.isnan(value):
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}f}"
+
+
+def render_table(cells: Sequence[Cell]) -> str:
+    """The results table: one row per cell; non-raw rows carry their ratio to raw."""
+    raw = {(c.workload, c.concurrency): c for c in cells if c.variant == "raw"}
+    header = (
+        f"{'workload':<17} {'variant':<9} {'c':>3} {'infer/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'srv CPU ms/inf':>14} {'thr/raw':>8} {'cpu/raw':>8}"
+    )
+    lines = [header, "-" * len(header)]
+    previous = None
+    for cell in cells:
+        if previous is not None and previous[0] != cell.workload:
+            lines.append("")
+        previous = (cell.workload, cell.concurrency)
+        base = raw.get((cell.workload, cell.concurrency))
+        thr_ratio = cpu_ratio = ""
+        if base is not None and cell.variant != "raw":
+            thr_ratio = _fmt(cell.throughput / base.throughput if base.throughput else math.nan)
+            cpu_ratio = _fmt(
+                cell.server_cpu_ms / base.server_cpu_ms if base.server_cpu_ms else math.nan
+            )
+        flag = f"  ({cell.errors} errors: {cell.first_error[:60]})" if cell.errors else ""
+        lines.append(
+            f"{cell.workload:<17} {cell.variant:<9} {cell.concurrency:>3} "
+            f"{_fmt(cell.throughput, 1):>9} {_fmt(cell.p50_ms):>8} {_fmt(cell.p99_ms):>8} "
+            f"{_fmt(cell.server_cpu_ms, 3):>14} {thr_ratio:>8} {cpu_ratio:>8}{flag}"
+        )
+    return "\n".join(lines)
+
+
+def evaluate_targets(cells: Sequence[Cell]) -> List[Target]:
+    """The issue's targets, one line per workload and concurrency."""
+    by = {(c.workload, c.variant, c.concurrency): c for c in cells}
+    targets: List[Target] = []
+    keys = sorted(
+        {(c.workload, c.concurrency) for c in cells},
+        key=lambda k: (ALL_WORKLOADS.index(k[0]) if k[0] in ALL_WORKLOADS else 99, k[1]),
+    )
+    for workload, conc in keys:
+        tp, raw = by.get((workload, "tritonpy", conc)), by.get((workload, "raw", conc))
+        if tp is None:
+            continue
+        where = f"{workload} c={conc}"
+        if raw is not None:
+            ratio = tp.throughput / raw.throughput if raw.throughput else math.nan
+            targets.append(
+                Target(
+                    f"{where}: tritonpy throughput >= {THROUGHPUT_MIN}x raw",
+                    ratio >= THROUGHPUT_MIN,
+                    f"{_fmt(tp.throughput, 1)} vs {_fmt(raw.throughput, 1)} infer/s = {ratio:.2f}x",
+                )
+            )
+            limit = raw.server_cpu_ms * CPU_MAX_FACTOR + CPU_MAX_SLACK_MS
+            targets.append(
+                Target(
+                    f"{where}: tritonpy server CPU/inf <= {CPU_MAX_FACTOR}x raw + "
+                    f"{CPU_MAX_SLACK_MS} ms",
+                    tp.server_cpu_ms <= limit,
+                    f"{tp.server_cpu_ms:.3f} vs {raw.server_cpu_ms:.3f} ms (limit {limit:.3f})",
+                )
+            )
+        naive = by.get((workload, "naive", conc))
+        if naive is not None:
+            ratio = tp.throughput / naive.throughput if naive.throughput else math.nan
+            targets.append(
+                Target(
+                    f"{where}: tritonpy throughput >= {NAIVE_MIN}x naive raw",
+                    ratio >= NAIVE_MIN,
+                    f"{_fmt(tp.throughput, 1)} vs {_fmt(naive.throughput, 1)} infer/s "
+                    f"= {ratio:.2f}x",
+                )
+            )
+        pyt = by.get((workload, "pytriton", conc))
+        if pyt is not None and workload in PYTRITON_MIN:
+            need = PYTRITON_MIN[workload]
+            ratio = tp.throughput / pyt.throughput if pyt.throughput else math.inf
+            cpu = pyt.server_cpu_ms / tp.server_cpu_ms if tp.server_cpu_ms else math.nan
+            targets.append(
+                Target(
+                    f"{where}: tritonpy throughput >= {need}x PyTriton",
+                    ratio >= need,
+                    f"{_fmt(tp.throughput, 1)} vs {_fmt(pyt.throughput, 1)} infer/s = "
+                    f"{ratio:.2f}x (PyTriton uses {cpu:.1f}x the server CPU per inference)",
+                )
+            )
+    return targets
+
+
+def render_inprocess(results: Sequence[InProcessResult]) -> str:
+    lines = [f"{'workload':<17} {'work (one request, one core)':<42} {'ms':>8} {'per s':>9}"]
+    for r in results:
+        lines.append(
+            f"{r.workload:<17} {r.name:<42} {r.ms_per_item:>8.3f} {_fmt(r.items_per_s, 0):>9}"
+        )
+    return "\n".join(lines)
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def _parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/run.py",
+        description="tritonpy vs hand-written TritonPythonModel (and PyTriton) in one run",
+    )
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workloads",
+        default=",".join(ALL_WORKLOADS),
+        help=f"comma-separated, from {','.join(ALL_WORKLOADS)} (default: all)",
+    )
+    parser.add_argument("--concurrency", default="1,4,16", help="comma-separated (default 1,4,16)")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds per cell (default 1)")
+    parser.add_argument("--duration", type=float, default=3.0, help="seconds per cell (default 3)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds per cell, the median is reported (default 1)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke mode: 0.2 s warm-up, 0.5 s per cell, c=1,4"
+    )
+    parser.add_argument("--with-pytriton", action="store_true", help="add PyTriton (@batch)")
+    parser.add_argument("--no-inprocess", action="store_true", help="skip the in-process limit")
+    parser.add_argument("--json", type=Path, help="write the results to this JSON file")
+    parser.add_argument(
+        "--keep-repository", type=Path, help="write the model repository here and keep it"
+    )
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    return run(_parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark described by ``args`` (see :func:`add_arguments`); 0 when every
+    target passed, 1 when one missed, 2 on a usage or setup error."""
+    from tritonpy.server import TritonServer
+
+    if args.quick:
+        args.warmup, args.duration = 0.2, 0.5
+        if args.concurrency == "1,4,16":
+            args.concurrency = "1,4"
+    try:
+        workload_names = [w for w in args.workloads.split(",") if w]
+        concurrencies = [int(c) for c in args.concurrency.split(",") if c]
+        unknown = sorted(set(workload_names) - set(ALL_WORKLOADS))
+        if unknown or not concurrencies or min(concurrencies) < 1 or args.repeat < 1:
+            raise ValueError(
+                f"unknown workloads {unknown}" if unknown else "bad --concurrency/--repeat"
+            )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    workdir = Path(tempfile.mkdtemp(prefix="tritonpy-bench-"))
+    repo = args.keep_repository or workdir / "model_repository"
+    repo.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        say(f"building the model repository in {repo} ...")
+        workloads = build_repository(repo, workload_names, log=say)
+        with contextlib.ExitStack() as stack:
+            say("starting tritonserver ...")
+            server = stack.enter_context(
+                TritonServer(repo, startup_timeout=300.0, log_file=workdir / "tritonserver.log")
+            )
+            assert server.pid is not None
+            say(f"tritonserver ready in {time.monotonic() - started:.0f} s (pid {server.pid})")
+            endpoints: Dict[str, Any] = {"server": (server.grpc_url, server.pid)}
+            if args.with_pytriton:
+                served = [w.name for w in workloads if w.pytriton]
+                if served:
+                    say("starting PyTriton ...")
+                    try:
+                        endpoints["pytriton"] = stack.enter_context(
+                            pytriton_server(served, workdir, say)
+                        )
+                    except PyTritonUnavailable as exc:
+                        say(f"error: --with-pytriton: {exc}")
+                        return 2
+                    for w in workloads:
+                        if w.pytriton:
+                            w.models["pytriton"] = f"{w.name}_pytriton"
+            problems = _check_outputs(workloads, endpoints)
+            for problem in problems:
+                say(f"WARNING: {problem}")
+            cells = _measure_all(workloads, concurrencies, endpoints, args, say)
+        inprocess = (
+            []
+            if args.no_inprocess
+            else run_inprocess([w.name for w in workloads], seconds=0.5 if args.quick else 1.0)
+        )
+    finally:
+        if args.keep_repository is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    targets = evaluate_targets(cells)
+    print()
+    print(render_table(cells))
+    if inprocess:
+        print("\nIn-process limit (no server):")
+        print(render_inprocess(inprocess))
+    print("\nTargets:")
+    for target in targets:
+        print(f"  {'PASS' if target.passed else 'FAIL'}  {target.description}: {target.detail}")
+    failed = sum(not t.passed for t in targets)
+    elapsed = time.monotonic() - started
+    print(
+        f"\n{len(targets) - failed}/{len(targets)} targets passed; {elapsed:.0f} s; "
+        f"{os.cpu_count()} CPUs. Differences under ~15% between runs are noise on a shared "
+        f"machine: compare within one run."
+    )
+    if args.json:
+        document = {
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+            },
+            "settings": {
+                "workloads": [w.name for w in workloads],
+                "concurrency": concurrencies,
+                "warmup_s": args.warmup,
+                "duration_s": args.duration,
+                "repeat": args.repeat,
+                "with_pytriton": bool(args.with_pytriton),
+            },
+            "output_check_problems": problems,
+            "cells": [asdict(c) for c in cells],
+            "inprocess": [
+                {"workload": r.workload, "name": r.name.strip(), "ms": r.ms_per_item}
+                for r in inprocess
+            ],
+            "targets": [asdict(t) for t in targets],
+            "elapsed_s": elapsed,
+        }
+        args.json.write_text(json.dumps(document, indent=2, default=str), encoding="utf-8")
+        say(f"results written to {args.json}")
+    return 1 if failed else 0
+
+
+def _endpoint(endpoints: Dict[str, Any], variant: str) -> Any:
+    return endpoints["pytriton" if variant == "pytriton" else "server"]
+
+
+def _check_outputs(workloads: Sequence[Workload], endpoints: Dict[str, Any]) -> List[str]:
+    """Send each workload's first payload to every variant; report outputs that differ."""
+    problems: List[str] = []
+    for workload in workloads:
+        outputs = {}
+        for variant, model in workload.models.items():
+            url, _ = _endpoint(endpoints, variant)
+            try:
+                outputs[variant] = grpc_infer_once(url, model, workload.payloads[0])
+            except Exception as exc:
+                problems.append(f"{workload.name}/{variant}: {type(exc).__name__}: {exc}")
+        reference = outputs.get("raw")
+        for variant, result in outputs.items():
+            if reference is not None and variant != "raw":
+                problems += expected_equal(f"{workload.name}/{variant}", reference, result)
+    return problems
+
+
+def _measure_all(
+    workloads: Sequence[Workload],
+    concurrencies: Sequence[int],
+    endpoints: Dict[str, Any],
+    args: argparse.Namespace,
+    say: Any,
+) -> List[Cell]:
+    cells: List[Cell] = []
+    for workload in workloads:
+        variants = [v for v in VARIANT_ORDER if v in workload.models]
+        for conc in concurrencies:
+            rounds: Dict[str, List[Dict[str, Any]]] = {v: [] for v in variants}
+            for index in range(args.repeat):
+                # alternate the order between rounds so drift does not favour one variant
+                for variant in variants if index % 2 == 0 else variants[::-1]:
+                    url, pid = _endpoint(endpoints, variant)
+                    figures = measure(
+                        url,
+                        pid,
+                        workload,
+                        variant,
+                        workload.models[variant],
+                        conc,
+                        args.warmup,
+                        args.duration,
+                    )
+                    rounds[variant].append(figures)
+                    say(
+                        f"  {workload.name:<17} {variant:<9} c={conc:<3} "
+                        f"{figures['throughput']:9.1f} infer/s  "
+                        f"{figures['server_cpu_ms']:.3f} ms CPU/inf"
+                    )
+            for variant in variants:
+                cells.append(
+                    _median_cell(
+                        workload.name, variant, workload.models[variant], conc, rounds[variant]
+                    )
+                )
+    return cells
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""Smoke tests of the benchmark harness (benchmarks/): the load generator on a stub callable,
+the /proc CPU accounting on fake stat lines, the workloads' raw, naive and tritonpy models
+giving the same outputs under ModelHarness, and the report. Nothing here asserts on timings;
+the one test that runs the benchmark end to end (``--quick``, add_sub only) is marked
+``integration``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Dict, List
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.cpu import CLOCK_TICKS, parse_stat, process_tree, tree_cpu_seconds  # noqa: E402
+from benchmarks.loadgen import build_request, run_closed_loop  # noqa: E402
+from benchmarks.run import Cell, evaluate_targets, render_table  # noqa: E402
+from benchmarks.workloads import build_repository, expected_equal  # noqa: E402
+from tritonpy.testing import ModelHarness  # noqa: E402
+
+# -- load generator ----------------------------------------------------------------------------
+
+
+def test_closed_loop_counts_requests_per_worker_and_samples_the_window() -> None:
+    calls: Dict[int, int] = {}
+    lock = threading.Lock()
+    samples = iter([{"cpu": 1.0}, {"cpu": 3.5}])
+
+    def make(worker: int) -> Any:
+        def call() -> None:
+            with lock:
+                calls[worker] = calls.get(worker, 0) + 1
+
+        return call
+
+    result = run_closed_loop(
+        make, concurrency=3, warmup=0.02, duration=0.1, sample=lambda: next(samples)
+    )
+    assert result.concurrency == 3
+    assert set(calls) == {0, 1, 2}
+    assert 0 < result.completed <= sum(calls.values())
+    assert len(result.latencies_ms) == result.completed
+    assert result.errors == 0 and result.first_error == ""
+    assert result.samples == {"cpu": 2.5}
+    assert result.p50_ms <= result.p99_ms
+
+
+def test_closed_loop_records_errors_and_stops_a_failing_worker() -> None:
+    def make(worker: int) -> Any:
+        def call() -> None:
+            raise RuntimeError("model not ready")
+
+        return call
+
+    result = run_closed_loop(make, concurrency=2, warmup=0.0, duration=5.0)
+    assert result.completed == 0
+    assert result.errors == 200  # each worker gives up after a streak of 100 failures
+    assert result.first_error == "RuntimeError: model not ready"
+
+
+def test_closed_loop_refuses_bad_settings() -> None:
+    with pytest.raises(ValueError):
+        run_closed_loop(lambda i: lambda: None, concurrency=0, warmup=0.0, duration=1.0)
+
+
+def test_grpc_request_carries_raw_contents_and_serialized_bytes() -> None:
+    request = build_request(
+        "m",
+        {
+            "X": np.arange(4, dtype=np.float32),
+            "S": np.array([[b"ab"], [b"c"]], dtype=object),
+        },
+    )
+    assert request.model_name == "m"
+    assert [(t.name, t.datatype, list(t.shape)) for t in request.inputs] == [
+        ("X", "FP32", [4]),
+        ("S", "BYTES", [2, 1]),
+    ]
+    assert request.raw_input_contents[0] == np.arange(4, dtype=np.float32).tobytes()
+    assert request.raw_input_contents[1] == b"\x02\x00\x00\x00ab\x01\x00\x00\x00c"
+
+
+# -- CPU accounting ----------------------------------------------------------------------------
+
+_TAIL = "0 0 0 0 20 0 1 0 100 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+
+
+def _stat(pid: int, comm: str, ppid: int, utime: int, stime: int) -> str:
+    return f"{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 4194560 10 0 0 0 {utime} {stime} {_TAIL}"
+
+
+def test_parse_stat_reads_utime_and_stime_after_a_tricky_comm() -> None:
+    stat = parse_stat(_stat(42, "triton (python) stub", 7, 150, 30))
+    assert (stat.pid, stat.comm, stat.ppid, stat.state) == (42, "triton (python) stub", 7, "S")
+    assert (stat.utime_ticks, stat.stime_ticks) == (150, 30)
+    assert stat.cpu_seconds == pytest.approx(180 / CLOCK_TICKS)
+
+
+def test_process_tree_sums_the_server_and_its_stubs_only(tmp_path: Path) -> None:
+    fake = {
+        10: _stat(10, "tritonserver", 1, 100, 50),
+        11: _stat(11, "triton_python_b", 10, 40, 10),
+        12: _stat(12, "triton_python_b", 10, 5, 5),
+        13: _stat(13, "grandchild", 11, 1, 1),
+        20: _stat(20, "unrelated", 1, 999, 999),
+    }
+    for pid, line in fake.items():
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(line + "\n")
+    (tmp_path / "self").mkdir()
+    tree = process_tree(10, proc=str(tmp_path))
+    assert sorted(s.pid for s in tree) == [10, 11, 12, 13]
+    ticks = 150 + 50 + 10 + 2
+    assert tree_cpu_seconds(10, proc=str(tmp_path)) == pytest.approx(ticks / CLOCK_TICKS)
+    assert process_tree(99, proc=str(tmp_path)) == []
+
+
+# -- the workloads' models agree ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    pytest.importorskip("cv2")
+    repo = tmp_path_factory.mktemp("bench_repo")
+    return repo, build_repository(repo, ["add_sub", "image_preprocess", "postprocess", "text"])
+
+
+def _run(repo: Path, model: str, payloads: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    with ModelHarness(repo / model) as harness:
+        one = [harness.infer(payload) for payload in payloads]
+        if harness.config.get("max_batch_size", 0) > 0:
+            merged = harness.infer_requests(payloads)  # one execute(), as the dynamic batcher
+            for alone, together in zip(one, merged):
+                assert not isinstance(together, Exception), together
+                assert expected_equal(model, alone, together) == []
+        return one
+
+
+@pytest.mark.parametrize("workload", ["add_sub", "image_preprocess", "postprocess", "text"])
+def test_variants_give_identical_outputs(repository: Any, workload: str) -> None:
+    repo, workloads = repository
+    (spec,) = [w for w in workloads if w.name == workload]
+    payloads = spec.payloads[:3]
+    reference = _run(repo, spec.models["raw"], payloads)
+    assert set(spec.models) >= {"raw", "tritonpy"}
+    for variant, model in spec.models.items():
+        if variant == "raw":
+            continue
+        for expected, got in zip(reference, _run(repo, model, payloads)):
+            assert expected_equal(f"{workload}/{variant}", expected, got) == []
+
+
+def test_tritonpy_models_use_two_line_configs(repository: Any) -> None:
+    repo, workloads = repository
+    for spec in workloads:
+        text = (repo / spec.models["tritonpy"] / "config.pbtxt").read_text()
+        assert "input" not in text and "max_batch_size" not in text
+
+
+def test_expected_equal_reports_differences() -> None:
+    a = {"X": np.array([1.0, 2.0]), "S": np.array([b"a"], dtype=object)}
+    assert expected_equal("w", a, a) == []
+    b = {"X": np.array([1.0, 2.5]), "S": np.array([b"b"], dtype=object)}
+    assert len(expected_equal("w", a, b)) == 2
+    assert expected_equal("w", a, {"X": a["X"]}) == ["w: output S missing from one variant"]
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def _cell(variant: str, throughput: float, cpu: float, workload: str = "postprocess") -> Cell:
+    return Cell(
+        workload, variant, f"{workload}_{variant}", 4, throughput, 1.0, 2.0, cpu, 0.1, 10, 0
+    )
+
+
+def test_targets_and_table_from_cells() -> None:
+    cells = [
+        _cell("raw", 1000.0, 0.50),
+        _cell("tritonpy", 990.0, 0.52),
+        _cell("naive", 700.0, 0.70),
+        _cell("pytriton", 200.0, 2.0),
+    ]
+    targets = {t.description: t.passed for t in evaluate_targets(cells)}
+    assert targets == {
+        "postprocess c=4: tritonpy throughput >= 0.95x raw": True,
+        "postprocess c=4: tritonpy server CPU/inf <= 1.05x raw + 0.02 ms": True,
+        "postprocess c=4: tritonpy throughput >= 1.2x naive raw": True,
+        "postprocess c=4: tritonpy throughput >= 3.0x PyTriton": True,
+    }
+    slow = [_cell("raw", 1000.0, 0.50), _cell("tritonpy", 900.0, 0.60)]
+    assert [t.passed for t in evaluate_targets(slow)] == [False, False]
+    table = render_table(cells)
+    assert "postprocess" in table and "0.99" in table and "srv CPU ms/inf" in table
+
+
+@pytest.mark.integration
+def test_quick_run_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("tritonclient.grpc")
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "run.py"),
+            "--quick",
+            "--workloads=add_sub",
+            "--concurrency=1",
+            "--no-inprocess",
+            f"--json={out}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]  # 1: a target missed (timing noise)
+    assert "add_sub" in proc.stdout and "targets passed" in proc.stdout
+    import json
+
+    document = json.loads(out.read_text())
+    assert {c["variant"] for c in document["cells"]} == {"raw", "tritonpy"}
+    assert all(c["errors"] == 0 and c["completed"] > 0 for c in document["cells"])
+    assert document["output_check_problems"] == []
