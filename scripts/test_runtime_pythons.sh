@@ -24,5 +24,5 @@ for version in "${versions[@]}"; do
     fi
     "$venv/bin/python" -m pip --disable-pip-version-check -q install -e ".[image,config]" "numpy<2" pytest
     echo "==> runtime unit tests on $("$venv/bin/python" --version)"
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not torch and not integration" tests/unit
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not torch and not integration" tests/runtime
 done

@@ -662,7 +662,7 @@ def test_cli_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_example_repositories_have_no_errors() -> None:
     root = Path(__file__).resolve().parents[1]
-    for repo in (root / "integration" / "conformance_models", root / "unit" / "nvidia_examples"):
+    for repo in (root / "integration" / "conformance_models", root / "runtime" / "nvidia_examples"):
         report = check_repository(repo, server_python="3.11")
         assert report.errors == [], report.render_text()
 
