@@ -229,3 +229,13 @@ def test_template_configs_round_trip(template: str, tmp_path: Path) -> None:
     assert list(config.instance_group) == list(original.instance_group)
     assert dict(config.parameters) == dict(original.parameters)
     assert config.input and config.output and config.max_batch_size > 0
+
+
+def test_write_config_keeps_the_file_readable_by_the_server(tmp_path: Path) -> None:
+    from tritonpy.config import parse_config, write_config
+
+    fresh = write_config(tmp_path / "config.pbtxt", parse_config('name: "m"'))
+    assert fresh.stat().st_mode & 0o777 == 0o644
+    fresh.chmod(0o640)
+    write_config(fresh, parse_config('name: "m"\nbackend: "python"'))
+    assert fresh.stat().st_mode & 0o777 == 0o640

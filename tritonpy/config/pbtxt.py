@@ -99,6 +99,13 @@ def write_config(path: PathLike, message: Any) -> Path:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
+        # mkstemp makes the file private (0600); a server running as another user must still
+        # read it: keep the mode of the file it replaces, or the usual 0644
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o644
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
