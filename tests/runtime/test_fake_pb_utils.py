@@ -63,6 +63,7 @@ def _real_public_names() -> set:
     return {n for n in names if not n.startswith("_")}
 
 
+@pytest.mark.pytriton
 def test_every_public_name_of_the_real_module_exists_in_the_fake():
     real = _real_public_names()
     assert "serialize_byte_tensor" in real and "ModelConfig" in real  # parsed the right file
@@ -70,6 +71,7 @@ def test_every_public_name_of_the_real_module_exists_in_the_fake():
     assert missing == []
 
 
+@pytest.mark.pytriton
 def test_model_config_methods_match_the_real_class():
     tree = ast.parse(REAL_MODULE.read_text())
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelConfig"]
@@ -212,8 +214,10 @@ def test_from_dlpack_refuses_non_contiguous():
         pb.Tensor.from_dlpack("X", np.arange(6).reshape(2, 3).T)
 
 
+@pytest.mark.torch
 def test_dlpack_with_torch():
-    torch = pytest.importorskip("torch")
+    import torch
+
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     t = pb.Tensor.from_dlpack("T", x)
     assert t.as_numpy().tolist() == x.tolist()
@@ -559,6 +563,7 @@ def test_model_config_errors_carry_the_real_messages():
     )
 
 
+@pytest.mark.pytriton
 def test_model_config_messages_equal_the_real_module():
     """Run the same misuse on the real module's ModelConfig and compare messages."""
     import importlib.util
