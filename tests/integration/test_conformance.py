@@ -408,7 +408,7 @@ def test_real_dynamic_batcher_merges_concurrent_requests(server: TritonServer) -
 def test_auto_completed_config_matches_the_server(server: TritonServer, model: str) -> None:
     client = InferClient(server.http_url, "http")
     try:
-        served = client._call("config", client._client.get_model_config, model)
+        served = client.model_config(model)
     finally:
         client.close()
     with ModelHarness(MODELS / model) as harness:

@@ -325,15 +325,20 @@ class InferClient:
                 "the port the right one for the protocol (HTTP 8000, gRPC 8001 by default)?"
             ) from exc
 
-    def signature(self, model: str) -> ModelSignature:
-        """The model's configuration as a :class:`ModelSignature`."""
+    def model_config(self, model: str) -> Dict[str, Any]:
+        """The model's configuration as the server completed it (JSON form)."""
         if self.endpoint.protocol == "grpc":
             reply = self._call(
                 f"model {model!r}", self._client.get_model_config, model, as_json=True
             )
-            config = reply.get("config", reply)
+            config: Dict[str, Any] = reply.get("config", reply)
         else:
             config = self._call(f"model {model!r}", self._client.get_model_config, model)
+        return config
+
+    def signature(self, model: str) -> ModelSignature:
+        """The model's configuration as a :class:`ModelSignature`."""
+        config = self.model_config(model)
         try:
             return ModelSignature.from_config(config)
         except (DeclarationError, KeyError, ValueError) as exc:
