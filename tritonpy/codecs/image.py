@@ -108,8 +108,7 @@ class Image(ElementCodec):
             )
         cv2 = _cv2()
         buffer = np.frombuffer(data, dtype=np.uint8)
-        flag = cv2.IMREAD_GRAYSCALE if self.color == "GRAY" else cv2.IMREAD_COLOR
-        image = cv2.imdecode(buffer, flag)
+        image = cv2.imdecode(buffer, self._flag(cv2))
         if image is None:
             raise ValueError("OpenCV could not decode it")
         if size is None and image.shape[0] * image.shape[1] > self.max_pixels:
@@ -117,11 +116,20 @@ class Image(ElementCodec):
                 f"image of {image.shape[1]}x{image.shape[0]} pixels exceeds the limit of "
                 f"{self.max_pixels} pixels; send a smaller image or raise Image(max_pixels=...)"
             )
-        if self.color == "RGB":
+        if self.color == "RGB" and self._flag(cv2) == cv2.IMREAD_COLOR:
             image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
         elif self.color == "GRAY":
             image = image[:, :, None]
         return image  # type: ignore[no-any-return]
+
+    def _flag(self, cv2: Any) -> int:
+        if self.color == "GRAY":
+            return int(cv2.IMREAD_GRAYSCALE)
+        if self.color == "RGB":
+            # OpenCV >= 4.10 decodes straight to RGB; older ones decode BGR and convert (a
+            # cvtColor that also wakes OpenCV's thread pool: measurable CPU under load)
+            return int(getattr(cv2, "IMREAD_COLOR_RGB", cv2.IMREAD_COLOR))
+        return int(cv2.IMREAD_COLOR)
 
     def encode_element(self, value: Any) -> bytes:
         cv2 = _cv2()
