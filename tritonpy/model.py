@@ -266,7 +266,7 @@ class Model:
         self._merge = self.batched and cls.merge_requests
         self._error_codes = self._pb.TritonError
         self._check_cancellation = _cancellation_policy(cls)
-        # moving average of infer() seconds per call; "auto" checks until it is known
+        # typical infer() seconds per call (see _timed_infer); "auto" checks until it is known
         self._infer_seconds = AUTO_CANCELLATION_SECONDS
 
     def execute(self, requests: Sequence[Any]) -> List[Any]:
@@ -403,7 +403,11 @@ class Model:
     def _timed_infer(self, values: Dict[str, Any]) -> Any:
         started = perf_counter()
         result = self.infer(**values)
-        self._infer_seconds += 0.2 * (perf_counter() - started - self._infer_seconds)
+        # A slowly rising minimum, not an average: under CPU contention a fast call is now and
+        # then descheduled for milliseconds, which must not switch the checks on; a model that
+        # really is slow reaches its duration within a few dozen calls (+10 % a call).
+        elapsed = perf_counter() - started
+        self._infer_seconds = min(elapsed, self._infer_seconds * 1.1)
         return result
 
     def _encode(self, result: Any, needed: Optional[FrozenSet[str]], rows: int) -> Dict[str, Any]:

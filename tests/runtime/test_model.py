@@ -413,6 +413,23 @@ def test_slow_infer_keeps_auto_cancellation_on() -> None:
     assert isinstance(result, tp.TritonRequestError) and result.code == "CANCELLED"
 
 
+def test_one_descheduled_call_does_not_switch_auto_checks_back_on() -> None:
+    import time
+
+    class Hiccup(Picky):
+        def infer(self, TEXT: List[str]) -> Dict[str, Any]:
+            if "hiccup" in TEXT:
+                time.sleep(0.02)  # as if the CPU were taken away for 20 ms
+            return super().infer(TEXT)
+
+    with ModelHarness(Hiccup) as harness:
+        for _ in range(5):
+            harness.infer_requests([text(b"a")])
+        harness.infer_requests([text(b"hiccup")])
+        result = harness.infer_requests([text(b"a"), text(b"bb")], cancelled=[0])[0]
+    assert result["LENGTH"].tolist() == [[1]]  # still fast: not checked
+
+
 def test_check_cancellation_must_be_bool_or_auto() -> None:
     class Odd(Picky):
         check_cancellation = "sometimes"  # type: ignore[assignment]
