@@ -126,6 +126,32 @@ def test_startup_timeout_names_the_model(tmp_path: Path, repository_builder: Mak
     assert leftovers(None, repo) == []
 
 
+def test_stub_for_a_python_the_machine_cannot_load_times_out_cleanly(
+    tmp_path: Path, repository_builder: MakeRepo
+) -> None:
+    """A model directory's own stub wins over the backend's; one built for Python 3.9, whose
+    libpython is not on the library path, never starts and Triton's launcher waits forever.
+    tritonpy reads the loader's error from the log, stops at once with the model's name and
+    the fix, and leaves nothing behind."""
+    import shutil
+
+    from tritonpy.server import find_wheel_installation
+
+    repo = repository_builder(tmp_path / "repo", "add_sub")
+    stub = find_wheel_installation().stub("3.9")
+    shutil.copy2(stub, repo / "add_sub" / "triton_python_backend_stub")
+    server = TritonServer(repo, startup_timeout=60)
+    began = time.monotonic()
+    with pytest.raises(ModelLoadError) as info:
+        server.start()
+    assert time.monotonic() - began < 30  # the loader error is read from the log: no waiting
+    assert list(info.value.failures) == ["add_sub"]
+    assert "libpython3.9.so.1.0: cannot open shared object file" in info.value.failures["add_sub"]
+    assert "tritonpy stub MODEL_DIR --python X.Y" in str(info.value)
+    assert not server.running
+    assert leftovers(None, repo) == []
+
+
 def test_port_in_use_is_reported(tmp_path: Path, repository_builder: MakeRepo) -> None:
     import socket
 

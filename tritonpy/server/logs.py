@@ -29,6 +29,10 @@ _LOADED = re.compile(r"successfully loaded '(?P<name>[^']+)'")
 _LOADING = re.compile(r"\"loading: (?P<name>[^:\"]+):\d+\"")
 _STARTED_HTTP = re.compile(r"Started HTTPService at (?P<addr>\S+?)\"")
 _PORT_CLASH = re.compile(r"failed to start \w+ service.*(already in use|Address already in use)")
+# the stub's own dynamic loader error; the launcher then waits forever for it
+_STUB_LOAD = re.compile(
+    r"(?P<path>\S*triton_python_backend_stub): error while loading shared libraries: (?P<msg>.*)$"
+)
 
 
 def _unescape(text: str) -> str:
@@ -76,6 +80,15 @@ class LogFollower:
         for raw in complete:
             self._parse(raw.decode("utf-8", "replace"))
 
+    def _stub_failed(self, path: str, error: str) -> None:
+        # a model's own stub lives beside its config.pbtxt; the backend's serves every model
+        # that is still loading
+        owner = Path(path).parent
+        own_stub = (owner / "config.pbtxt").is_file()
+        names = {owner.name} if own_stub else self.loading - self.loaded
+        for name in sorted(names):
+            self.failures.setdefault(name, _stub_message(path, error))
+
     def _parse(self, line: str) -> None:
         if "failed to load '" in line:
             m = _FAILED.search(line)
@@ -97,8 +110,21 @@ class LogFollower:
             m = _STARTED_HTTP.search(line)
             if m:
                 self.http_started.append(m["addr"])
+        elif "error while loading shared libraries" in line:
+            m = _STUB_LOAD.search(line)
+            if m:
+                self._stub_failed(m["path"], m["msg"].strip())
         elif "failed to start" in line and _PORT_CLASH.search(line):
             self.port_clash = _PREFIX.sub("", line).strip().strip('"').strip()
+
+
+def _stub_message(path: str, error: str) -> str:
+    return (
+        f"its Python backend stub {path} cannot start: {error}. The stub was built for a "
+        f"Python whose libpython is not on the library path: give the model a stub for its "
+        f"environment's Python ('tritonpy stub MODEL_DIR --python X.Y'), or add that Python's "
+        f"lib directory to LD_LIBRARY_PATH"
+    )
 
 
 def read_tail(path: Path, n: int, *, start: int = 0) -> str:
