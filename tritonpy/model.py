@@ -311,8 +311,8 @@ class Model:
         tensors = {tensor.name(): tensor for tensor in request.inputs()}
         values: Dict[str, Any] = {}
         rows = -1
-        absent: List[Tuple[str, Codec]] = []
-        key: List[Hashable] = []
+        absent: Optional[List[Tuple[str, Codec]]] = None
+        key: Hashable = ()
         for name, codec in self._input_plan:
             tensor = tensors.get(name)
             if tensor is None:
@@ -322,7 +322,7 @@ class Model:
                         f"or declare it with optional=True",
                         input_name=name,
                     )
-                absent.append((name, codec))
+                absent = [*(absent or ()), (name, codec)]
                 continue
             value = codec.decode(name, tensor, batched)
             if batched:
@@ -337,18 +337,24 @@ class Model:
                         input_name=name,
                     )
             values[name] = value
-        for name, codec in absent:
-            values[name] = codec.missing(max(rows, 1) if batched else None)
+        if absent:
+            for name, codec in absent:
+                values[name] = codec.missing(max(rows, 1) if batched else None)
         if self._merge:
             # requests merge only when every input has the same group key (ragged shapes,
             # presence of an optional input without default)
-            key = [
+            key = tuple(
                 _ABSENT if values[name] is None else codec.group_key(values[name])
                 for name, codec in self._input_plan
-            ]
+            )
         requested_names = request.requested_output_names()
-        requested = frozenset(requested_names) if requested_names else None
-        return _Decoded(index, values, max(rows, 0), requested, tuple(key))
+        # None: every output (the usual case, which then needs no filtering)
+        requested = (
+            frozenset(requested_names)
+            if requested_names and len(requested_names) < len(self._output_plan)
+            else None
+        )
+        return _Decoded(index, values, max(rows, 0), requested, key)
 
     def _run_group(self, members: List[_Decoded], responses: List[Any]) -> None:
         if len(members) == 1:
