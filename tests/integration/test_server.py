@@ -186,9 +186,13 @@ def test_stop_ends_server_and_stubs(tmp_path: Path, repository_builder: MakeRepo
 
 
 def test_backend_directory_for_another_python() -> None:
-    other = "/root/.pyenv/versions/3.10.13/bin/python3.10"
-    if not Path(other).exists():
-        other = sys.executable
+    import glob
+    import os
+
+    # another CPython than the one running the tests: pyenv's 3.10, as on the dev machines
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = sorted(glob.glob(os.path.join(root, "versions", "3.10.*", "bin", "python3.10")))
+    other = found[-1] if found else sys.executable
     interp = inspect_interpreter(other)
     assert Path(interp.libpython).name.startswith(f"libpython{interp.xy}")
     from tritonpy.server import find_wheel_installation, prepare_backend_directory

@@ -8,7 +8,7 @@ is what gets copied.
 Example::
 
     base = find_interpreter("3.10")
-    base.prefix, base.libpython   # (/root/.pyenv/versions/3.10.13, .../lib/libpython3.10.so.1.0)
+    base.prefix, base.libpython   # (~/.pyenv/versions/3.10.13, .../lib/libpython3.10.so.1.0)
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def probe_interpreter(executable: PathLike) -> BaseInterpreter:
 
     Example::
 
-        probe_interpreter("/root/.pyenv/versions/3.10.13/bin/python3.10").xy   # "3.10"
+        probe_interpreter("~/.pyenv/versions/3.10.13/bin/python3.10").xy   # "3.10"
     """
     exe = Path(executable)
     try:
