@@ -1,0 +1,198 @@
+"""Checks of a Model subclass's declarations, at class definition and at load time.
+
+Private: :class:`tritonpy.Model` calls these; each raises :class:`~tritonpy.DeclarationError`
+with the class, what was declared, what the configuration says and how to fix it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+
+from .codecs.base import Codec
+from .errors import DeclarationError
+
+if TYPE_CHECKING:
+    from .model import Model
+
+__all__ = [
+    "cancellation_policy",
+    "check_batch_size",
+    "check_config_tensors",
+    "check_instance_codecs",
+    "validate_declarations",
+]
+
+
+def cancellation_policy(cls: type) -> Optional[bool]:
+    """True/False from check_cancellation, or None for "auto"."""
+    value = getattr(cls, "check_cancellation", "auto")
+    if value == "auto":
+        return None
+    if isinstance(value, bool):
+        return value
+    raise DeclarationError(
+        f"{cls.__name__}.check_cancellation must be True, False or 'auto', got {value!r}"
+    )
+
+
+def check_batch_size(cls: type, configured: int, *, auto_completing: bool) -> None:
+    declared = getattr(cls, "max_batch_size", 0)
+    where = "config.pbtxt" if auto_completing else "the model configuration"
+    if declared == 0 and configured > 0:
+        raise DeclarationError(
+            f"{cls.__name__}: {where} sets max_batch_size {configured}, but the class declares "
+            f"max_batch_size = 0 (no batching, so infer() expects values without a batch "
+            f"dimension); set max_batch_size on the class or remove it from config.pbtxt"
+        )
+    if declared > 0 and configured > declared:
+        raise DeclarationError(
+            f"{cls.__name__}: {where} sets max_batch_size {configured}, above the class's "
+            f"max_batch_size = {declared}; lower it in config.pbtxt or raise it on the class"
+        )
+    if declared > 0 and configured == 0 and not auto_completing:
+        raise DeclarationError(
+            f"{cls.__name__}: the model configuration has max_batch_size 0, but the class "
+            f"declares max_batch_size = {declared}; set max_batch_size in config.pbtxt, or "
+            f"let auto-complete fill it (do not start tritonserver with "
+            f"--disable-auto-complete-config)"
+        )
+
+
+def check_config_tensors(cls: type, config: Mapping[str, Any]) -> None:
+    for section, declared in (("input", cls.inputs), ("output", cls.outputs)):  # type: ignore[attr-defined]
+        configured = {entry["name"]: entry for entry in config.get(section, [])}
+        for name, codec in declared.items():
+            entry = configured.get(name)
+            if entry is None:
+                raise DeclarationError(
+                    f"{cls.__name__}: {section} {name!r} is declared on the class but missing "
+                    f"from the model configuration; add it to config.pbtxt or let "
+                    f"auto-complete fill it"
+                )
+            data_type = entry.get("data_type", "")
+            if data_type != codec.dtype.config_name:
+                raise DeclarationError(
+                    f"{cls.__name__}: {section} {name!r} is {codec.dtype.config_name} on the "
+                    f"class ({codec!r}) but {data_type} in the model configuration; make them "
+                    f"agree"
+                )
+            dims = [int(d) for d in entry.get("dims", [])]
+            if "reshape" not in entry and not _dims_agree(dims, codec.dims):
+                raise DeclarationError(
+                    f"{cls.__name__}: {section} {name!r} has dims {list(codec.dims)} on the "
+                    f"class but {dims} in the model configuration; make them agree"
+                )
+        extra = sorted(set(configured) - set(declared))
+        if extra:
+            raise DeclarationError(
+                f"{cls.__name__}: the model configuration has {section}s {extra} that the class "
+                f"does not declare; declare them in {section}s = {{...}} or remove them from "
+                f"config.pbtxt"
+            )
+
+
+def check_instance_codecs(cls: type, model: Model) -> None:
+    for section in ("inputs", "outputs"):
+        declared: Mapping[str, Codec] = getattr(cls, section)
+        actual: Mapping[str, Codec] = getattr(model, section)
+        if actual is declared:
+            continue
+        if list(actual) != list(declared):
+            raise DeclarationError(
+                f"{cls.__name__}.setup() changed the {section} names from {list(declared)} to "
+                f"{list(actual)}; setup may replace a codec, not add or remove one"
+            )
+        for name, codec in actual.items():
+            before = declared[name]
+            if not isinstance(codec, Codec) or (codec.dtype, codec.dims, codec.optional) != (
+                before.dtype,
+                before.dims,
+                before.optional,
+            ):
+                raise DeclarationError(
+                    f"{cls.__name__}.setup() replaced {section[:-1]} {name!r} ({before!r}) "
+                    f"with {codec!r}; the replacement must keep the data type, dims and "
+                    f"optional flag Triton was configured with"
+                )
+
+
+def _dims_agree(configured: Sequence[int], declared: Sequence[int]) -> bool:
+    return len(configured) == len(declared) and all(
+        d == -1 or c == d for c, d in zip(configured, declared)
+    )
+
+
+def validate_declarations(cls: type) -> None:
+    for section in ("inputs", "outputs"):
+        declared = getattr(cls, section)
+        if not isinstance(declared, Mapping):
+            raise DeclarationError(
+                f"{cls.__name__}.{section} must be a dict {{name: codec}}, got "
+                f"{type(declared).__name__}"
+            )
+        for name, codec in declared.items():
+            if not isinstance(name, str) or not name:
+                raise DeclarationError(
+                    f"{cls.__name__}.{section}: names must be non-empty strings, got {name!r}"
+                )
+            if not isinstance(codec, Codec):
+                raise DeclarationError(
+                    f"{cls.__name__}.{section}[{name!r}] must be a codec such as "
+                    f"tp.Tensor('FP32', [4]) or tp.Text(), got {codec!r}"
+                )
+            if section == "outputs":
+                codec.check_output_declaration(name)
+    both = set(cls.inputs) & set(cls.outputs)  # type: ignore[attr-defined]
+    if both:
+        raise DeclarationError(
+            f"{cls.__name__}: {sorted(both)} are declared as both inputs and outputs; Triton "
+            f"needs distinct names"
+        )
+    max_batch_size = getattr(cls, "max_batch_size", 0)
+    if (
+        not isinstance(max_batch_size, int)
+        or isinstance(max_batch_size, bool)
+        or max_batch_size < 0
+    ):
+        raise DeclarationError(
+            f"{cls.__name__}.max_batch_size must be an integer >= 0, got {max_batch_size!r}"
+        )
+    infer = cls.__dict__.get("infer")
+    if infer is not None:
+        _check_infer_signature(cls, infer)
+
+
+def _check_infer_signature(cls: type, infer: Any) -> None:
+    try:
+        signature = inspect.signature(infer)
+    except (TypeError, ValueError):  # builtins, C extensions: nothing to check
+        return
+    parameters = list(signature.parameters.values())[1:]  # drop self
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    accepted = {
+        p.name
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    declared = set(cls.inputs)  # type: ignore[attr-defined]
+    missing = sorted(declared - accepted)
+    if missing:
+        raise DeclarationError(
+            f"{cls.__name__}.infer does not accept the declared inputs {missing}; name its "
+            f"parameters after the inputs (def infer(self, {', '.join(sorted(declared))})) or "
+            f"add **inputs"
+        )
+    required = sorted(
+        p.name
+        for p in parameters
+        if p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        and p.name not in declared
+    )
+    if required:
+        raise DeclarationError(
+            f"{cls.__name__}.infer requires parameters {required} that are not declared "
+            f"inputs; declare them in inputs = {{...}} or give them defaults"
+        )
