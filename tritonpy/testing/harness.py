@@ -46,10 +46,29 @@ from typing import (
     Union,
 )
 
-import numpy as np
-
-from ..errors import TritonPyError, TritonRequestError
+from ..errors import TritonRequestError
 from . import fake_pb_utils as pb
+from ._config import (
+    _fill_defaults,
+    _normalize_after_autocomplete,
+    _validate_config,
+    parse_config_pbtxt,
+)
+from ._errors import HarnessError, ModelBugError, ModelLoadError
+from ._requests import (
+    _check_requested_outputs,
+    _to_client_array,
+    _validate_request,
+)
+from ._responses import (
+    Outputs,
+    _bls_handler,
+    _check_responses,
+    _client_outputs,
+    _collect_sent,
+)
+from .fake_pb_utils import metrics as _pb_metrics
+from .fake_pb_utils import models as _pb_models
 
 __all__ = [
     "HarnessError",
@@ -67,23 +86,6 @@ _MISSING = object()
 _module_counter = itertools.count()
 _install_lock = threading.RLock()
 _install_stack: List[Any] = []
-
-NDArray = Any  # numpy arrays (kept loose: the harness runs on numpy 1.21+)
-
-
-class HarnessError(TritonPyError):
-    """The harness itself could not do what was asked (missing tritonclient, bad arguments)."""
-
-
-class ModelLoadError(HarnessError):
-    """The model would fail to load in Triton: bad config, missing model.py, invalid
-    auto-completed configuration."""
-
-
-class ModelBugError(HarnessError):
-    """The model broke the Python-backend contract: wrong number of responses, a non-response
-    object, no FINAL flag in decoupled mode..."""
-
 
 # --------------------------------------------------------------------------------------------
 # Installing the fake pb_utils
@@ -123,236 +125,8 @@ def fake_pb_utils_installed() -> Iterator[ModuleType]:
 
 
 # --------------------------------------------------------------------------------------------
-# Configuration
-# --------------------------------------------------------------------------------------------
-
-
-def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
-    """Parse config.pbtxt text into the JSON-like dict Triton hands to the Python backend
-    (field names as in the proto, int64 values as ints). Needs tritonclient[grpc]."""
-    from ..config.pbtxt import ConfigError, config_to_dict, parse_config
-
-    try:
-        return config_to_dict(parse_config(text, source))
-    except ConfigError as exc:
-        raise ModelLoadError(str(exc)) from exc
-
-
-def _fill_io_defaults(config: Dict[str, Any]) -> None:
-    for inp in config.get("input", []):
-        inp.setdefault("data_type", "TYPE_INVALID")
-        inp.setdefault("format", "FORMAT_NONE")
-        inp.setdefault("dims", [])
-        inp.setdefault("is_shape_tensor", False)
-        inp.setdefault("allow_ragged_batch", False)
-        inp.setdefault("optional", False)
-        inp.setdefault("is_non_linear_format_io", False)
-    for out in config.get("output", []):
-        out.setdefault("data_type", "TYPE_INVALID")
-        out.setdefault("dims", [])
-        out.setdefault("label_filename", "")
-        out.setdefault("is_shape_tensor", False)
-        out.setdefault("is_non_linear_format_io", False)
-
-
-def _fill_defaults(config: Dict[str, Any], instance_kind: str, device_id: int) -> None:
-    """The defaults Triton fills in before it calls auto_complete_config (measured, r24.10)."""
-    config.setdefault("platform", "")
-    config.setdefault("backend", "python")
-    config.setdefault("runtime", "")
-    config.setdefault("version_policy", {"latest": {"num_versions": 1}})
-    config.setdefault("max_batch_size", 0)
-    config.setdefault("input", [])
-    config.setdefault("output", [])
-    config.setdefault("batch_input", [])
-    config.setdefault("batch_output", [])
-    config.setdefault(
-        "optimization",
-        {
-            "priority": "PRIORITY_DEFAULT",
-            "input_pinned_memory": {"enable": True},
-            "output_pinned_memory": {"enable": True},
-            "gather_kernel_buffer_threshold": 0,
-            "eager_batching": False,
-        },
-    )
-    groups = config.setdefault("instance_group", [])
-    if not groups:
-        groups.append({"kind": instance_kind})
-    for idx, group in enumerate(groups):
-        group.setdefault("name", config["name"] if len(groups) == 1 else f"{config['name']}_{idx}")
-        group.setdefault("kind", "KIND_GPU" if group.get("gpus") else instance_kind)
-        group.setdefault("count", 1)
-        group.setdefault("gpus", [device_id] if group["kind"] == "KIND_GPU" else [])
-        group.setdefault("secondary_devices", [])
-        group.setdefault("profile", [])
-        group.setdefault("passive", False)
-        group.setdefault("host_policy", "")
-    config.setdefault("default_model_filename", "model.py")
-    config.setdefault("cc_model_filenames", {})
-    config.setdefault("metric_tags", {})
-    config.setdefault("parameters", {})
-    config.setdefault("model_warmup", [])
-    _fill_io_defaults(config)
-
-
-def _normalize_after_autocomplete(config: Dict[str, Any]) -> None:
-    _fill_io_defaults(config)
-    dyn = config.get("dynamic_batching")
-    if dyn is not None:
-        mbs = int(config.get("max_batch_size", 0))
-        if not dyn.get("preferred_batch_size") and mbs > 0:
-            dyn["preferred_batch_size"] = [mbs]
-        dyn.setdefault("preferred_batch_size", [])
-        dyn.setdefault("max_queue_delay_microseconds", 0)
-        dyn.setdefault("preserve_ordering", False)
-        dyn.setdefault("priority_levels", 0)
-        dyn.setdefault("default_priority_level", 0)
-        dyn.setdefault("priority_queue_policy", {})
-
-
-def _validate_config(config: Dict[str, Any]) -> None:
-    name = config.get("name", "")
-    if not name:
-        raise ModelLoadError("model configuration must specify 'name'")
-    mbs = config.get("max_batch_size", 0)
-    if not isinstance(mbs, int) or mbs < 0:
-        raise ModelLoadError(
-            f"model '{name}': 'max_batch_size' must be a non-negative integer, got {mbs!r}"
-        )
-    if "dynamic_batching" in config and mbs == 0:
-        raise ModelLoadError(
-            f"model '{name}': dynamic batching needs 'max_batch_size' > 0 (the batcher "
-            f"merges requests along a batch dimension)"
-        )
-    for pref in config.get("dynamic_batching", {}).get("preferred_batch_size", []):
-        if pref > mbs:
-            raise ModelLoadError(
-                f"model '{name}': dynamic batching preferred size must be <= max batch size"
-            )
-    for section, what in (("input", "input"), ("output", "output")):
-        seen = set()
-        for io in config.get(section, []):
-            io_name = io.get("name", "")
-            if not io_name:
-                raise ModelLoadError(f"model '{name}': model {what} must specify 'name'")
-            if io_name in seen:
-                raise ModelLoadError(
-                    f"model '{name}': {what} '{io_name}' is specified more than once"
-                )
-            seen.add(io_name)
-            dtype = io.get("data_type", "TYPE_INVALID")
-            if dtype == "TYPE_INVALID" or dtype not in _CONFIG_TO_WIRE:
-                raise ModelLoadError(
-                    f"model {what} '{io_name}' must specify 'data_type' for model '{name}'"
-                )
-            dims = io.get("dims", [])
-            if not dims and not io.get("reshape"):
-                raise ModelLoadError(
-                    f"model {what} '{io_name}' must specify 'dims' for model '{name}'"
-                )
-            for d in dims:
-                if d != -1 and d < 1:
-                    raise ModelLoadError(
-                        f"model {what} '{io_name}' dimension must be integer >= 1, or -1 to "
-                        f"indicate a variable-size dimension, for model '{name}'"
-                    )
-
-
-_CONFIG_TO_WIRE = {
-    "TYPE_BOOL": "BOOL",
-    "TYPE_UINT8": "UINT8",
-    "TYPE_UINT16": "UINT16",
-    "TYPE_UINT32": "UINT32",
-    "TYPE_UINT64": "UINT64",
-    "TYPE_INT8": "INT8",
-    "TYPE_INT16": "INT16",
-    "TYPE_INT32": "INT32",
-    "TYPE_INT64": "INT64",
-    "TYPE_FP16": "FP16",
-    "TYPE_FP32": "FP32",
-    "TYPE_FP64": "FP64",
-    "TYPE_STRING": "BYTES",
-    "TYPE_BF16": "BF16",
-}
-
-
-def _wire_dtype(array: NDArray) -> str:
-    kind = array.dtype.kind
-    if kind in ("O", "S"):
-        return "BYTES"
-    code = pb.numpy_to_triton_type(array.dtype)
-    names = {
-        1: "BOOL",
-        2: "UINT8",
-        3: "UINT16",
-        4: "UINT32",
-        5: "UINT64",
-        6: "INT8",
-        7: "INT16",
-        8: "INT32",
-        9: "INT64",
-        10: "FP16",
-        11: "FP32",
-        12: "FP64",
-    }
-    if code is None or code not in names:
-        raise HarnessError(f"numpy dtype {array.dtype} has no Triton data type")
-    return names[code]
-
-
-def _shape_str(shape: Sequence[int]) -> str:
-    return "[" + ",".join(str(int(d)) for d in shape) + "]"
-
-
-def _to_client_array(value: Any, name: str) -> NDArray:
-    """Convert a value the way a client library would before sending it."""
-    if isinstance(value, np.ndarray):
-        array = value
-    elif isinstance(value, (bytes, str)):
-        array = np.array([value], dtype=np.object_)
-    elif isinstance(value, (list, tuple)):
-        array = np.array(value)
-        if array.dtype.kind in ("U", "S"):
-            # built again as objects: an "S" array would drop trailing NUL bytes
-            array = np.array(value, dtype=np.object_)
-    else:
-        array = np.asarray(value)
-    if array.dtype.kind == "U":
-        array = array.astype(np.object_)
-    if array.dtype.kind == "O":
-        flat = [v.encode("utf-8") if isinstance(v, str) else v for v in array.reshape(-1).tolist()]
-        for v in flat:
-            if not isinstance(v, bytes):
-                raise HarnessError(
-                    f"input '{name}': BYTES elements must be bytes or str, got {type(v).__name__}"
-                )
-        converted = np.empty(len(flat), dtype=np.object_)
-        converted[:] = flat
-        array = converted.reshape(array.shape)
-    elif array.dtype.kind == "S":
-        converted = np.empty(array.size, dtype=np.object_)
-        converted[:] = list(array.reshape(-1).tolist())
-        array = converted.reshape(array.shape)
-    # np.ascontiguousarray would turn a 0-d array into a 1-d one
-    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
-
-
-def _client_view(array: NDArray) -> NDArray:
-    """What a client receives for an output tensor."""
-    if array.dtype.kind in ("O", "S"):
-        flat = array.reshape(-1).tolist()
-        out = np.empty(len(flat), dtype=np.object_)
-        out[:] = [v if type(v) is bytes else str(v).encode("utf-8") for v in flat]
-        return out.reshape(array.shape)
-    return np.array(array, copy=True)
-
-
-# --------------------------------------------------------------------------------------------
 # The harness
 # --------------------------------------------------------------------------------------------
-
-Outputs = Dict[str, NDArray]
 
 
 class ModelHarness:
@@ -507,13 +281,14 @@ class ModelHarness:
         if self._sys_path_entry and self._sys_path_entry not in sys.path:
             sys.path.insert(0, self._sys_path_entry)
             added = True
-        previous_instance, previous_dir = pb._instance_name, pb._model_dir
-        pb._instance_name = getattr(self, "instance_name", pb._instance_name)
-        pb._model_dir = str(getattr(self, "model_dir", ""))
+        # module globals of the fake's submodules, read there at call time
+        previous_instance, previous_dir = _pb_metrics._instance_name, _pb_models._model_dir
+        _pb_metrics._instance_name = getattr(self, "instance_name", _pb_metrics._instance_name)
+        _pb_models._model_dir = str(getattr(self, "model_dir", ""))
         try:
             yield
         finally:
-            pb._instance_name, pb._model_dir = previous_instance, previous_dir
+            _pb_metrics._instance_name, _pb_models._model_dir = previous_instance, previous_dir
             if added:
                 with suppress(ValueError):
                     sys.path.remove(self._sys_path_entry)  # type: ignore[arg-type]
@@ -553,113 +328,6 @@ class ModelHarness:
         return box.get("result")
 
     # -- requests --------------------------------------------------------------------------
-    def _input_config(self) -> Dict[str, Dict[str, Any]]:
-        return {io["name"]: io for io in self.config.get("input", [])}
-
-    def _validate(self, arrays: Dict[str, NDArray], request_id: str) -> None:
-        """Reject a request the way tritonserver does before the model sees it."""
-        name = self.name
-        prefix = f"[request id: {request_id or '<id_unknown>'}] "
-        inputs = self._input_config()
-        required = [n for n, io in inputs.items() if not io.get("optional", False)]
-        given = list(arrays)
-        missing = [n for n in required if n not in arrays]
-        unknown = [n for n in given if n not in inputs]
-        if len(given) > len(inputs) or len(given) < len(required) or (missing and not unknown):
-            # The server lists the inputs from a hash map, in reverse order of arrival here.
-            got = "[" + ",".join(f"'{n}'" for n in reversed(given)) + "]"
-            missing_txt = ("[" + ",".join(f"'{n}'" for n in missing) + "]") if missing else "]"
-            if len(inputs) == len(required):
-                head = f"expected {len(inputs)} inputs but got {len(given)} inputs"
-            else:
-                head = (
-                    f"expected number of inputs between {len(required)} and {len(inputs)} but "
-                    f"got {len(given)} inputs"
-                )
-            raise TritonRequestError(
-                "INVALID_ARG",
-                f"{prefix}{head} for model '{name}'. Got input(s) {got}, but missing required "
-                f"input(s) {missing_txt}. Please provide all required input(s).",
-            )
-        mbs = int(self.config.get("max_batch_size", 0))
-        batch_size: Optional[int] = None
-        for input_name, array in arrays.items():
-            io = inputs.get(input_name)
-            if io is None:
-                raise TritonRequestError(
-                    "INVALID_ARG",
-                    f"{prefix}unexpected inference input '{input_name}' for model '{name}'",
-                )
-            expected_dtype = _CONFIG_TO_WIRE.get(io["data_type"], io["data_type"])
-            got_dtype = _wire_dtype(array)
-            if got_dtype != expected_dtype:
-                raise TritonRequestError(
-                    "INVALID_ARG",
-                    f"{prefix}inference input '{input_name}' data-type is '{got_dtype}', but "
-                    f"model '{name}' expects '{expected_dtype}'",
-                )
-            shape = [int(d) for d in array.shape]
-            dims = [int(d) for d in io["dims"]]
-            if mbs > 0:
-                if not shape:
-                    raise TritonRequestError(
-                        "INVALID_ARG",
-                        f"{prefix}input '{input_name}' has no shape but model requires batch "
-                        f"dimension for '{name}'",
-                    )
-                if batch_size is None:
-                    batch_size = shape[0]
-                    if batch_size > mbs:
-                        raise TritonRequestError(
-                            "INVALID_ARG",
-                            f"{prefix}inference request batch-size must be <= {mbs} for '{name}'",
-                        )
-                elif shape[0] != batch_size:
-                    raise TritonRequestError(
-                        "INVALID_ARG",
-                        f"{prefix}input '{input_name}' batch size does not match other inputs "
-                        f"for '{name}'",
-                    )
-                item_shape = shape[1:]
-            else:
-                item_shape = shape
-            if len(item_shape) != len(dims) or any(
-                d != -1 and d != s for d, s in zip(dims, item_shape)
-            ):
-                expected = ([-1] if mbs > 0 else []) + dims
-                message = (
-                    f"{prefix}unexpected shape for input '{input_name}' for model '{name}'. "
-                    f"Expected {_shape_str(expected)}, got {_shape_str(shape)}. "
-                )
-                if mbs > 0:
-                    message += (
-                        "NOTE: Setting a non-zero max_batch_size in the model config requires a "
-                        "batch dimension to be prepended to each input shape. If you want to "
-                        "specify the full shape including the batch dim in your input dims "
-                        "config, try setting max_batch_size to zero. See the model "
-                        "configuration docs for more info on max_batch_size."
-                    )
-                raise TritonRequestError("INVALID_ARG", message)
-            if mbs > 0 and batch_size == 0 and got_dtype != "BYTES":
-                row = int(np.prod([max(d, 0) for d in item_shape])) * array.dtype.itemsize
-                raise TritonRequestError(
-                    "INVALID_ARG",
-                    f"{prefix}input byte size mismatch for input '{input_name}' for model "
-                    f"'{name}'. Expected {row}, got 0",
-                )
-
-    def _requested(self, requested_outputs: Optional[Iterable[str]]) -> List[str]:
-        declared = [o["name"] for o in self.config.get("output", [])]
-        if requested_outputs is None:
-            return declared
-        names = list(requested_outputs)
-        for out in names:
-            if declared and out not in declared:
-                raise TritonRequestError(
-                    "INVALID_ARG", f"unexpected inference output '{out}' for model '{self.name}'"
-                )
-        return names
-
     def _build_request(
         self,
         inputs: Mapping[str, Any],
@@ -671,8 +339,8 @@ class ModelHarness:
     ) -> Tuple[pb.InferenceRequest, Optional[List[str]]]:
         self._check_open()
         arrays = {n: _to_client_array(v, n) for n, v in inputs.items()}
-        self._validate(arrays, request_id)
-        requested = self._requested(requested_outputs)
+        _validate_request(self.config, self.name, arrays, request_id)
+        requested = _check_requested_outputs(self.config, self.name, requested_outputs)
         tensors = [pb.Tensor(n, a) for n, a in arrays.items()]
         params_json = json.dumps(parameters or {}, separators=(",", ":"))
         request = pb.InferenceRequest(
@@ -687,19 +355,6 @@ class ModelHarness:
         )
         request._decoupled = self.decoupled
         return request, (list(requested_outputs) if requested_outputs is not None else None)
-
-    def _client_outputs(
-        self, response: pb.InferenceResponse, requested: Optional[List[str]]
-    ) -> Outputs:
-        error = response.error()
-        if error is not None:
-            raise TritonRequestError(error.code().name, error.message())
-        result: Outputs = {}
-        for tensor in response.output_tensors():
-            if requested is not None and tensor.name() not in requested:
-                continue
-            result[tensor.name()] = _client_view(tensor.as_numpy())
-        return result
 
     def _execute(self, requests: List[pb.InferenceRequest]) -> Any:
         self.execute_calls += 1
@@ -716,56 +371,6 @@ class ModelHarness:
                     f"Failed to process the request(s) for model '{self.instance_name}', "
                     f"message: {type(exc).__name__}: {exc}\n\nAt:\n{frames}",
                 ) from exc
-
-    def _collect_sent(self, request: pb.InferenceRequest) -> List[pb.InferenceResponse]:
-        sender = request._sender
-        if sender is None:
-            raise ModelBugError(
-                f"model '{self.name}': execute() returned None but never used the response "
-                f"sender of request '{request.request_id()}'; return one InferenceResponse per "
-                f"request, or send through request.get_response_sender()"
-            )
-        if not sender._wait_final(self.stream_timeout):
-            raise ModelBugError(
-                f"model '{self.name}': no response with flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL "
-                f"within {self.stream_timeout}s for request '{request.request_id()}'; a real "
-                f"server would wait forever"
-            )
-        return [r for r, _ in sender.sent if r is not None]
-
-    def _responses(
-        self, requests: List[pb.InferenceRequest], returned: Any
-    ) -> List[pb.InferenceResponse]:
-        """One response per request for a non-decoupled model."""
-        if returned is None:
-            responses = []
-            for request in requests:
-                sent = self._collect_sent(request)
-                if len(sent) != 1:
-                    raise ModelBugError(
-                        f"model '{self.name}': a non-decoupled model must send exactly one "
-                        f"response per request; request '{request.request_id()}' got {len(sent)}"
-                    )
-                responses.append(sent[0])
-            return responses
-        if not isinstance(returned, (list, tuple)):
-            raise ModelBugError(
-                f"model '{self.name}': execute() must return a list of InferenceResponse, "
-                f"got {type(returned).__name__}"
-            )
-        if len(returned) != len(requests):
-            raise ModelBugError(
-                f"model '{self.name}': execute() got {len(requests)} request(s) but returned "
-                f"{len(returned)} response(s); return exactly one InferenceResponse per request, "
-                f"in order"
-            )
-        for item in returned:
-            if not isinstance(item, pb.InferenceResponse):
-                raise ModelBugError(
-                    f"model '{self.name}': execute() returned a {type(item).__name__} where a "
-                    f"pb_utils.InferenceResponse was expected"
-                )
-        return list(returned)
 
     # -- public API ------------------------------------------------------------------------
     def infer(
@@ -789,8 +394,8 @@ class ModelHarness:
             inputs, requested_outputs, parameters, request_id, correlation_id, flags
         )
         returned = self._execute([request])
-        (response,) = self._responses([request], returned)
-        return self._client_outputs(response, requested)
+        (response,) = _check_responses(self.name, [request], returned, self.stream_timeout)
+        return _client_outputs(response, requested)
 
     def infer_requests(
         self,
@@ -826,14 +431,16 @@ class ModelHarness:
         if pending:
             batch = [r for _, r, _ in pending]
             try:
-                responses = self._responses(batch, self._execute(batch))
+                responses = _check_responses(
+                    self.name, batch, self._execute(batch), self.stream_timeout
+                )
             except TritonRequestError as exc:
                 for idx, _, _ in pending:
                     results[idx] = exc
             else:
                 for (idx, _, requested), response in zip(pending, responses):
                     try:
-                        results[idx] = self._client_outputs(response, requested)
+                        results[idx] = _client_outputs(response, requested)
                     except TritonRequestError as exc:
                         results[idx] = exc
         return [r for r in results if r is not None]
@@ -861,29 +468,18 @@ class ModelHarness:
                     f"responses through request.get_response_sender(), got "
                     f"{type(returned).__name__}"
                 )
-            (response,) = self._responses([request], returned)
-            return [self._client_outputs(response, requested)]
-        return [self._client_outputs(r, requested) for r in self._collect_sent(request)]
+            (response,) = _check_responses(self.name, [request], returned, self.stream_timeout)
+            return [_client_outputs(response, requested)]
+        return [
+            _client_outputs(r, requested)
+            for r in _collect_sent(self.name, request, self.stream_timeout)
+        ]
 
     def register_bls_model(self, name: str, target: Any) -> None:
         """Make BLS requests to ``name`` run on ``target``: another ModelHarness, or a callable
         taking the pb_utils.InferenceRequest and returning an InferenceResponse."""
         if isinstance(target, ModelHarness):
-            harness = target
-
-            def handler(request: pb.InferenceRequest) -> Any:
-                inputs = {t.name(): t.as_numpy() for t in request.inputs()}
-                names = request.requested_output_names() or None
-                try:
-                    if harness.decoupled:
-                        outs = harness.infer_stream(inputs, requested_outputs=names)
-                        return [_response_from(o) for o in outs]
-                    return _response_from(harness.infer(inputs, requested_outputs=names))
-                except TritonRequestError as exc:
-                    code = getattr(pb.ErrorCode, exc.code, pb.ErrorCode.INTERNAL)
-                    return pb.InferenceResponse(error=pb.TritonError(exc.message, code))
-
-            pb.register_bls_model(name, handler)
+            pb.register_bls_model(name, _bls_handler(target))
         else:
             pb.register_bls_model(name, target)
         self._bls_names = [*getattr(self, "_bls_names", []), name]
@@ -927,10 +523,6 @@ class ModelHarness:
 
     def __repr__(self) -> str:
         return f"ModelHarness({self.name!r}, version={self.version}, dir={str(self.model_dir)!r})"
-
-
-def _response_from(outputs: Outputs) -> pb.InferenceResponse:
-    return pb.InferenceResponse([pb.Tensor(n, a) for n, a in outputs.items()])
 
 
 async def _await(awaitable: Any) -> Any:

@@ -1,0 +1,158 @@
+"""Model configuration for the harness: parsing config.pbtxt, the defaults Triton fills in,
+normalisation after ``auto_complete_config`` and the checks Triton makes at load time."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from ._errors import ModelLoadError
+
+
+def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
+    """Parse config.pbtxt text into the JSON-like dict Triton hands to the Python backend
+    (field names as in the proto, int64 values as ints). Needs tritonclient[grpc]."""
+    from ..config.pbtxt import ConfigError, config_to_dict, parse_config
+
+    try:
+        return config_to_dict(parse_config(text, source))
+    except ConfigError as exc:
+        raise ModelLoadError(str(exc)) from exc
+
+
+def _fill_io_defaults(config: Dict[str, Any]) -> None:
+    for inp in config.get("input", []):
+        inp.setdefault("data_type", "TYPE_INVALID")
+        inp.setdefault("format", "FORMAT_NONE")
+        inp.setdefault("dims", [])
+        inp.setdefault("is_shape_tensor", False)
+        inp.setdefault("allow_ragged_batch", False)
+        inp.setdefault("optional", False)
+        inp.setdefault("is_non_linear_format_io", False)
+    for out in config.get("output", []):
+        out.setdefault("data_type", "TYPE_INVALID")
+        out.setdefault("dims", [])
+        out.setdefault("label_filename", "")
+        out.setdefault("is_shape_tensor", False)
+        out.setdefault("is_non_linear_format_io", False)
+
+
+def _fill_defaults(config: Dict[str, Any], instance_kind: str, device_id: int) -> None:
+    """The defaults Triton fills in before it calls auto_complete_config (measured, r24.10)."""
+    config.setdefault("platform", "")
+    config.setdefault("backend", "python")
+    config.setdefault("runtime", "")
+    config.setdefault("version_policy", {"latest": {"num_versions": 1}})
+    config.setdefault("max_batch_size", 0)
+    config.setdefault("input", [])
+    config.setdefault("output", [])
+    config.setdefault("batch_input", [])
+    config.setdefault("batch_output", [])
+    config.setdefault(
+        "optimization",
+        {
+            "priority": "PRIORITY_DEFAULT",
+            "input_pinned_memory": {"enable": True},
+            "output_pinned_memory": {"enable": True},
+            "gather_kernel_buffer_threshold": 0,
+            "eager_batching": False,
+        },
+    )
+    groups = config.setdefault("instance_group", [])
+    if not groups:
+        groups.append({"kind": instance_kind})
+    for idx, group in enumerate(groups):
+        group.setdefault("name", config["name"] if len(groups) == 1 else f"{config['name']}_{idx}")
+        group.setdefault("kind", "KIND_GPU" if group.get("gpus") else instance_kind)
+        group.setdefault("count", 1)
+        group.setdefault("gpus", [device_id] if group["kind"] == "KIND_GPU" else [])
+        group.setdefault("secondary_devices", [])
+        group.setdefault("profile", [])
+        group.setdefault("passive", False)
+        group.setdefault("host_policy", "")
+    config.setdefault("default_model_filename", "model.py")
+    config.setdefault("cc_model_filenames", {})
+    config.setdefault("metric_tags", {})
+    config.setdefault("parameters", {})
+    config.setdefault("model_warmup", [])
+    _fill_io_defaults(config)
+
+
+def _normalize_after_autocomplete(config: Dict[str, Any]) -> None:
+    _fill_io_defaults(config)
+    dyn = config.get("dynamic_batching")
+    if dyn is not None:
+        mbs = int(config.get("max_batch_size", 0))
+        if not dyn.get("preferred_batch_size") and mbs > 0:
+            dyn["preferred_batch_size"] = [mbs]
+        dyn.setdefault("preferred_batch_size", [])
+        dyn.setdefault("max_queue_delay_microseconds", 0)
+        dyn.setdefault("preserve_ordering", False)
+        dyn.setdefault("priority_levels", 0)
+        dyn.setdefault("default_priority_level", 0)
+        dyn.setdefault("priority_queue_policy", {})
+
+
+def _validate_config(config: Dict[str, Any]) -> None:
+    name = config.get("name", "")
+    if not name:
+        raise ModelLoadError("model configuration must specify 'name'")
+    mbs = config.get("max_batch_size", 0)
+    if not isinstance(mbs, int) or mbs < 0:
+        raise ModelLoadError(
+            f"model '{name}': 'max_batch_size' must be a non-negative integer, got {mbs!r}"
+        )
+    if "dynamic_batching" in config and mbs == 0:
+        raise ModelLoadError(
+            f"model '{name}': dynamic batching needs 'max_batch_size' > 0 (the batcher "
+            f"merges requests along a batch dimension)"
+        )
+    for pref in config.get("dynamic_batching", {}).get("preferred_batch_size", []):
+        if pref > mbs:
+            raise ModelLoadError(
+                f"model '{name}': dynamic batching preferred size must be <= max batch size"
+            )
+    for section, what in (("input", "input"), ("output", "output")):
+        seen = set()
+        for io in config.get(section, []):
+            io_name = io.get("name", "")
+            if not io_name:
+                raise ModelLoadError(f"model '{name}': model {what} must specify 'name'")
+            if io_name in seen:
+                raise ModelLoadError(
+                    f"model '{name}': {what} '{io_name}' is specified more than once"
+                )
+            seen.add(io_name)
+            dtype = io.get("data_type", "TYPE_INVALID")
+            if dtype == "TYPE_INVALID" or dtype not in _CONFIG_TO_WIRE:
+                raise ModelLoadError(
+                    f"model {what} '{io_name}' must specify 'data_type' for model '{name}'"
+                )
+            dims = io.get("dims", [])
+            if not dims and not io.get("reshape"):
+                raise ModelLoadError(
+                    f"model {what} '{io_name}' must specify 'dims' for model '{name}'"
+                )
+            for d in dims:
+                if d != -1 and d < 1:
+                    raise ModelLoadError(
+                        f"model {what} '{io_name}' dimension must be integer >= 1, or -1 to "
+                        f"indicate a variable-size dimension, for model '{name}'"
+                    )
+
+
+_CONFIG_TO_WIRE = {
+    "TYPE_BOOL": "BOOL",
+    "TYPE_UINT8": "UINT8",
+    "TYPE_UINT16": "UINT16",
+    "TYPE_UINT32": "UINT32",
+    "TYPE_UINT64": "UINT64",
+    "TYPE_INT8": "INT8",
+    "TYPE_INT16": "INT16",
+    "TYPE_INT32": "INT32",
+    "TYPE_INT64": "INT64",
+    "TYPE_FP16": "FP16",
+    "TYPE_FP32": "FP32",
+    "TYPE_FP64": "FP64",
+    "TYPE_STRING": "BYTES",
+    "TYPE_BF16": "BF16",
+}

@@ -1,0 +1,198 @@
+"""Requests as the harness handles them: client-side conversion of inputs and outputs (what a
+client library sends and receives) and the server-side validation that rejects a request with
+INVALID_ARG before the model sees it."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+import numpy as np
+
+from ..errors import TritonRequestError
+from . import fake_pb_utils as pb
+from ._config import _CONFIG_TO_WIRE
+from ._errors import HarnessError
+
+NDArray = Any  # numpy arrays (kept loose: the harness runs on numpy 1.21+)
+
+
+def _wire_dtype(array: NDArray) -> str:
+    kind = array.dtype.kind
+    if kind in ("O", "S"):
+        return "BYTES"
+    code = pb.numpy_to_triton_type(array.dtype)
+    names = {
+        1: "BOOL",
+        2: "UINT8",
+        3: "UINT16",
+        4: "UINT32",
+        5: "UINT64",
+        6: "INT8",
+        7: "INT16",
+        8: "INT32",
+        9: "INT64",
+        10: "FP16",
+        11: "FP32",
+        12: "FP64",
+    }
+    if code is None or code not in names:
+        raise HarnessError(f"numpy dtype {array.dtype} has no Triton data type")
+    return names[code]
+
+
+def _shape_str(shape: Sequence[int]) -> str:
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def _to_client_array(value: Any, name: str) -> NDArray:
+    """Convert a value the way a client library would before sending it."""
+    if isinstance(value, np.ndarray):
+        array = value
+    elif isinstance(value, (bytes, str)):
+        array = np.array([value], dtype=np.object_)
+    elif isinstance(value, (list, tuple)):
+        array = np.array(value)
+        if array.dtype.kind in ("U", "S"):
+            # built again as objects: an "S" array would drop trailing NUL bytes
+            array = np.array(value, dtype=np.object_)
+    else:
+        array = np.asarray(value)
+    if array.dtype.kind == "U":
+        array = array.astype(np.object_)
+    if array.dtype.kind == "O":
+        flat = [v.encode("utf-8") if isinstance(v, str) else v for v in array.reshape(-1).tolist()]
+        for v in flat:
+            if not isinstance(v, bytes):
+                raise HarnessError(
+                    f"input '{name}': BYTES elements must be bytes or str, got {type(v).__name__}"
+                )
+        converted = np.empty(len(flat), dtype=np.object_)
+        converted[:] = flat
+        array = converted.reshape(array.shape)
+    elif array.dtype.kind == "S":
+        converted = np.empty(array.size, dtype=np.object_)
+        converted[:] = list(array.reshape(-1).tolist())
+        array = converted.reshape(array.shape)
+    # np.ascontiguousarray would turn a 0-d array into a 1-d one
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
+def _client_view(array: NDArray) -> NDArray:
+    """What a client receives for an output tensor."""
+    if array.dtype.kind in ("O", "S"):
+        flat = array.reshape(-1).tolist()
+        out = np.empty(len(flat), dtype=np.object_)
+        out[:] = [v if type(v) is bytes else str(v).encode("utf-8") for v in flat]
+        return out.reshape(array.shape)
+    return np.array(array, copy=True)
+
+
+def _validate_request(
+    config: Dict[str, Any], name: str, arrays: Dict[str, NDArray], request_id: str
+) -> None:
+    """Reject a request the way tritonserver does before the model sees it."""
+    prefix = f"[request id: {request_id or '<id_unknown>'}] "
+    inputs: Dict[str, Dict[str, Any]] = {io["name"]: io for io in config.get("input", [])}
+    required = [n for n, io in inputs.items() if not io.get("optional", False)]
+    given = list(arrays)
+    missing = [n for n in required if n not in arrays]
+    unknown = [n for n in given if n not in inputs]
+    if len(given) > len(inputs) or len(given) < len(required) or (missing and not unknown):
+        # The server lists the inputs from a hash map, in reverse order of arrival here.
+        got = "[" + ",".join(f"'{n}'" for n in reversed(given)) + "]"
+        missing_txt = ("[" + ",".join(f"'{n}'" for n in missing) + "]") if missing else "]"
+        if len(inputs) == len(required):
+            head = f"expected {len(inputs)} inputs but got {len(given)} inputs"
+        else:
+            head = (
+                f"expected number of inputs between {len(required)} and {len(inputs)} but "
+                f"got {len(given)} inputs"
+            )
+        raise TritonRequestError(
+            "INVALID_ARG",
+            f"{prefix}{head} for model '{name}'. Got input(s) {got}, but missing required "
+            f"input(s) {missing_txt}. Please provide all required input(s).",
+        )
+    mbs = int(config.get("max_batch_size", 0))
+    batch_size: Optional[int] = None
+    for input_name, array in arrays.items():
+        io = inputs.get(input_name)
+        if io is None:
+            raise TritonRequestError(
+                "INVALID_ARG",
+                f"{prefix}unexpected inference input '{input_name}' for model '{name}'",
+            )
+        expected_dtype = _CONFIG_TO_WIRE.get(io["data_type"], io["data_type"])
+        got_dtype = _wire_dtype(array)
+        if got_dtype != expected_dtype:
+            raise TritonRequestError(
+                "INVALID_ARG",
+                f"{prefix}inference input '{input_name}' data-type is '{got_dtype}', but "
+                f"model '{name}' expects '{expected_dtype}'",
+            )
+        shape = [int(d) for d in array.shape]
+        dims = [int(d) for d in io["dims"]]
+        if mbs > 0:
+            if not shape:
+                raise TritonRequestError(
+                    "INVALID_ARG",
+                    f"{prefix}input '{input_name}' has no shape but model requires batch "
+                    f"dimension for '{name}'",
+                )
+            if batch_size is None:
+                batch_size = shape[0]
+                if batch_size > mbs:
+                    raise TritonRequestError(
+                        "INVALID_ARG",
+                        f"{prefix}inference request batch-size must be <= {mbs} for '{name}'",
+                    )
+            elif shape[0] != batch_size:
+                raise TritonRequestError(
+                    "INVALID_ARG",
+                    f"{prefix}input '{input_name}' batch size does not match other inputs "
+                    f"for '{name}'",
+                )
+            item_shape = shape[1:]
+        else:
+            item_shape = shape
+        if len(item_shape) != len(dims) or any(
+            d != -1 and d != s for d, s in zip(dims, item_shape)
+        ):
+            expected = ([-1] if mbs > 0 else []) + dims
+            message = (
+                f"{prefix}unexpected shape for input '{input_name}' for model '{name}'. "
+                f"Expected {_shape_str(expected)}, got {_shape_str(shape)}. "
+            )
+            if mbs > 0:
+                message += (
+                    "NOTE: Setting a non-zero max_batch_size in the model config requires a "
+                    "batch dimension to be prepended to each input shape. If you want to "
+                    "specify the full shape including the batch dim in your input dims "
+                    "config, try setting max_batch_size to zero. See the model "
+                    "configuration docs for more info on max_batch_size."
+                )
+            raise TritonRequestError("INVALID_ARG", message)
+        if mbs > 0 and batch_size == 0 and got_dtype != "BYTES":
+            row = int(np.prod([max(d, 0) for d in item_shape])) * array.dtype.itemsize
+            raise TritonRequestError(
+                "INVALID_ARG",
+                f"{prefix}input byte size mismatch for input '{input_name}' for model "
+                f"'{name}'. Expected {row}, got 0",
+            )
+
+
+def _check_requested_outputs(
+    config: Dict[str, Any], name: str, requested_outputs: Optional[Iterable[str]]
+) -> List[str]:
+    """The output names a request asks for (all declared ones when it names none); an unknown
+    name is rejected as the server does."""
+    declared = [o["name"] for o in config.get("output", [])]
+    if requested_outputs is None:
+        return declared
+    names = list(requested_outputs)
+    for out in names:
+        if declared and out not in declared:
+            raise TritonRequestError(
+                "INVALID_ARG", f"unexpected inference output '{out}' for model '{name}'"
+            )
+    return names

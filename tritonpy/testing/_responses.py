@@ -1,0 +1,111 @@
+"""Responses as the harness handles them: the Python-backend contract checks on what
+``execute`` returned or sent, what a client receives for a response, and turning a client's
+outputs back into a response for a BLS caller."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+
+from ..errors import TritonRequestError
+from . import fake_pb_utils as pb
+from ._errors import ModelBugError
+from ._requests import NDArray, _client_view
+
+if TYPE_CHECKING:
+    from .harness import ModelHarness
+
+Outputs = Dict[str, NDArray]
+
+
+def _client_outputs(response: pb.InferenceResponse, requested: Optional[List[str]]) -> Outputs:
+    error = response.error()
+    if error is not None:
+        raise TritonRequestError(error.code().name, error.message())
+    result: Outputs = {}
+    for tensor in response.output_tensors():
+        if requested is not None and tensor.name() not in requested:
+            continue
+        result[tensor.name()] = _client_view(tensor.as_numpy())
+    return result
+
+
+def _collect_sent(
+    name: str, request: pb.InferenceRequest, stream_timeout: Optional[float]
+) -> List[pb.InferenceResponse]:
+    """What a request's response sender sent, once the FINAL flag came (a real server would
+    wait forever for it; the harness waits ``stream_timeout`` seconds)."""
+    sender = request._sender
+    if sender is None:
+        raise ModelBugError(
+            f"model '{name}': execute() returned None but never used the response "
+            f"sender of request '{request.request_id()}'; return one InferenceResponse per "
+            f"request, or send through request.get_response_sender()"
+        )
+    if not sender._wait_final(stream_timeout):
+        raise ModelBugError(
+            f"model '{name}': no response with flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL "
+            f"within {stream_timeout}s for request '{request.request_id()}'; a real "
+            f"server would wait forever"
+        )
+    return [r for r, _ in sender.sent if r is not None]
+
+
+def _check_responses(
+    name: str,
+    requests: List[pb.InferenceRequest],
+    returned: Any,
+    stream_timeout: Optional[float],
+) -> List[pb.InferenceResponse]:
+    """One response per request for a non-decoupled model."""
+    if returned is None:
+        responses = []
+        for request in requests:
+            sent = _collect_sent(name, request, stream_timeout)
+            if len(sent) != 1:
+                raise ModelBugError(
+                    f"model '{name}': a non-decoupled model must send exactly one "
+                    f"response per request; request '{request.request_id()}' got {len(sent)}"
+                )
+            responses.append(sent[0])
+        return responses
+    if not isinstance(returned, (list, tuple)):
+        raise ModelBugError(
+            f"model '{name}': execute() must return a list of InferenceResponse, "
+            f"got {type(returned).__name__}"
+        )
+    if len(returned) != len(requests):
+        raise ModelBugError(
+            f"model '{name}': execute() got {len(requests)} request(s) but returned "
+            f"{len(returned)} response(s); return exactly one InferenceResponse per request, "
+            f"in order"
+        )
+    for item in returned:
+        if not isinstance(item, pb.InferenceResponse):
+            raise ModelBugError(
+                f"model '{name}': execute() returned a {type(item).__name__} where a "
+                f"pb_utils.InferenceResponse was expected"
+            )
+    return list(returned)
+
+
+def _response_from(outputs: Outputs) -> pb.InferenceResponse:
+    return pb.InferenceResponse([pb.Tensor(n, a) for n, a in outputs.items()])
+
+
+def _bls_handler(harness: ModelHarness) -> Callable[[pb.InferenceRequest], Any]:
+    """A BLS handler that runs the request on ``harness``, as the server would run it on
+    that model."""
+
+    def handler(request: pb.InferenceRequest) -> Any:
+        inputs = {t.name(): t.as_numpy() for t in request.inputs()}
+        names = request.requested_output_names() or None
+        try:
+            if harness.decoupled:
+                outs = harness.infer_stream(inputs, requested_outputs=names)
+                return [_response_from(o) for o in outs]
+            return _response_from(harness.infer(inputs, requested_outputs=names))
+        except TritonRequestError as exc:
+            code = getattr(pb.ErrorCode, exc.code, pb.ErrorCode.INTERNAL)
+            return pb.InferenceResponse(error=pb.TritonError(exc.message, code))
+
+    return handler

@@ -1,0 +1,127 @@
+"""A faithful fake of Triton's ``triton_python_backend_utils`` (pb_utils), for tests.
+
+Inside tritonserver, ``triton_python_backend_utils`` is a Python file plus a C++ extension that
+exist only in the Python backend's stub process. This module offers the same names with the same
+behaviour, in pure Python over numpy, so a ``model.py`` written against pb_utils runs unchanged in
+pytest once this module is installed as ``sys.modules["triton_python_backend_utils"]`` (see
+:func:`tritonpy.testing.install_fake_pb_utils` and :class:`tritonpy.testing.ModelHarness`).
+
+Behaviours measured on the real server (release 24.10) and kept here:
+
+- ``Tensor`` refuses numpy ``U`` arrays (``TritonModelException: NumPy dtype is not
+  supported.``); BYTES tensors are object arrays of ``bytes``; ``Tensor.from_dlpack`` refuses
+  tensors that are not C-contiguous.
+- A response sender refuses ``send()`` without a response unless flags are set, and anything
+  after the FINAL flag.
+- ``TritonError`` codes are UNKNOWN=0 ... CANCELLED=7 and the default code is INTERNAL.
+- Metric errors carry the same texts as the server's.
+- Output data is copied when a response is created or sent: mutating an array afterwards does
+  not change what the client receives.
+
+It runs on CPython 3.9+ with numpy alone.
+
+The fake is a package with one module per concept: :mod:`.errors`, :mod:`.tensor`,
+:mod:`.requests`, :mod:`.config`, :mod:`.logger`, :mod:`.metrics` and :mod:`.models`. Every name
+is re-exported here, since this package object itself is what gets installed as
+``triton_python_backend_utils``. Module-level state lives in one submodule each and is
+re-exported by reference (:data:`log_records`, the metric families, the BLS registry); the two
+values the harness sets while a model runs are module globals of their submodules:
+``metrics._instance_name`` and ``models._model_dir``.
+"""
+
+from __future__ import annotations
+
+# The real module's names are listed in __all__; the fake's extras (test helpers, the metric
+# and BLS registries, more types) are re-exported explicitly (``as``), by reference.
+from .config import (
+    ModelConfig,
+    get_input_config_by_name,
+    get_output_config_by_name,
+    using_decoupled_model_transaction_policy,
+)
+from .errors import ErrorCode as ErrorCode
+from .errors import TritonError, TritonModelException
+from .errors import error_code_name as error_code_name
+from .logger import Logger, LogLevel
+from .logger import LogRecord as LogRecord
+from .logger import clear_logs as clear_logs
+from .logger import log_records as log_records
+from .metrics import LabelledMetric as LabelledMetric
+from .metrics import MetricFamily
+from .metrics import MetricKind as MetricKind
+from .metrics import _families as _families
+from .metrics import clear_metrics as clear_metrics
+from .models import BLSHandler as BLSHandler
+from .models import _bls_models as _bls_models
+from .models import get_model_dir, is_model_ready, load_model, unload_model
+from .models import register_bls_model as register_bls_model
+from .models import unregister_bls_model as unregister_bls_model
+from .requests import (
+    TRITONSERVER_MEMORY_CPU,
+    TRITONSERVER_MEMORY_GPU,
+    TRITONSERVER_REQUEST_FLAG_SEQUENCE_END,
+    TRITONSERVER_REQUEST_FLAG_SEQUENCE_START,
+    TRITONSERVER_REQUEST_RELEASE_ALL,
+    TRITONSERVER_REQUEST_RELEASE_RESCHEDULE,
+    TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+    InferenceRequest,
+    InferenceResponse,
+    PreferredMemory,
+    get_input_tensor_by_name,
+    get_output_tensor_by_name,
+)
+from .requests import MemoryType as MemoryType
+from .requests import ResponseSender as ResponseSender
+from .tensor import (
+    TRITON_STRING_TO_NUMPY,
+    Tensor,
+    deserialize_bytes_tensor,
+    numpy_to_triton_type,
+    serialize_byte_tensor,
+    triton_string_to_numpy,
+    triton_to_numpy_type,
+)
+
+
+def reset() -> None:
+    """Not in the real module: clear logs, metrics and BLS registrations."""
+    clear_logs()
+    clear_metrics()
+    _bls_models.clear()
+
+
+# Names that exist in the real module's Python file but are imports there.
+__all__ = [
+    "TRITONSERVER_MEMORY_CPU",
+    "TRITONSERVER_MEMORY_GPU",
+    "TRITONSERVER_REQUEST_FLAG_SEQUENCE_END",
+    "TRITONSERVER_REQUEST_FLAG_SEQUENCE_START",
+    "TRITONSERVER_REQUEST_RELEASE_ALL",
+    "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE",
+    "TRITONSERVER_RESPONSE_COMPLETE_FINAL",
+    "TRITON_STRING_TO_NUMPY",
+    "InferenceRequest",
+    "InferenceResponse",
+    "LogLevel",
+    "Logger",
+    "MetricFamily",
+    "ModelConfig",
+    "PreferredMemory",
+    "Tensor",
+    "TritonError",
+    "TritonModelException",
+    "deserialize_bytes_tensor",
+    "get_input_config_by_name",
+    "get_input_tensor_by_name",
+    "get_model_dir",
+    "get_output_config_by_name",
+    "get_output_tensor_by_name",
+    "is_model_ready",
+    "load_model",
+    "numpy_to_triton_type",
+    "serialize_byte_tensor",
+    "triton_string_to_numpy",
+    "triton_to_numpy_type",
+    "unload_model",
+    "using_decoupled_model_transaction_policy",
+]

@@ -1,0 +1,282 @@
+"""pb_utils requests and responses: ``InferenceRequest``, ``InferenceResponse``, the response
+sender, ``PreferredMemory`` and the request/response flag constants."""
+
+from __future__ import annotations
+
+import enum
+import json
+import threading
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+
+from .errors import TritonError, TritonModelException
+from .models import _bls_models
+from .tensor import Tensor
+
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+
+
+def _params_to_json(parameters: Union[str, Dict[str, Any], None]) -> str:
+    if parameters is None:
+        return "{}"
+    if isinstance(parameters, str):
+        json.loads(parameters)  # must be valid JSON
+        return parameters
+    if not isinstance(parameters, dict):
+        raise TypeError(f"parameters must be a dict or JSON string, got {type(parameters)}")
+    for key, value in parameters.items():
+        if not isinstance(key, str) or not isinstance(value, (bool, int, str)):
+            raise TritonModelException(
+                f"parameter {key!r}: keys must be str and values bool, int or str"
+            )
+    return json.dumps(parameters)
+
+
+class InferenceResponse:
+    """One response (``pb_utils.InferenceResponse``). Output data is copied on creation."""
+
+    def __init__(
+        self,
+        output_tensors: Optional[Sequence[Tensor]] = None,
+        error: Optional[TritonError] = None,
+        parameters: Union[str, Dict[str, Any], None] = None,
+    ) -> None:
+        tensors = list(output_tensors) if output_tensors is not None else []
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"InferenceResponse output_tensors must be pb_utils.Tensor objects, "
+                    f"got {type(t).__name__}"
+                )
+        if error is not None and not isinstance(error, TritonError):
+            raise TypeError(
+                f"InferenceResponse error must be a pb_utils.TritonError, "
+                f"got {type(error).__name__}"
+            )
+        # The real stub copies output data into shared memory; take the same snapshot here.
+        self._outputs = [t._snapshot() for t in tensors]
+        self._error = error
+        self._parameters = _params_to_json(parameters)
+
+    def output_tensors(self) -> List[Tensor]:
+        return list(self._outputs)
+
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self) -> Optional[TritonError]:
+        return self._error
+
+    def parameters(self) -> str:
+        return self._parameters
+
+    def __repr__(self) -> str:
+        if self._error is not None:
+            return f"InferenceResponse(error={self._error!r})"
+        return f"InferenceResponse({self._outputs!r})"
+
+
+class ResponseSender:
+    """A request's response sender (``request.get_response_sender()``)."""
+
+    def __init__(self, request: InferenceRequest, decoupled: bool = True) -> None:
+        self._request = request
+        self._decoupled = decoupled
+        self._closed = False
+        self._final = threading.Event()
+        self._lock = threading.Lock()
+        #: (response or None, flags) for every successful send, in order
+        self.sent: List[Tuple[Optional[InferenceResponse], int]] = []
+
+    def send(self, response: Optional[InferenceResponse] = None, flags: int = 0) -> None:
+        with self._lock:
+            if self._closed:
+                raise TritonModelException(
+                    "Unable to send response. Response sender has been closed."
+                )
+            if response is None and flags == 0:
+                raise TritonModelException(
+                    "Inference Response object must be provided when the response flags is set "
+                    "to zero."
+                )
+            if response is not None and not isinstance(response, InferenceResponse):
+                raise TypeError(
+                    f"send() expects a pb_utils.InferenceResponse, got {type(response).__name__}"
+                )
+            if not self._decoupled:
+                sent_responses = sum(1 for r, _ in self.sent if r is not None)
+                if response is not None and sent_responses >= 1:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send more than "
+                        "one response."
+                    )
+            self.sent.append((response, int(flags)))
+            if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+                self._closed = True
+                self._final.set()
+
+    def is_cancelled(self) -> bool:
+        return self._request.is_cancelled()
+
+    # -- for the harness -------------------------------------------------------------------
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    def _wait_final(self, timeout: Optional[float]) -> bool:
+        return self._final.wait(timeout)
+
+
+class PreferredMemory:
+    """Where BLS outputs should be placed (``pb_utils.PreferredMemory``)."""
+
+    def __init__(self, preferred_memory_type: int, preferred_device_id: int = 0) -> None:
+        self.preferred_memory_type = preferred_memory_type
+        self.preferred_device_id = preferred_device_id
+
+
+class MemoryType(enum.IntEnum):
+    TRITONSERVER_MEMORY_GPU = 0
+    TRITONSERVER_MEMORY_CPU = 1
+
+
+TRITONSERVER_MEMORY_GPU = MemoryType.TRITONSERVER_MEMORY_GPU
+TRITONSERVER_MEMORY_CPU = MemoryType.TRITONSERVER_MEMORY_CPU
+
+
+class InferenceRequest:
+    """An inference request (``pb_utils.InferenceRequest``): what ``execute`` receives, and what
+    a model builds for BLS."""
+
+    def __init__(
+        self,
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        inputs: Optional[Sequence[Tensor]] = None,
+        requested_output_names: Optional[Iterable[str]] = None,
+        model_name: str = "",
+        model_version: int = -1,
+        flags: int = 0,
+        timeout: int = 0,
+        preferred_memory: Optional[PreferredMemory] = None,
+        trace: Any = None,
+        parameters: Union[str, Dict[str, Any], None] = None,
+    ) -> None:
+        tensors = list(inputs) if inputs is not None else []
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"InferenceRequest inputs must be pb_utils.Tensor objects, "
+                    f"got {type(t).__name__}"
+                )
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._inputs = tensors
+        self._requested_output_names: Set[str] = set(requested_output_names or ())
+        self._model_name = model_name
+        self._model_version = model_version
+        self._flags = flags
+        self._timeout = timeout
+        self._preferred_memory = preferred_memory or PreferredMemory(TRITONSERVER_MEMORY_CPU, 0)
+        self._trace = trace
+        self._parameters = _params_to_json(parameters)
+        self._cancelled = False
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        self._sender: Optional[ResponseSender] = None
+        self._decoupled = True
+
+    def inputs(self) -> List[Tensor]:
+        return list(self._inputs)
+
+    def request_id(self) -> str:
+        return self._request_id
+
+    def correlation_id(self) -> Union[int, str]:
+        return self._correlation_id
+
+    def flags(self) -> int:
+        return self._flags
+
+    def set_flags(self, flags: int) -> None:
+        self._flags = flags
+
+    def timeout(self) -> int:
+        return self._timeout
+
+    def parameters(self) -> str:
+        return self._parameters
+
+    def trace(self) -> Any:
+        return self._trace
+
+    def requested_output_names(self) -> Set[str]:
+        return set(self._requested_output_names)
+
+    def get_response_sender(self) -> ResponseSender:
+        if self._sender is None:
+            self._sender = ResponseSender(self, decoupled=self._decoupled)
+        return self._sender
+
+    def is_cancelled(self) -> bool:
+        return self._cancelled
+
+    def set_release_flags(self, flags: int) -> None:
+        if flags not in (TRITONSERVER_REQUEST_RELEASE_ALL, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE):
+            raise TritonModelException(f"invalid request release flags {flags}")
+        self._release_flags = flags
+
+    def exec(self, decoupled: bool = False) -> Any:
+        """Business-logic scripting: run this request on another model.
+
+        The fake has no server, so the target must be registered with
+        :func:`register_bls_model` (``ModelHarness.register_bls_model``)."""
+        handler = _bls_models.get(self._model_name)
+        if handler is None:
+            raise TritonModelException(
+                f"BLS request to model '{self._model_name}': the fake pb_utils has no model "
+                f"repository, so BLS needs a registry of models; register the target with "
+                f"ModelHarness.register_bls_model('{self._model_name}', handler) or "
+                f"fake_pb_utils.register_bls_model(...)"
+            )
+        result = handler(self)
+        if decoupled:
+            if isinstance(result, InferenceResponse):
+                return iter([result])
+            return iter(result)
+        if not isinstance(result, InferenceResponse):
+            raise TritonModelException(
+                f"BLS handler for model '{self._model_name}' must return a "
+                f"pb_utils.InferenceResponse, got {type(result).__name__}"
+            )
+        return result
+
+    async def async_exec(self, decoupled: bool = False) -> Any:
+        return self.exec(decoupled=decoupled)
+
+    # -- for the harness -------------------------------------------------------------------
+    def _cancel(self) -> None:
+        """Mark the request cancelled, as a client cancellation would."""
+        self._cancelled = True
+
+    def _release_flags_value(self) -> int:
+        return self._release_flags
+
+    def __repr__(self) -> str:
+        names = [t.name() for t in self._inputs]
+        return f"InferenceRequest(request_id={self._request_id!r}, inputs={names})"
+
+
+def get_input_tensor_by_name(inference_request: InferenceRequest, name: str) -> Optional[Tensor]:
+    for tensor in inference_request.inputs():
+        if tensor.name() == name:
+            return tensor
+    return None
+
+
+def get_output_tensor_by_name(inference_response: InferenceResponse, name: str) -> Optional[Tensor]:
+    for tensor in inference_response.output_tensors():
+        if tensor.name() == name:
+            return tensor
+    return None
