@@ -196,7 +196,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"({args.protocol})"
     )
     print(f"accuracy (server)    : {result.accuracy:.3f}  ({len(wrong)} wrong)")
-    print(f"accuracy (training)  : {result.training_accuracy:.3f}  (same digits, in torch)")
+    print(f"accuracy (training)  : {result.training_accuracy:.3f}  (all held-out digits, in torch)")
     print(
         f"latency per request  : p50 {result.latency_ms(0.5):.2f} ms, "
         f"p99 {result.latency_ms(0.99):.2f} ms"
