@@ -21,14 +21,23 @@ from typing import BinaryIO, Dict, List, Optional, Tuple, Union
 
 from ..errors import ToolError
 
-__all__ = ["ElfDynamic", "ElfError", "check_libpython", "read_dynamic", "set_runpath"]
+__all__ = [
+    "ElfDynamic",
+    "ElfError",
+    "check_libpython",
+    "linked_python",
+    "needed_libraries",
+    "read_dynamic",
+    "set_runpath",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 0, 1, 5, 14, 15, 29
 _SHT_DYNSYM, _SHT_DYNAMIC = 11, 6
 _MACHINES = {3: "i386", 40: "arm", 62: "x86_64", 183: "aarch64", 21: "ppc64", 243: "riscv64"}
-_LIBPYTHON = re.compile(r"^libpython(\d+\.\d+)[a-z]*\.so")
+# libpython3.10.so.1.0; auditwheel-grafted copies look like libpython3-419a3a08.13.so.1.0
+_LIBPYTHON = re.compile(r"^libpython(\d+)(?:-[0-9a-f]+)?\.(\d+)[a-z]*\.so")
 
 
 class ElfError(ToolError):
@@ -59,7 +68,7 @@ def _read(stream: BinaryIO, offset: int, size: int) -> bytes:
     stream.seek(offset)
     data = stream.read(size)
     if len(data) != size:
-        raise ElfError(f"truncated ELF file: wanted {size} bytes at offset {offset}")
+        raise struct.error(f"wanted {size} bytes at offset {offset}")
     return data
 
 
@@ -80,7 +89,7 @@ def read_dynamic(path: PathLike) -> ElfDynamic:
         with open(name, "rb") as stream:
             ident = stream.read(16)
             if len(ident) < 16 or ident[:4] != b"\x7fELF":
-                raise ElfError(f"{name} is not an ELF binary (no \\x7fELF magic)")
+                raise ElfError(f"{name}: not an ELF file (its first bytes are {ident[:4]!r})")
             is64 = ident[4] == 2
             end = "<" if ident[5] == 1 else ">"
             if is64:
@@ -139,8 +148,22 @@ def read_dynamic(path: PathLike) -> ElfDynamic:
             return info
     except OSError as exc:
         raise ElfError(f"cannot read {name}: {exc.strerror or exc}") from exc
-    except struct.error as exc:
-        raise ElfError(f"{name} is not a well-formed ELF file: {exc}") from exc
+    except (struct.error, IndexError) as exc:
+        raise ElfError(f"{name}: truncated or malformed ELF file ({exc})") from exc
+
+
+def needed_libraries(path: PathLike) -> List[str]:
+    """The ``DT_NEEDED`` names of an ELF executable or shared library, in order."""
+    return read_dynamic(path).needed
+
+
+def linked_python(path: PathLike) -> Optional[str]:
+    """The ``X.Y`` of the ``libpythonX.Y.so`` an ELF file links, or None if it links none."""
+    for name in read_dynamic(path).needed:
+        match = _LIBPYTHON.match(name)
+        if match:
+            return f"{match.group(1)}.{match.group(2)}"
+    return None
 
 
 def set_runpath(path: PathLike, value: str) -> bool:
