@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from ..dtypes import DTYPES
 from ._errors import ModelLoadError
 
 
@@ -140,19 +141,5 @@ def _validate_config(config: Dict[str, Any]) -> None:
                     )
 
 
-_CONFIG_TO_WIRE = {
-    "TYPE_BOOL": "BOOL",
-    "TYPE_UINT8": "UINT8",
-    "TYPE_UINT16": "UINT16",
-    "TYPE_UINT32": "UINT32",
-    "TYPE_UINT64": "UINT64",
-    "TYPE_INT8": "INT8",
-    "TYPE_INT16": "INT16",
-    "TYPE_INT32": "INT32",
-    "TYPE_INT64": "INT64",
-    "TYPE_FP16": "FP16",
-    "TYPE_FP32": "FP32",
-    "TYPE_FP64": "FP64",
-    "TYPE_STRING": "BYTES",
-    "TYPE_BF16": "BF16",
-}
+#: config.pbtxt data type -> wire name, from tritonpy's one dtype table
+_CONFIG_TO_WIRE = {d.config_name: d.name for d in DTYPES.values()}

@@ -8,8 +8,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
+from ..dtypes import dtype_of_numpy
 from ..errors import TritonRequestError
-from . import fake_pb_utils as pb
 from ._config import _CONFIG_TO_WIRE
 from ._errors import HarnessError
 
@@ -17,27 +17,10 @@ NDArray = Any  # numpy arrays (kept loose: the harness runs on numpy 1.21+)
 
 
 def _wire_dtype(array: NDArray) -> str:
-    kind = array.dtype.kind
-    if kind in ("O", "S"):
-        return "BYTES"
-    code = pb.numpy_to_triton_type(array.dtype)
-    names = {
-        1: "BOOL",
-        2: "UINT8",
-        3: "UINT16",
-        4: "UINT32",
-        5: "UINT64",
-        6: "INT8",
-        7: "INT16",
-        8: "INT32",
-        9: "INT64",
-        10: "FP16",
-        11: "FP32",
-        12: "FP64",
-    }
-    if code is None or code not in names:
+    found = dtype_of_numpy(array.dtype)
+    if found is None:
         raise HarnessError(f"numpy dtype {array.dtype} has no Triton data type")
-    return names[code]
+    return found.name
 
 
 def _shape_str(shape: Sequence[int]) -> str:
