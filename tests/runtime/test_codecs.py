@@ -290,3 +290,22 @@ def test_json_keeps_the_short_form_of_float32_values() -> None:
         {"score": np.float32(0.9), "row": np.array([0.1, 0.2], np.float32), "n": np.int64(3)}
     )
     assert encoded == b'{"score":0.9,"row":[0.1,0.2],"n":3}'
+
+
+def test_element_outputs_accept_arrays() -> None:
+    class Arrays(tp.Model):
+        inputs = {"X": tp.Tensor("UINT8", [4, 4, 3])}
+        outputs = {"PNG": tp.Image(), "NAME": tp.Text(), "ONE": tp.JSON()}
+        max_batch_size = 4
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            names = np.array([[f"img{i}"] for i in range(len(X))], dtype=object)  # [rows, 1]
+            return {"PNG": X, "NAME": names, "ONE": np.ones((len(X), 1), np.float32)}
+
+    pixels = np.arange(2 * 4 * 4 * 3, dtype=np.uint8).reshape(2, 4, 4, 3)
+    with ModelHarness(Arrays) as harness:
+        out = harness.infer({"X": pixels})
+    assert out["NAME"].tolist() == [[b"img0"], [b"img1"]]
+    assert out["ONE"].tolist() == [[b"1.0"], [b"1.0"]]
+    decoded = cv2.imdecode(np.frombuffer(out["PNG"][1, 0], np.uint8), cv2.IMREAD_COLOR)
+    np.testing.assert_array_equal(cv2.cvtColor(decoded, cv2.COLOR_BGR2RGB), pixels[1])

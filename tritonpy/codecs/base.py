@@ -173,6 +173,9 @@ class ElementCodec(Codec):
     per_element = True
     #: what a valid element is, for error messages ("UTF-8 text", "JSON")
     describes = "bytes"
+    #: True when one element is itself an array (images): an ndarray returned for the output
+    #: is then a batch of elements, not a nested list of them
+    array_elements = False
 
     def __init__(
         self, dims: Sequence[int] = (1,), *, optional: bool = False, default: Any = MISSING
@@ -218,7 +221,7 @@ class ElementCodec(Codec):
     # -- outputs -----------------------------------------------------------------------------
     def encode(self, name: str, value: Any, batched: bool) -> NDArray[Any]:
         if isinstance(value, np.ndarray):
-            value = value.tolist()
+            value = self._rows_of(value, batched)
         if batched:
             if not isinstance(value, (list, tuple)):
                 raise OutputError(
@@ -253,6 +256,19 @@ class ElementCodec(Codec):
                 f"{format_shape(shape)}"
             )
         return out
+
+    def _rows_of(self, array: NDArray[Any], batched: bool) -> Any:
+        """An array returned for an element output, as the lists ``encode`` walks: a batch of
+        array elements (e.g. N x H x W x C images) splits into its rows; object/str arrays
+        become (nested) lists, a trailing ``[1]`` dimension dropped."""
+        if self.array_elements:
+            return list(array) if batched else array
+        if self._single and array.ndim == (2 if batched else 1) and array.shape[-1] == 1:
+            array = array.reshape(-1)
+        if batched or not self._single:
+            return array.tolist()
+        flat = array.reshape(-1).tolist()
+        return flat[0] if len(flat) == 1 else flat
 
     def _encode_one(self, name: str, encode_element: Any, item: Any, position: int) -> bytes:
         try:

@@ -75,6 +75,7 @@ class Image(ElementCodec):
     """
 
     describes = "an encoded image (PNG, JPEG, ...)"
+    array_elements = True
 
     def __init__(
         self,
