@@ -20,8 +20,8 @@ and the whole digits ensemble (three members + the ensemble, weights trained on 
     digits.ensemble, digits.images[0], digits.labels[0]   # "digits", PNG bytes, 7
 
 Templates are looked up in the directory named by ``$TRITONPY_TEMPLATES`` when set, otherwise
-in ``model_templates/`` beside the ``tritonpy`` package (a source checkout or an editable
-install). Rendering needs ``tritonclient[grpc]`` (``pip install 'tritonpy[config]'``);
+among the files shipped with tritonpy (the wheel carries ``model_templates/``; a source
+checkout or an editable install reads the repository's). Rendering needs ``tritonclient[grpc]`` (``pip install 'tritonpy[config]'``);
 the digits ensemble also needs torch, scikit-learn and OpenCV.
 """
 
@@ -37,6 +37,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
+from ._resources import ResourceNotFoundError, resource
 from .config.pbtxt import ConfigError, format_config, load_config
 from .errors import ToolError
 
@@ -79,23 +80,21 @@ class TemplateExistsError(TemplateError):
 
 
 def templates_root() -> Path:
-    """The directory holding the templates: ``$TRITONPY_TEMPLATES``, else ``model_templates/``
-    beside the package."""
+    """The directory holding the templates: ``$TRITONPY_TEMPLATES``, else the
+    ``model_templates/`` shipped with tritonpy."""
     configured = os.environ.get(TEMPLATES_ENV)
-    root = (
-        Path(configured)
-        if configured
-        else Path(__file__).resolve().parent.parent / "model_templates"
-    )
+    if not configured:
+        try:
+            return resource("model_templates")
+        except ResourceNotFoundError as exc:
+            raise TemplateNotFoundError(str(exc)) from exc
+    root = Path(configured)
     if not root.is_dir():
-        how = (
-            f"${TEMPLATES_ENV} is {configured!r}, which is not a directory; point it at a "
-            f"checkout's model_templates/"
-            if configured
-            else f"tritonpy is not installed from a source checkout; set ${TEMPLATES_ENV} to "
-            f"the model_templates/ directory of a tritonpy checkout, or pip install -e it"
+        raise TemplateNotFoundError(
+            f"template directory {root} not found: ${TEMPLATES_ENV} is {configured!r}, which is "
+            f"not a directory; point it at a directory of templates, or unset it to use the "
+            f"templates shipped with tritonpy"
         )
-        raise TemplateNotFoundError(f"template directory {root} not found: {how}")
     return root
 
 

@@ -17,6 +17,8 @@ import subprocess
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
+from .._resources import find_resource
+
 __all__ = [
     "docker_available",
     "docker_command",
@@ -30,16 +32,14 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _checkout_file(relative: str) -> Optional[Path]:
-    from ..envs.runtime import source_checkout
-
-    root = source_checkout()
-    path = root / relative if root else None
+    # shipped inside the wheel (tritonpy/_data) or, in a checkout, at the repository's top
+    path = find_resource(relative)
     return path if path is not None and path.is_file() else None
 
 
 def find_build_script(explicit: Optional[PathLike] = None) -> Optional[Path]:
     """``explicit``, else ``$TRITONPY_BUILD_STUB_SCRIPT``, else the checkout's
-    ``scripts/build_stub.sh``; None when none exists."""
+    ``scripts/build_stub.sh`` shipped with tritonpy; None when none exists."""
     chosen = explicit or os.environ.get("TRITONPY_BUILD_STUB_SCRIPT")
     if chosen:
         return Path(chosen) if Path(chosen).is_file() else None
@@ -47,7 +47,8 @@ def find_build_script(explicit: Optional[PathLike] = None) -> Optional[Path]:
 
 
 def find_dockerfile(explicit: Optional[PathLike] = None) -> Optional[Path]:
-    """``explicit``, else the checkout's ``Dockerfile.stub``; None when none exists."""
+    """``explicit``, else the ``Dockerfile.stub`` shipped with tritonpy; None when none
+    exists."""
     if explicit:
         return Path(explicit) if Path(explicit).is_file() else None
     return _checkout_file("Dockerfile.stub")
