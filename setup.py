@@ -22,7 +22,7 @@ IGNORED = shutil.ignore_patterns(
 )
 
 
-class build_py_with_data(build_py):  # noqa: N801 - setuptools command naming
+class BuildPyWithData(build_py):
     def run(self) -> None:
         super().run()
         if self.editable_mode:  # an editable install reads the checkout itself
@@ -40,4 +40,4 @@ class build_py_with_data(build_py):  # noqa: N801 - setuptools command naming
                 raise FileNotFoundError(f"shipped file {relative} is missing from {ROOT}")
 
 
-setup(cmdclass={"build_py": build_py_with_data})
+setup(cmdclass={"build_py": BuildPyWithData})

@@ -21,8 +21,9 @@ and the whole digits ensemble (three members + the ensemble, weights trained on 
 
 Templates are looked up in the directory named by ``$TRITONPY_TEMPLATES`` when set, otherwise
 among the files shipped with tritonpy (the wheel carries ``model_templates/``; a source
-checkout or an editable install reads the repository's). Rendering needs ``tritonclient[grpc]`` (``pip install 'tritonpy[config]'``);
-the digits ensemble also needs torch, scikit-learn and OpenCV.
+checkout or an editable install reads the repository's). Rendering needs
+``tritonclient[grpc]`` (``pip install 'tritonpy[config]'``); the digits ensemble also needs
+torch, scikit-learn and OpenCV.
 """
 
 from __future__ import annotations
