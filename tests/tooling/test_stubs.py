@@ -95,6 +95,13 @@ def test_other_release_is_not_taken_from_the_wheel(tmp_path: Path) -> None:
     assert "wheel: the wheel bundles release 24.10 only, not 24.11" in message
     assert "--build-arg TRITON_VERSION=24.11 --build-arg PYTHON_VERSION=3.10" in message
     assert not (model / STUB_NAME).exists()
+    # the fixes name files that exist in this installation (shipped in the wheel), not
+    # paths relative to a checkout a pip user does not have
+    script = message.split("bash ", 1)[1].split(" ", 1)[0]
+    assert Path(script).is_absolute() and Path(script).name == "build_stub.sh"
+    assert Path(script).is_file()
+    dockerfile = message.split("docker build -f ", 1)[1].split(" ", 1)[0]
+    assert Path(dockerfile).is_absolute() and Path(dockerfile).is_file()
 
 
 def _fake_build_script(tmp_path: Path, stub_python: str) -> Path:

@@ -26,7 +26,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Put triton_python_backend_stub beside MODEL_DIR/config.pbtxt, built for "
         "Python X.Y from Triton release YY.MM, from the first source that works: the local "
         "cache, the nvidia-pytriton wheel (release 24.10 only), a native build "
-        "(scripts/build_stub.sh), Docker (Dockerfile.stub).",
+        "(the build_stub.sh shipped with tritonpy), Docker (its Dockerfile.stub).",
     )
     p.add_argument("model_dir", metavar="MODEL_DIR", help="the model directory (config.pbtxt)")
     p.add_argument("--triton-version", required=True, metavar="YY.MM", help="server release")

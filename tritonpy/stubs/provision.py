@@ -116,7 +116,10 @@ def _native(
 ) -> Path:
     script = find_build_script(build_script)
     if script is None:
-        raise StubError("scripts/build_stub.sh not found (pass build_script= / --build-script)")
+        raise StubError(
+            "build_stub.sh is missing from this tritonpy installation (reinstall tritonpy, or "
+            "pass --build-script PATH)"
+        )
     missing = missing_build_tools(need_git=source_dir is None)
     if missing:
         raise StubError(f"missing build tools: {', '.join(missing)}")
@@ -142,7 +145,9 @@ def _docker(release: str, python: str, work: Path, reporter: Reporter) -> Path:
     if not ok:
         raise StubError(reason)
     if find_dockerfile() is None:
-        raise StubError("Dockerfile.stub not found (run from a tritonpy checkout)")
+        raise StubError(
+            "Dockerfile.stub is missing from this tritonpy installation (reinstall tritonpy)"
+        )
     argv = docker_command(release, python, work / "out")
     with step(reporter, f"building the stub in nvcr.io/nvidia/tritonserver:{release}-py3"):
         try:
@@ -224,11 +229,13 @@ def provision_stub(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     command = " ".join(docker_command(release, python, Path("OUT_DIR")))
+    script = find_build_script(build_script) or Path("build_stub.sh")
     raise StubError(
         f"no triton_python_backend_stub for Python {python}, release {release}, {arch}:\n"
         + "\n".join(reasons)
         + f"\nOn a machine with Docker, build it in the release's container:\n  {command}\n"
         f"then copy OUT_DIR/{STUB_NAME} beside {directory / 'config.pbtxt'} (or run "
-        f"scripts/build_stub.sh --python {python} --triton-version {release} "
-        "--source-dir DIR with offline checkouts; see docs/environments.md)."
+        f"bash {script} --python {python} --triton-version {release} --source-dir DIR with "
+        "offline checkouts of Triton's python_backend, common, core and backend; see "
+        "docs/environments.md)."
     )
