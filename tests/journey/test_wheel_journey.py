@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 import zipfile
 from contextlib import contextmanager
@@ -244,6 +245,33 @@ def test_the_wheel_carries_every_shipped_file(wheel: Path) -> None:
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "License-Expression: Apache-2.0" in text
     assert "Provides-Extra: testing" in text
+
+
+def test_the_sdist_builds_the_same_wheel(wheel: Path, tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    shutil.copytree(ROOT, source, ignore=_COPY_IGNORE)
+    build = "from setuptools import build_meta; print(build_meta.build_sdist(%r))"
+    made = subprocess.run(
+        [sys.executable, "-c", build % str(tmp_path / "sdist")],
+        cwd=source,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()[-1]
+    sdist = tmp_path / "sdist" / made
+    with tarfile.open(sdist) as archive:
+        members = {m.split("/", 1)[1] for m in archive.getnames() if "/" in m}
+    for shipped in ("model_templates/torch_model/1/model.py", "envs/opencv.yml", "LICENSE"):
+        assert shipped in members, shipped
+    assert "scripts/build_stub.sh" in members and "Dockerfile.stub" in members
+    subprocess.run(
+        [*_PIP_WHEEL, "-w", str(tmp_path / "from-sdist"), str(sdist)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    (rebuilt,) = (tmp_path / "from-sdist").glob("tritonpy-*.whl")
+    assert sorted(zipfile.ZipFile(rebuilt).namelist()) == sorted(zipfile.ZipFile(wheel).namelist())
 
 
 def _python_xy(text: str) -> str:
