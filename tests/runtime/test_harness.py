@@ -13,6 +13,7 @@ import pytest
 
 from tritonpy.errors import TritonPyError, TritonRequestError
 from tritonpy.testing import (
+    HarnessError,
     ModelBugError,
     ModelHarness,
     ModelLoadError,
@@ -299,6 +300,49 @@ def test_values_are_converted_like_a_client():
             TritonRequestError, match="data-type is 'INT64', but model 'Echo' expects 'BYTES'"
         ):
             h.infer({"S": [1, 2]})
+
+
+def test_python_values_are_cast_to_the_declared_dtype():
+    import tritonpy as tp
+
+    seen = []
+
+    class Typed(tp.Model):
+        inputs = {
+            "X": tp.Tensor("FP32", [-1]),
+            "N": tp.Tensor("INT32", [1]),
+            "WORDS": tp.Tensor("BYTES", [-1]),
+        }
+        outputs = {"SUM": tp.Tensor("FP32", [1])}
+        max_batch_size = 4
+
+        def infer(self, X, N, WORDS):
+            seen.append((X.dtype, N.dtype, WORDS.dtype, WORDS.tolist()))
+            return {"SUM": X.sum(axis=1, keepdims=True) + N}
+
+    with ModelHarness(Typed) as h:
+        out = h.infer({"X": [[1, 2]], "N": [[3]], "WORDS": [["a", b"b\x00"]]})
+        assert out["SUM"].dtype == np.float32 and out["SUM"].tolist() == [[6.0]]
+        assert seen[-1] == (
+            np.dtype(np.float32),
+            np.dtype(np.int32),
+            np.dtype(object),
+            [[b"a", b"b\x00"]],
+        )
+        # floats that are whole numbers fit an integer input; a fraction does not
+        h.infer({"X": [[0.5]], "N": [[2.0]], "WORDS": [[b"w"]]})
+        assert seen[-1][:2] == (np.dtype(np.float32), np.dtype(np.int32))
+        with pytest.raises(
+            HarnessError,
+            match=r"input 'N': the values \[2.5\] do not fit the "
+            r"declared data type INT32",
+        ):
+            h.infer({"X": [[1]], "N": [[2.5]], "WORDS": [[b"w"]]})
+        # a numpy array is sent as it is, and the server refuses the wrong dtype
+        with pytest.raises(
+            TritonRequestError, match="data-type is 'FP64', but model 'Typed' expects 'FP32'"
+        ):
+            h.infer({"X": np.ones((1, 2)), "N": [[1]], "WORDS": [[b"w"]]})
 
 
 def test_outputs_are_snapshots():

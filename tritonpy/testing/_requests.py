@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from ..dtypes import dtype_of_numpy
+from ..dtypes import DTYPES, dtype_of_numpy
 from ..errors import TritonRequestError
 from ._config import _CONFIG_TO_WIRE
 from ._errors import HarnessError
@@ -27,19 +27,28 @@ def _shape_str(shape: Sequence[int]) -> str:
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
 
 
-def _to_client_array(value: Any, name: str) -> NDArray:
-    """Convert a value the way a client library would before sending it."""
+def _to_client_array(value: Any, name: str, declared: Optional[str] = None) -> NDArray:
+    """Convert a value the way a client library would before sending it.
+
+    numpy arrays are sent as they are (a wrong dtype is the server's INVALID_ARG, as with a
+    real client). Python values (lists, tuples, scalars) carry no Triton data type, so they
+    are cast to ``declared``, the input's wire data type (``"FP32"``), as a client does when
+    it is told the input's datatype: ``[[1, 2]]`` for an FP32 input is sent as float32, lists
+    of ``str``/``bytes`` for a BYTES input as an object array.
+    """
     if isinstance(value, np.ndarray):
         array = value
     elif isinstance(value, (bytes, str)):
         array = np.array([value], dtype=np.object_)
     elif isinstance(value, (list, tuple)):
         array = np.array(value)
-        if array.dtype.kind in ("U", "S"):
+        if array.dtype.kind in ("U", "S") or (declared == "BYTES" and array.size == 0):
             # built again as objects: an "S" array would drop trailing NUL bytes
             array = np.array(value, dtype=np.object_)
+        else:
+            array = _cast_to_declared(array, name, declared)
     else:
-        array = np.asarray(value)
+        array = _cast_to_declared(np.asarray(value), name, declared)
     if array.dtype.kind == "U":
         array = array.astype(np.object_)
     if array.dtype.kind == "O":
@@ -58,6 +67,35 @@ def _to_client_array(value: Any, name: str) -> NDArray:
         array = converted.reshape(array.shape)
     # np.ascontiguousarray would turn a 0-d array into a 1-d one
     return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
+def _cast_to_declared(array: NDArray, name: str, declared: Optional[str]) -> NDArray:
+    """A numeric array built from Python values, cast to the input's declared numeric type;
+    a cast that would change a value (2.5 to INT32, -1 to UINT8) is refused."""
+    dtype = DTYPES.get(declared or "")
+    if dtype is None or dtype.numpy is None or dtype.is_bytes or array.dtype.kind not in "biuf":
+        return array  # nothing to cast to, or not numbers: the server's checks decide
+    if array.dtype == dtype.numpy:
+        return array
+    with np.errstate(all="ignore"):
+        cast = array.astype(dtype.numpy)
+        if dtype.numpy.kind == "f":
+            # rounding to the float type is what the user asks for; overflow to inf is not
+            fits = bool(np.array_equal(np.isfinite(cast), np.isfinite(array)))
+        else:
+            fits = bool(np.array_equal(cast.astype(array.dtype), array))
+    if not fits:
+        raise HarnessError(
+            f"input '{name}': the values {_preview_values(array)} do not fit the declared "
+            f"data type {dtype.name} ({dtype.numpy}); send values that do, or pass a numpy "
+            f"array of the dtype you mean"
+        )
+    return cast
+
+
+def _preview_values(array: NDArray, limit: int = 6) -> str:
+    flat = array.reshape(-1).tolist()
+    return str(flat[:limit])[:-1] + (", ...]" if len(flat) > limit else "]")
 
 
 def _client_view(array: NDArray) -> NDArray:

@@ -49,6 +49,7 @@ from typing import (
 from ..errors import TritonRequestError
 from . import fake_pb_utils as pb
 from ._config import (
+    _CONFIG_TO_WIRE,
     _fill_defaults,
     _normalize_after_autocomplete,
     _validate_config,
@@ -338,7 +339,11 @@ class ModelHarness:
         flags: int = 0,
     ) -> Tuple[pb.InferenceRequest, Optional[List[str]]]:
         self._check_open()
-        arrays = {n: _to_client_array(v, n) for n, v in inputs.items()}
+        declared = {
+            io["name"]: _CONFIG_TO_WIRE.get(io.get("data_type", ""))
+            for io in self.config.get("input", [])
+        }
+        arrays = {n: _to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
         _validate_request(self.config, self.name, arrays, request_id)
         requested = _check_requested_outputs(self.config, self.name, requested_outputs)
         tensors = [pb.Tensor(n, a) for n, a in arrays.items()]
