@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Callable, Dict, List, Optional, Sequence
 
 from . import __version__
-from .errors import TritonPyError, TritonRequestError
+from .errors import MissingDependencyError, TritonPyError, TritonRequestError
 
 __all__ = ["build_parser", "main"]
 
@@ -257,21 +257,21 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------------- demo
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .demo import DESCRIPTION, add_arguments
+
     p = sub.add_parser(
         "demo",
         help="serve the digits ensemble in a real tritonserver and query it",
-        description="Render the digits ensemble from the templates, serve it, send the "
-        "held-out digits as PNG and report accuracy and latency (python -m tritonpy.demo).",
-        add_help=False,
+        description=DESCRIPTION,
     )
-    p.add_argument("demo_args", nargs=argparse.REMAINDER)
+    add_arguments(p)
     p.set_defaults(func=cmd_demo)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import main as demo_main
+    from .demo import run
 
-    return demo_main(args.demo_args)
+    return run(args)
 
 
 # ------------------------------------------------------------------ tooling subcommands
@@ -334,7 +334,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except MissingDependencyError as exc:
+        # one line naming the subcommand and the pip command, no traceback; 2 like a usage error
+        _err(str(exc.for_feature(f"tritonpy {args.command}")))
+        return 2
     return result
 
 

@@ -12,15 +12,17 @@ what was expected and what came, and say how to fix it.
     ├── OutputError           infer() returned something that does not fit the declared outputs
     ├── TritonRequestError    a request came back with an error (harness or real server)
     └── ToolError             tooling (config, server, envs, stubs) could not do its job
+        └── MissingDependencyError   an optional package the feature needs is not installed
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 __all__ = [
     "DeclarationError",
     "InputError",
+    "MissingDependencyError",
     "OutputError",
     "ToolError",
     "TritonPyError",
@@ -79,3 +81,43 @@ class TritonRequestError(TritonPyError):
 class ToolError(TritonPyError):
     """A tritonpy tool (config writer, checker, server launcher, environment or stub builder)
     could not complete."""
+
+
+class MissingDependencyError(ToolError):
+    """A tritonpy feature needs an optional package that is not installed (or cannot be
+    imported).
+
+    ``feature`` names what needed it (``"tritonpy check"``), ``modules`` the missing import
+    names, ``packages`` their pip names, ``extra`` the tritonpy extra that brings them (None
+    when none does) and ``install`` the command that fixes it. Raise it through
+    :func:`tritonpy._optional.require`; the ``tritonpy`` command prints it as one line and exits
+    with status 2.
+
+    Example::
+
+        MissingDependencyError("tritonpy check", ("google.protobuf",), ("protobuf",),
+                               "config", "pip install 'tritonpy[config]'")
+    """
+
+    def __init__(
+        self,
+        feature: str,
+        modules: Tuple[str, ...],
+        packages: Tuple[str, ...],
+        extra: Optional[str],
+        install: str,
+        reason: str = "not installed",
+    ) -> None:
+        self.feature = feature
+        self.modules = modules
+        self.packages = packages
+        self.extra = extra
+        self.install = install
+        self.reason = reason
+        super().__init__(f"{feature} needs {' and '.join(packages)} ({reason}): {install}")
+
+    def for_feature(self, feature: str) -> MissingDependencyError:
+        """The same error, worded for another feature (the CLI names its subcommand)."""
+        return MissingDependencyError(
+            feature, self.modules, self.packages, self.extra, self.install, self.reason
+        )

@@ -200,7 +200,7 @@ def test_cli_check_then_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     captured = capsys.readouterr()
     assert (
         captured.out.startswith(f"--- {model_dir}")
-        and "differs from the declarations" in captured.err
+        and "contradicts the declarations" in captured.err
     )
     assert _cli(str(model_dir)) == 0
     assert capsys.readouterr().out.strip().endswith("config.pbtxt: written")
@@ -239,3 +239,82 @@ def test_write_config_keeps_the_file_readable_by_the_server(tmp_path: Path) -> N
     fresh.chmod(0o640)
     write_config(fresh, parse_config('name: "m"\nbackend: "python"'))
     assert fresh.stat().st_mode & 0o777 == 0o640
+
+
+def test_check_accepts_a_two_line_config_that_auto_complete_completes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    two_lines = 'name: "double"\nbackend: "python"\n'
+    model_dir = make_model(tmp_path, config=two_lines)
+    result = sync_config(model_dir, check=True)
+    assert result.changed and result.autocompletes and not result.contradicts
+    assert result.conflicts == ""
+    assert _cli(str(model_dir), "--check") == 0
+    assert (
+        capsys.readouterr()
+        .out.strip()
+        .endswith(
+            "config.pbtxt: complete via auto-complete "
+            "(Triton fills in the rest from the declarations at load time; "
+            f"'tritonpy config {model_dir}' writes it out)"
+        )
+    )
+    assert (model_dir / "config.pbtxt").read_text() == two_lines  # --check never writes
+
+
+def test_check_accepts_a_partial_config_in_any_order(tmp_path: Path) -> None:
+    # a hand-set smaller batch, one output and one input written out, in another order
+    partial = textwrap.dedent(
+        """\
+        backend: "python"
+        max_batch_size: 2
+        input { name: "W" data_type: TYPE_FP32 dims: [ 1 ] optional: true }
+        output { name: "Y" data_type: TYPE_FP32 dims: [ -1, 4 ] }
+        """
+    )
+    result = sync_config(make_model(tmp_path, config=partial), check=True)
+    assert result.autocompletes and not result.contradicts
+
+
+@pytest.mark.parametrize(
+    ("line", "conflict"),
+    [
+        ('input { name: "X" data_type: TYPE_INT32 dims: [ -1, 4 ] }', "-  data_type: TYPE_INT32"),
+        ('output { name: "Y" data_type: TYPE_FP32 dims: [ 3 ] }', "-  dims: 3"),
+        ("max_batch_size: 16", "-max_batch_size: 16"),
+        ('input { name: "OLD" data_type: TYPE_FP32 dims: [ 1 ] }', '-  name: "OLD"'),
+    ],
+)
+def test_check_fails_on_a_config_that_contradicts_the_declarations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, conflict: str
+) -> None:
+    model_dir = make_model(tmp_path, config=f'name: "double"\nbackend: "python"\n{line}\n')
+    result = sync_config(model_dir, check=True)
+    assert result.contradicts and not result.autocompletes
+    assert _cli(str(model_dir), "--check") == 1
+    captured = capsys.readouterr()
+    # the diff shows only the contradiction: what auto-complete adds is not in it
+    assert conflict in captured.out.splitlines()
+    assert "(as auto-complete completes it)" in captured.out
+    assert sum(text.startswith(("-", "+")) for text in captured.out.splitlines()) < 10
+    assert "contradicts the declarations" in captured.err
+
+
+def test_check_fails_when_config_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_dir = make_model(tmp_path, config=None)
+    assert _cli(str(model_dir), "--check") == 1
+    assert "config.pbtxt: missing; run 'tritonpy config" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["image_preprocess", "classification_postprocess", "detection_postprocess", "torch_model"],
+)
+def test_shipped_template_configs_pass_check_as_they_are(template: str, tmp_path: Path) -> None:
+    # the templates ship short configs (name, backend, parameters): auto-complete does the rest
+    model_dir = tmp_path / template
+    shutil.copytree(TEMPLATES / template, model_dir)
+    result = sync_config(model_dir, check=True)
+    assert result.autocompletes and not result.contradicts, result.conflicts

@@ -4,7 +4,8 @@ declarations.
 Example::
 
     tritonpy config model_repository/preprocess            # writes config.pbtxt
-    tritonpy config model_repository/preprocess --check    # exit 1 and a diff when it differs
+    tritonpy config model_repository/preprocess --check    # exit 1 and a diff when it
+                                                           # contradicts the declarations
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import TritonPyError
+from ..errors import MissingDependencyError, TritonPyError
 
 __all__ = ["add_parser", "cmd_config"]
 
@@ -31,7 +32,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--check",
         action="store_true",
-        help="do not write; print the difference and exit 1 when there is one",
+        help="do not write; exit 0 when config.pbtxt matches the declarations or Triton's "
+        "auto-complete completes it to them (e.g. just name and backend), else print the "
+        "difference and exit 1",
     )
     parser.add_argument(
         "--version", type=int, default=None, help="the version directory (default: highest)"
@@ -45,18 +48,30 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     try:
         result = sync_config(args.model_dir, check=args.check, version=args.version)
+    except MissingDependencyError:
+        raise  # tritonpy.cli.main prints it as one line, exit 2
     except TritonPyError as exc:
         print(f"tritonpy: error: {exc}", file=sys.stderr)
         return 1
     if args.check:
-        if result.changed:
-            sys.stdout.write(result.diff)
+        if result.contradicts:
+            sys.stdout.write(result.conflicts or result.diff)
             print(
-                f"{result.path}: differs from the declarations; run "
-                f"'tritonpy config {args.model_dir}' to update it",
+                f"{result.path}: missing; run 'tritonpy config {args.model_dir}' to write it"
+                if not result.before
+                else f"{result.path}: contradicts the declarations of the model (the diff "
+                f"above: the file as Triton's auto-complete completes it -> what the "
+                f"declarations say); run 'tritonpy config {args.model_dir}' to update it",
                 file=sys.stderr,
             )
             return 1
+        if result.autocompletes:
+            print(
+                f"{result.path}: complete via auto-complete (Triton fills in the rest from "
+                f"the declarations at load time; 'tritonpy config {args.model_dir}' writes "
+                f"it out)"
+            )
+            return 0
         print(f"{result.path}: up to date")
         return 0
     print(f"{result.path}: {'written' if result.written else 'unchanged'}")

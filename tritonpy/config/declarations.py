@@ -57,17 +57,32 @@ class NotDerivableError(ConfigError):
 @dataclass(frozen=True)
 class ConfigDiff:
     """The outcome of :func:`sync_config`: the configuration text before and after (both in
-    the stable protobuf text form; ``before`` is empty when there was no file)."""
+    the stable protobuf text form; ``before`` is empty when there was no file).
+
+    ``autocompletes`` is true when the file differs from the derived configuration only by
+    what Triton's auto-complete adds at load time (the two-line ``name`` + ``backend`` file,
+    or one that leaves some inputs, outputs or ``max_batch_size`` out): the server then runs
+    the declared configuration, so such a file is correct as it stands.
+    """
 
     path: Path
     before: str
     after: str
     written: bool
+    autocompletes: bool = False
+    completed: str = ""  # the file as Triton's auto-complete completes it ('' if no file)
 
     @property
     def changed(self) -> bool:
         """True when the declarations change the configuration."""
         return self.before != self.after
+
+    @property
+    def contradicts(self) -> bool:
+        """True when the file says something the declarations do not (a wrong dtype, dims,
+        batch size or an undeclared tensor): Triton would refuse the model, or run another
+        configuration than the declared one."""
+        return self.changed and not self.autocompletes
 
     @property
     def diff(self) -> str:
@@ -77,6 +92,21 @@ class ConfigDiff:
             self.before.splitlines(keepends=True),
             self.after.splitlines(keepends=True),
             fromfile=f"{name} (now)",
+            tofile=f"{name} (from the declarations)",
+        )
+        return "".join(lines)
+
+    @property
+    def conflicts(self) -> str:
+        """A unified diff from the file as auto-complete completes it to the derived
+        configuration: only what the file contradicts ('' when nothing does)."""
+        if not self.completed or self.autocompletes:
+            return ""
+        name = str(self.path)
+        lines = difflib.unified_diff(
+            self.completed.splitlines(keepends=True),
+            self.after.splitlines(keepends=True),
+            fromfile=f"{name} (as auto-complete completes it)",
             tofile=f"{name} (from the declarations)",
         )
         return "".join(lines)
@@ -225,11 +255,50 @@ def sync_config(
     updated = apply_declarations(existing, cls, root.resolve().name)
     before = format_config(existing) if exists else ""
     after = format_config(updated)
+    completed = _autocompleted(existing, cls, root.resolve().name) if exists else None
+    autocompletes = (
+        completed is not None and before != after and _same_configuration(completed, updated)
+    )
     written = False
     if not check and before != after:
         write_config(path, updated)
         written = True
-    return ConfigDiff(path, before, after, written)
+    completed_text = format_config(_ordered_like(completed, updated)) if completed else ""
+    return ConfigDiff(path, before, after, written, autocompletes, completed_text)
+
+
+def _autocompleted(config: Any, cls: Any, name: str) -> Any:
+    """What Triton loads from ``config``: the directory's name when the file names none,
+    then the class's ``auto_complete_config``."""
+    named = new_config()
+    named.CopyFrom(config)
+    if not named.name:
+        named.name = name
+    if not named.backend and not named.platform:
+        named.backend = "python"
+    return autocomplete_config(named, cls)
+
+
+def _same_configuration(left: Any, right: Any) -> bool:
+    """Equal messages, ignoring the order of inputs and outputs (auto-complete appends the
+    ones a file leaves out; the declaration order is not significant to Triton)."""
+    return bool(_ordered_like(left, right) == right)
+
+
+def _ordered_like(message: Any, reference: Any) -> Any:
+    """A copy of ``message`` with its inputs and outputs in the order of ``reference``'s
+    (names ``reference`` lacks go last), so that a diff shows contents, not order."""
+    copy = new_config()
+    copy.CopyFrom(message)
+    for section in ("input", "output"):
+        rank = {entry.name: index for index, entry in enumerate(getattr(reference, section))}
+        entries = sorted(getattr(copy, section), key=lambda e: rank.get(e.name, len(rank)))
+        kept = [type(entry)() for entry in entries]
+        for fresh, entry in zip(kept, entries):
+            fresh.CopyFrom(entry)
+        del getattr(copy, section)[:]
+        getattr(copy, section).extend(kept)
+    return copy
 
 
 def tritonpy_class(loaded: LoadedModel) -> Any:

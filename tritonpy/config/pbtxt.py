@@ -16,9 +16,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Mapping, Union
 
+from .._optional import require
 from ..errors import ToolError
 
 __all__ = [
+    "CONFIG_MODULES",
     "ConfigError",
     "config_from_dict",
     "config_to_dict",
@@ -41,15 +43,16 @@ class ConfigError(ToolError):
     """A model configuration cannot be read, parsed or written."""
 
 
+#: what the ModelConfig protobuf message needs (the ``config`` extra)
+CONFIG_MODULES = ("tritonclient.grpc", "google.protobuf")
+
+
 def _modules() -> Any:
-    try:
-        from google.protobuf import json_format, text_format
-        from tritonclient.grpc import model_config_pb2
-    except ImportError as exc:
-        raise ConfigError(
-            "reading and writing config.pbtxt needs tritonclient[grpc] and protobuf: "
-            f"pip install 'tritonpy[config]' ({exc})"
-        ) from exc
+    # MissingDependencyError (not ConfigError): the CLI shows it as one line and exits 2
+    require(*CONFIG_MODULES, extra="config", feature="reading config.pbtxt")
+    from google.protobuf import json_format, text_format
+    from tritonclient.grpc import model_config_pb2
+
     return model_config_pb2, text_format, json_format
 
 

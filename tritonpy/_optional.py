@@ -1,0 +1,127 @@
+"""Optional dependencies: import them, or fail with one line that says what to install.
+
+tritonpy's core needs numpy alone; each tooling feature needs more (protobuf and tritonclient
+to read ``config.pbtxt``, OpenCV for images, torch, the ``nvidia-pytriton`` wheel to serve).
+:func:`require` and :func:`optional_import` turn a missing one into a
+:class:`~tritonpy.errors.MissingDependencyError` naming the feature, the packages and the
+``pip install`` command; the ``tritonpy`` command prints it as one line and exits with 2.
+
+Example::
+
+    from tritonpy._optional import optional_import, require
+
+    require("tritonclient.grpc", "google.protobuf", extra="config", feature="tritonpy check")
+    cv2 = optional_import("cv2", feature="tritonpy new --template image_preprocess")
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .errors import MissingDependencyError
+
+__all__ = ["KNOWN", "install_command", "missing", "optional_import", "require"]
+
+#: import name -> (pip requirement, the tritonpy extra that installs it, or None)
+KNOWN: Dict[str, Tuple[str, Optional[str]]] = {
+    "google.protobuf": ("protobuf", "config"),
+    "tritonclient": ("tritonclient", "client"),
+    "tritonclient.grpc": ("tritonclient[grpc]", "config"),
+    "tritonclient.http": ("tritonclient[http]", "client"),
+    "cv2": ("opencv-python-headless", "image"),
+    "torch": ("torch", "torch"),
+    "pytriton": ("nvidia-pytriton", "server"),
+    "pytest": ("pytest", "testing"),
+    "sklearn": ("scikit-learn", None),
+    "rich": ("rich", "pack"),
+    "conda_pack": ("conda-pack", "pack"),
+}
+
+
+def install_command(modules: Sequence[str], extra: Optional[str] = None) -> str:
+    """The ``pip install`` command that brings ``modules``: the given ``extra`` (or each
+    module's own extra from :data:`KNOWN`) plus the pip names of modules no extra covers.
+
+    >>> install_command(["cv2", "sklearn"])
+    "pip install 'tritonpy[image]' scikit-learn"
+    """
+    extras: List[str] = [extra] if extra else []
+    plain: List[str] = []
+    for module in modules:
+        requirement, own_extra = KNOWN.get(module, (module.split(".")[0], None))
+        chosen = extra or own_extra
+        if chosen is None:
+            plain.append(requirement)
+        elif chosen not in extras:
+            extras.append(chosen)
+    words = ["pip install"]
+    if extras:
+        words.append(f"'tritonpy[{','.join(extras)}]'")
+    words.extend(f"'{p}'" if "[" in p else p for p in dict.fromkeys(plain))
+    return " ".join(words)
+
+
+def missing(
+    modules: Sequence[str],
+    *,
+    feature: str,
+    extra: Optional[str] = None,
+    reason: str = "not installed",
+) -> MissingDependencyError:
+    """The error for ``modules`` missing when ``feature`` runs (for code that finds out by
+    other means than importing, e.g. ``importlib.util.find_spec``).
+
+    Example::
+
+        if importlib.util.find_spec("pytriton") is None:
+            raise missing(["pytriton"], feature="tritonpy serve", extra="server")
+    """
+    packages = tuple(dict.fromkeys(KNOWN.get(m, (m.split(".")[0], None))[0] for m in modules))
+    return MissingDependencyError(
+        feature, tuple(modules), packages, extra, install_command(modules, extra), reason
+    )
+
+
+def require(*modules: str, feature: str, extra: Optional[str] = None) -> None:
+    """Import every module in ``modules``; raise one :class:`MissingDependencyError` listing
+    all that are missing. A module that is installed but fails to import (a broken wheel, a
+    missing system library) is reported with the import error as the reason.
+
+    Example::
+
+        require("tritonclient.grpc", "google.protobuf", extra="testing",
+                feature="tritonpy.testing.ModelHarness")
+    """
+    absent: List[str] = []
+    broken: List[str] = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            # a module missing *inside* an installed package is a broken install, not absent
+            wanted = {module, *(_parents(module))}
+            (absent if exc.name in wanted or exc.name is None else broken).append(
+                module if exc.name in wanted or exc.name is None else f"{module}: {exc}"
+            )
+        except ImportError as exc:
+            broken.append(f"{module}: {exc}")
+    if broken:
+        names = [item.split(":", 1)[0] for item in broken]
+        reason = "installed but cannot be imported: " + "; ".join(broken)
+        raise missing([*absent, *names], feature=feature, extra=extra, reason=reason)
+    if absent:
+        raise missing(absent, feature=feature, extra=extra)
+
+
+def optional_import(module: str, *, feature: str, extra: Optional[str] = None) -> ModuleType:
+    """``importlib.import_module(module)``, or :class:`MissingDependencyError` (see
+    :func:`require`)."""
+    require(module, feature=feature, extra=extra)
+    return importlib.import_module(module)
+
+
+def _parents(module: str) -> List[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
