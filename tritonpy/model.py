@@ -123,8 +123,10 @@ class Model:
     (``pb_utils.Logger``).
     """
 
-    inputs: ClassVar[Mapping[str, Codec]] = {}
-    outputs: ClassVar[Mapping[str, Codec]] = {}
+    # Not ClassVar: setup() may replace a codec on the instance (self.inputs = {...}), and the
+    # type checker must accept that documented idiom in user code.
+    inputs: Mapping[str, Codec] = {}
+    outputs: Mapping[str, Codec] = {}
     max_batch_size: ClassVar[int] = 0
     dynamic_batching: ClassVar[bool] = True
     merge_requests: ClassVar[bool] = True
@@ -151,8 +153,17 @@ class Model:
         """Called once per model instance, after the configuration is known: load weights,
         label files, build lookup tables here, not in ``infer``."""
 
-    def infer(self, **inputs: Any) -> Mapping[str, Any]:
-        """Compute the outputs from the decoded inputs. Override it."""
+    # Typed (*args: Any, **inputs: Any) -> Any, which mypy accepts as the base of any override:
+    # users name their parameters after the inputs and annotate them as they like
+    # (def infer(self, LOGITS: NDArray[np.float32]) -> Dict[str, Any]); tritonpy calls it with
+    # keywords only, and checks the names against the declarations at class definition.
+    def infer(self, *args: Any, **inputs: Any) -> Any:
+        """Compute the outputs from the decoded inputs, returning ``{output name: value}``.
+        Override it, with one parameter per declared input::
+
+            def infer(self, LOGITS: NDArray[np.float32]) -> Dict[str, Any]:
+                return {"SCORE": LOGITS.max(axis=1)}
+        """
         raise NotImplementedError(
             f"{type(self).__name__}.infer is not implemented: define "
             f"'def infer(self, {', '.join(self.inputs) or '...'})' returning a dict of outputs"

@@ -285,6 +285,22 @@ def test_codec_with_default_is_optional() -> None:
     assert codec.config_entry("T", is_input=True)["optional"] is True
 
 
+@pytest.mark.parametrize("codec", [tp.Text, tp.JSON, tp.Bytes, tp.Image])
+def test_a_misspelt_codec_option_fails_at_class_definition(codec: Any) -> None:
+    with pytest.raises(TypeError, match="optinal"):
+
+        class Misspelt(tp.Model):
+            inputs = {"X": codec(optinal=True)}
+            outputs = {"Y": tp.Text()}
+
+    assert codec(dims=[2], optional=True).config_entry("X", is_input=True) == {
+        "name": "X",
+        "data_type": "TYPE_STRING",
+        "dims": [2],
+        "optional": True,
+    }
+
+
 def test_json_keeps_the_short_form_of_float32_values() -> None:
     encoded = tp.JSON().encode_element(
         {"score": np.float32(0.9), "row": np.array([0.1, 0.2], np.float32), "n": np.int64(3)}

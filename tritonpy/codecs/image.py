@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from functools import cache
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -80,7 +80,7 @@ class Image(ElementCodec):
     def __init__(
         self,
         color: str = "RGB",
-        dims: Any = (1,),
+        dims: Sequence[int] = (1,),
         *,
         max_pixels: int = DEFAULT_MAX_PIXELS,
         format: str = "png",

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from .base import ElementCodec
+from .base import MISSING, ElementCodec
 
 __all__ = ["JSON"]
 
@@ -48,8 +48,10 @@ class JSON(ElementCodec):
 
     describes = "a UTF-8 JSON document"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self, dims: Sequence[int] = (1,), *, optional: bool = False, default: Any = MISSING
+    ) -> None:
+        super().__init__(dims, optional=optional, default=default)
         # one encoder for every element: json.dumps with options builds a new one per call
         self._encoder = json.JSONEncoder(
             ensure_ascii=False, separators=(",", ":"), default=_default

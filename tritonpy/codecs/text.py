@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
-from .base import ElementCodec
+from .base import MISSING, ElementCodec
 
 __all__ = ["Bytes", "Text"]
 
@@ -24,8 +24,15 @@ class Text(ElementCodec):
 
     describes = "UTF-8 text"
 
-    def __init__(self, dims: Any = (1,), *, errors: str = "strict", **options: Any) -> None:
-        super().__init__(dims, **options)
+    def __init__(
+        self,
+        dims: Sequence[int] = (1,),
+        *,
+        optional: bool = False,
+        default: Any = MISSING,
+        errors: str = "strict",
+    ) -> None:
+        super().__init__(dims, optional=optional, default=default)
         #: codec error handler of ``bytes.decode`` ("strict" refuses invalid UTF-8)
         self.errors = errors
 
