@@ -8,6 +8,8 @@ import importlib.util
 import io
 import json
 import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from typing import Callable, Dict, Optional, Tuple
@@ -574,8 +576,77 @@ def test_environment_rule_passes_when_fixed(code: str, tmp_path: Path) -> None:
     assert [f.render() for f in report.findings] == []
 
 
+TP511_FAIL = [
+    "double/config.pbtxt [parameters[EXECUTION_ENV_PATH]]: warning TP511: model.py imports "
+    "tritonpy but the model has no EXECUTION_ENV_PATH environment, and the Python 3.10 of the "
+    "release 24.10 container has no tritonpy: the model fails to load there (No module named "
+    "'tritonpy')\n    fix: pack its environment: 'tritonpy pack-env REPO/double "
+    "--triton-version 24.10', or export the repository with every environment: 'tritonpy "
+    "export REPO OUT --triton-version 24.10' (or install tritonpy into your server image)"
+]
+
+
+def test_tritonpy_model_without_environment_warns_for_a_release(tmp_path: Path) -> None:
+    repo = golden("TP511", "fail", tmp_path)
+    report = check_repository(repo, triton_version="24.10")
+    assert renders(report, "TP511") == TP511_FAIL
+    assert report.codes == ["TP511"]
+    assert report.exit_code() == 0 and report.exit_code(strict=True) == 1
+    # the embedded server runs tritonpy's own interpreter: nothing to say there
+    assert check_repository(repo, server_python="3.11").codes == []
+    assert check_repository(repo).codes == []
+
+
+def test_tritonpy_model_with_its_environment_passes(tmp_path: Path) -> None:
+    repo = golden("TP511", "pass", tmp_path)
+    env_archive(repo / "double" / "env.tar.gz", tmp_path)
+    report = check_repository(repo, triton_version="24.10")
+    assert [f.render() for f in report.findings] == []
+
+
+def test_plain_python_model_without_tritonpy_needs_no_environment(tmp_path: Path) -> None:
+    repo = golden("TP511", "fail", tmp_path)
+    (repo / "double" / "1" / "model.py").write_text(
+        "import numpy as np\n\n\nclass TritonPythonModel:\n"
+        "    def execute(self, requests):\n        return []\n"
+    )
+    assert check_repository(repo, triton_version="24.10").codes == []
+
+
+def test_tritonpy_imports_are_found_in_any_form() -> None:
+    from tritonpy.check.imports import source_imports_tritonpy
+
+    assert source_imports_tritonpy("import numpy, tritonpy.vision")
+    assert source_imports_tritonpy("def f():\n    from tritonpy import Model\n")
+    assert source_imports_tritonpy("from tritonpy import (\n")  # unparsable: by line
+    assert not source_imports_tritonpy("import tritonpy_extras\nfrom . import tritonpy\n")
+    assert not source_imports_tritonpy("# import tritonpy\ntext = 'import tritonpy'\n")
+
+
+def test_missing_protobuf_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    # a bare install: tritonclient and protobuf absent (None in sys.modules blocks the import)
+    code = (
+        "import sys\n"
+        "for name in ('tritonclient', 'tritonclient.grpc', 'google.protobuf'):\n"
+        "    sys.modules[name] = None\n"
+        "from tritonpy.cli import main\n"
+        "sys.exit(main(['check', sys.argv[1], '--triton-version', '24.10']))\n"
+    )
+    repo = golden("TP511", "fail", tmp_path)
+    shutil.copytree(repo / "double", repo / "twice")
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(repo)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "tritonpy: error: tritonpy check needs tritonclient[grpc] and protobuf (not "
+        "installed): pip install 'tritonpy[config]'"
+    ]
+
+
 def test_every_rule_has_golden_repositories() -> None:
-    documented = set(STATIC) | set(ENV_CASES)
+    documented = set(STATIC) | set(ENV_CASES) | {"TP511"}
     on_disk = {p.name for p in GOLDEN.iterdir() if p.is_dir()}
     assert on_disk == documented
     for code in on_disk:
@@ -682,7 +753,12 @@ def test_rendered_templates_check_clean(tmp_path: Path) -> None:
     templates.render_template("ensemble_classifier", "digits", tmp_path, models=names)
     for release in ("24.10", "24.12"):
         report = check_repository(tmp_path, triton_version=release)
-        assert report.findings == [], report.render_text()
+        # no errors; each python model still needs its environment for the release (TP511)
+        assert report.errors == [], report.render_text()
+        assert {(f.code, f.file.split("/")[0]) for f in report.warnings} == {
+            ("TP511", name) for name in [*names.values(), "detection_postprocess"]
+        }
+        assert check_repository(tmp_path, server_python="3.11").findings == []
     # the ensemble's edges are really checked: a dtype change is caught
     config = tmp_path / "digits" / "config.pbtxt"
     config.write_text(config.read_text().replace("TYPE_INT64", "TYPE_INT32"))

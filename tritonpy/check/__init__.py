@@ -22,6 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Union
 
+from .._optional import require
+from ..config.pbtxt import CONFIG_MODULES
 from ..errors import ToolError
 from ..releases import TritonRelease
 from .archives import check_archives
@@ -66,12 +68,16 @@ def check_repository(
     rules that compare against the server are skipped.
 
     Importing each python model's ``model.py`` (with the fake pb_utils) is the only user code
-    that runs; nothing is initialised.
+    that runs; nothing is initialised. Raises
+    :class:`~tritonpy.errors.MissingDependencyError` when protobuf or tritonclient (the
+    ``config`` extra) is missing, :class:`CheckError` for a bad ``repo`` or options.
 
     >>> report = check_repository("model_repository", server_python="3.11")  # doctest: +SKIP
     >>> report.codes, report.exit_code()                                       # doctest: +SKIP
     ([], 0)
     """
+    # without protobuf every config.pbtxt would look invalid: say once what to install
+    require(*CONFIG_MODULES, extra="config", feature="tritonpy check")
     root = Path(repo)
     if not root.is_dir():
         raise CheckError(

@@ -1,7 +1,8 @@
 """``tritonpy check REPO [--json] [--strict] [--triton-version YY.MM | --server-python X.Y]``.
 
 Exit status: 0 without errors (warnings alone pass unless ``--strict``), 1 with errors, 2 when
-the check cannot run (no such directory, a bad option).
+the check cannot run (no such directory, a bad option, protobuf/tritonclient not installed: one
+line with the ``pip install`` command).
 
 Example::
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import TritonPyError
+from ..errors import MissingDependencyError, TritonPyError
 
 __all__ = ["add_parser", "cmd_check"]
 
@@ -57,6 +58,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             triton_version=args.triton_version,
             server_python=args.server_python,
         )
+    except MissingDependencyError as exc:
+        print(f"tritonpy: error: {exc.for_feature('tritonpy check')}", file=sys.stderr)
+        return 2
     except TritonPyError as exc:
         print(f"tritonpy: error: {exc}", file=sys.stderr)
         return 2

@@ -22,6 +22,9 @@ TP508       error     a stub beside config.pbtxt linking a Python the server lac
 TP509       both      numpy >= 2 in the environment for a release before 24.12 (error;
                       warning when the release is unknown)
 TP510       error     the stub beside config.pbtxt is unreadable or links no libpython
+TP511       warning   model.py imports tritonpy but the model has no environment, and the
+                      release's container Python has no tritonpy (``--triton-version``
+                      only: the embedded server's Python is the one tritonpy runs in)
 ==========  ========  ==============================================================
 """
 
@@ -35,6 +38,7 @@ from .archives import ENV_PARAMETER
 from .context import ModelEntry, Repository, error
 from .elf import ElfError, linked_python
 from .envinfo import EnvContents, inspect_env, resolve_env_path
+from .imports import imports_tritonpy
 from .report import WARNING, Finding
 
 __all__ = ["STUB_NAME", "check_environments"]
@@ -108,6 +112,7 @@ def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
                 f"the stub to use the server's own",
                 file=f"{entry.name}/{STUB_NAME}",
             )
+        yield from _without_environment(repo, entry)
         return
     found = []
     contents = _resolve(entry, found)
@@ -138,6 +143,24 @@ def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
             f"branch) in {entry.name}/, or rebuild the environment with Python {server}",
         )
     yield from _numpy(repo, entry, contents)
+
+
+def _without_environment(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
+    """TP511: a tritonpy model without an environment fails to import in a stock container."""
+    release = repo.release
+    if release is None or not imports_tritonpy(entry.path, entry.model_filename):
+        return
+    yield entry.finding(
+        "TP511",
+        WARNING,
+        _FIELD,
+        f"{entry.model_filename} imports tritonpy but the model has no {ENV_PARAMETER} "
+        f"environment, and the Python {release.python} of the release {release} container "
+        f"has no tritonpy: the model fails to load there (No module named 'tritonpy')",
+        f"pack its environment: 'tritonpy pack-env REPO/{entry.name} --triton-version "
+        f"{release}', or export the repository with every environment: 'tritonpy export "
+        f"REPO OUT --triton-version {release}' (or install tritonpy into your server image)",
+    )
 
 
 def _resolve(entry: ModelEntry, out: List[Finding]) -> Optional[EnvContents]:
