@@ -142,7 +142,9 @@ def _snapshot(directory: Path) -> Dict[str, Any]:
     }
 
 
-def _fake_build(spec: Any, base: Any, prefix: Path, *, extra: Any, reporter: Any) -> Path:
+def _fake_build(
+    spec: Any, base: Any, prefix: Path, *, extra: Any, reporter: Any, wheel: Any
+) -> Path:
     for name in ("bin/activate", "bin/python3", "lib/libpython3.10.so.1.0", "lib/a", "lib/b"):
         (prefix / name).parent.mkdir(parents=True, exist_ok=True)
         (prefix / name).write_bytes(os.urandom(1000))
@@ -156,7 +158,7 @@ def test_ctrl_c_while_writing_leaves_model_dir_unchanged(
     (model / "model_py3.10.tar.gz").write_bytes(b"the previous archive")
     before = _snapshot(model)
     monkeypatch.setattr(pack_module, "build_local_env", _fake_build)
-    monkeypatch.setattr(pack_module, "runtime_wheel", lambda reporter: None)
+    monkeypatch.setattr(pack_module, "self_wheel", lambda reporter, runtime: None)
     calls = []
     real_add = tarfile.TarFile.add
 
@@ -179,7 +181,7 @@ def test_unverifiable_environment_is_not_placed(
     model = _model(tmp_path)
     before = _snapshot(model)
     monkeypatch.setattr(pack_module, "build_local_env", _fake_build)
-    monkeypatch.setattr(pack_module, "runtime_wheel", lambda reporter: None)
+    monkeypatch.setattr(pack_module, "self_wheel", lambda reporter, runtime: None)
     with pytest.raises(ArchiveError, match="does not start after unpacking"):
         pack_env(model, python="3.10", builder="local", stub="never")
     assert _snapshot(model) == before

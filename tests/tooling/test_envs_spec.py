@@ -8,7 +8,7 @@ import pytest
 
 from tritonpy.envs import EnvSpec, SpecError, read_spec
 from tritonpy.envs.conda import conda_create_command
-from tritonpy.envs.runtime import check_numpy_pin, runtime_requirements, source_checkout
+from tritonpy.envs.runtime import check_numpy_pin, runtime_requirements
 from tritonpy.envs.spec import parse_environment_yaml, requirement_name
 from tritonpy.releases import TritonRelease
 
@@ -40,6 +40,8 @@ def test_environment_file_with_pip_section(tmp_path: Path) -> None:
     assert spec.conda == ("python-dateutil", "libjpeg-turbo >=3")
     assert spec.pip == ("numpy<2", "opencv-python-headless>=4.5,<5", f"-r {tmp_path}/extra.txt")
     assert spec.distributions == ["numpy", "opencv-python-headless"]
+    assert spec.tritonpy_lines == ("tritonpy[image]>=0.1",)
+    assert spec.tritonpy_extras == ["image"]
 
 
 def test_subset_parser_matches_pyyaml_shape() -> None:
@@ -64,6 +66,7 @@ def test_requirements_file(tmp_path: Path) -> None:
     assert spec.python is None
     assert spec.pip == ("--extra-index-url https://example.org/simple", "numpy<2")
     assert spec.distributions == ["numpy"]
+    assert spec.tritonpy_lines == ("tritonpy",) and spec.tritonpy_extras == []
 
 
 def test_missing_spec_says_how_to_fix(tmp_path: Path) -> None:
@@ -118,7 +121,3 @@ def test_conda_create_command_uses_spec_channels() -> None:
         "pip",
         "libjpeg-turbo",
     ]
-
-
-def test_running_from_a_checkout() -> None:
-    assert source_checkout() == ROOT

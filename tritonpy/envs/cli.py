@@ -98,7 +98,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("model_dir", metavar="MODEL_DIR", help="the model directory (config.pbtxt)")
     spec = p.add_mutually_exclusive_group()
-    spec.add_argument("--env", dest="spec", metavar="FILE", help="conda environment file")
+    spec.add_argument(
+        "--env",
+        dest="spec",
+        metavar="FILE|NAME",
+        help="conda environment file, or the name of a spec shipped with tritonpy "
+        "(numpy, opencv, torch-cpu)",
+    )
     spec.add_argument("--requirements", dest="spec", metavar="FILE", help="requirements file")
     p.add_argument("--python", metavar="X.Y", help="Python of the environment")
     p.add_argument("--python-path", metavar="PATH", help="local interpreter to copy (local)")
@@ -128,7 +134,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--tritonpy",
         dest="tritonpy_requirement",
         metavar="REQ",
-        help="tritonpy to install (default: a wheel of this checkout)",
+        help="tritonpy requirement to install instead of the running tritonpy (default: a "
+        "wheel built from the running tritonpy's own files, same version, no index lookup)",
     )
     p.add_argument(
         "--compress-level",

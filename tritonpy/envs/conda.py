@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
 from .errors import EnvError
-from .local import clean_environment
+from .local import clean_environment, install_wheel
 from .progress import Reporter, run_command, step
 from .spec import EnvSpec
 
@@ -83,9 +83,11 @@ def build_conda_env(
     tool: Path,
     extra: Sequence[str],
     reporter: Reporter,
+    wheel: Optional[Path] = None,
 ) -> Path:
     """Create the environment at ``prefix`` with ``tool``, then pip-install the spec's pip
-    lines and ``extra`` with the environment's own python. Returns ``prefix``.
+    lines and ``extra`` with the environment's own python, then ``wheel`` (the running
+    tritonpy, without dependencies). Returns ``prefix``.
 
     Example::
 
@@ -107,7 +109,8 @@ def build_conda_env(
     requirements = prefix / ".tritonpy-requirements.txt"
     requirements.write_text("\n".join([*spec.pip, *extra]) + "\n", encoding="utf-8")
     try:
-        with step(reporter, "installing the pip requirements and tritonpy with pip"):
+        shown = "the pip requirements" if wheel is not None else "the pip requirements and tritonpy"
+        with step(reporter, f"installing {shown} with pip"):
             run_command(
                 [python, "-m", "pip", "install", "--no-warn-script-location", "-r", requirements],
                 reporter,
@@ -117,6 +120,8 @@ def build_conda_env(
             )
     finally:
         requirements.unlink()
+    if wheel is not None:
+        install_wheel(python, prefix, wheel, reporter)
     return prefix
 
 

@@ -15,8 +15,8 @@ Scripts in ``bin/`` get a shebang that finds the interpreter beside them.
 Example::
 
     base = find_interpreter("3.10")
-    build_local_env(read_spec("envs/numpy.yml"), base, Path("/tmp/env"), release=release,
-                    extra=["numpy<2", "/path/tritonpy-0.1.0-py3-none-any.whl"])
+    build_local_env(read_spec("envs/numpy.yml"), base, Path("/tmp/env"), extra=["numpy<2"],
+                    wheel=self_wheel(reporter), reporter=reporter)
 """
 
 from __future__ import annotations
@@ -25,18 +25,19 @@ import os
 import shutil
 import stat
 from pathlib import Path
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence, Union
 
 from ..stubs.elf import ElfError, set_runpath
 from .interpreters import BaseInterpreter
 from .progress import Reporter, run_command, step
-from .spec import EnvSpec
+from .spec import EnvSpec, requirement_name
 
 __all__ = [
     "ACTIVATE_SCRIPT",
     "build_local_env",
     "clean_environment",
     "copy_interpreter",
+    "install_wheel",
     "relocatable_scripts",
     "write_activate",
 ]
@@ -163,6 +164,26 @@ def relocatable_scripts(prefix: Path, xy: str) -> int:
     return count
 
 
+def install_wheel(
+    python: Union[str, os.PathLike[str]], prefix: Path, wheel: Path, reporter: Reporter
+) -> None:
+    """pip-install ``wheel`` (the running tritonpy) into the environment of ``python``: no
+    dependencies (the spec and the runtime requirements brought them), no index.
+
+    Example::
+
+        install_wheel(Path("/tmp/env/bin/python3.10"), Path("/tmp/env"), wheel, reporter)
+    """
+    with step(reporter, f"installing {wheel.name} (the running tritonpy)"):
+        argv = [python, "-m", "pip", "install", "--no-deps", "--no-index"]
+        run_command(
+            [*argv, "--force-reinstall", "--no-warn-script-location", wheel],
+            reporter,
+            what="pip install of the running tritonpy",
+            env=clean_environment(prefix),
+        )
+
+
 def build_local_env(
     spec: EnvSpec,
     base: BaseInterpreter,
@@ -170,10 +191,12 @@ def build_local_env(
     *,
     extra: Sequence[str],
     reporter: Reporter,
+    wheel: Optional[Path] = None,
 ) -> Path:
     """Build the environment in ``prefix`` (must not exist): copy ``base``, install pip into
-    it, pip-install the spec's pip lines plus ``extra`` (the runtime and its numpy pin) with
-    the environment's own python, write ``bin/activate``. Returns ``prefix``.
+    it, pip-install the spec's pip lines plus ``extra`` (the runtime's numpy pin, the codecs'
+    packages) with the environment's own python, then ``wheel`` (the running tritonpy, no
+    dependencies), write ``bin/activate``. Returns ``prefix``.
 
     Conda-only packages in the spec are refused (the local builder has no conda).
     """
@@ -194,7 +217,10 @@ def build_local_env(
         run_command(argv, reporter, what="ensurepip", env=env)
     requirements = prefix / ".tritonpy-requirements.txt"
     requirements.write_text("\n".join([*spec.pip, *extra]) + "\n", encoding="utf-8")
-    shown = ", ".join([*spec.distributions, "tritonpy"]) or "tritonpy"
+    named = [*spec.distributions, *(requirement_name(e) for e in extra)]
+    if wheel is None:
+        named.append("tritonpy")
+    shown = ", ".join(dict.fromkeys(n for n in named if n))
     with step(reporter, f"installing {shown} with pip"):
         cwd = str(spec.source.parent) if spec.source else None
         run_command(
@@ -205,6 +231,8 @@ def build_local_env(
             cwd=cwd,
         )
     requirements.unlink()
+    if wheel is not None:
+        install_wheel(python, prefix, wheel, reporter)
     relocatable_scripts(prefix, base.xy)
     write_activate(prefix)
     return prefix

@@ -18,10 +18,10 @@ import signal
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Iterator, List, Optional, Union
+from typing import Any, Iterator, List, Optional, Tuple, Union
 
 from ..config.pbtxt import load_config, set_parameter, write_config
 from ..releases import BUNDLED_RELEASE, TritonRelease
@@ -30,10 +30,12 @@ from .conda import PackFunction, build_conda_env, conda_pack_archive, find_conda
 from .errors import EnvError
 from .interpreters import find_interpreter
 from .local import build_local_env
+from .needs import CODEC_NEEDS, Addition, ModelScan, plan_additions, scan_model
 from .progress import Reporter, step
 from .record import build_key, is_up_to_date, write_record
-from .runtime import check_numpy_pin, runtime_requirements, runtime_wheel, source_fingerprint
-from .spec import EnvSpec, read_spec
+from .runtime import check_numpy_pin, runtime_requirements
+from .selfwheel import running_tritonpy, self_wheel
+from .spec import EnvSpec, read_spec, requirement_name, resolve_spec
 from .verify import VerifyReport, verify_archive
 
 __all__ = ["BUILDERS", "PackResult", "find_default_spec", "pack_env"]
@@ -58,6 +60,7 @@ class PackResult:
     parameter: str  # the EXECUTION_ENV_PATH value written to config.pbtxt
     verify: Optional[VerifyReport] = None
     stub: Any = None  # a tritonpy.stubs.StubResult when a stub was placed
+    added: List[str] = field(default_factory=list)  # requirements added for codecs and extras
 
 
 def find_default_spec(model_dir: Path) -> Optional[Path]:
@@ -95,6 +98,29 @@ def _point_config(path: Path, config: Any, parameter: str, reporter: Reporter) -
     reporter.note(f"config.pbtxt: EXECUTION_ENV_PATH = {parameter}")
 
 
+def _plan(
+    directory: Path, env_spec: EnvSpec, reporter: Reporter
+) -> Tuple[ModelScan, List[Addition]]:
+    """Scan the model's codecs and plan the requirements to add; report every choice."""
+    scan = scan_model(directory)
+    if scan.error:
+        reporter.note(
+            f"could not import {scan.model_file} here to find the packages its codecs need "
+            f"({scan.error.splitlines()[-1]}); the import check inside the environment "
+            "will name anything missing"
+        )
+    for line in env_spec.tritonpy_lines:
+        if requirement_name(line) == "tritonpy" and re.search(r"[=<>~!@]", line):
+            reporter.note(
+                f"the spec's {line.strip()!r} is not installed: the environment gets the "
+                "running tritonpy (use --tritonpy REQ to choose another)"
+            )
+    additions = plan_additions(env_spec, scan)
+    for addition in additions:
+        reporter.note(f"added {addition.requirement} for {addition.reason}")
+    return scan, additions
+
+
 def _python_xy(value: str) -> str:
     match = re.fullmatch(r"(?:python)?(3)\.(\d+)(?:\.\d+)?", value.strip())
     if not match:
@@ -123,12 +149,18 @@ def pack_env(
     """Build, pack, verify and place ``MODEL_DIR/<name>_py3.X.tar.gz``; set
     ``EXECUTION_ENV_PATH`` in config.pbtxt; provision the stub when needed.
 
-    - ``spec``: a conda environment file or requirements file (default: the model directory's
-      ``environment.yml`` or ``requirements.txt``; none: numpy and tritonpy only);
+    - ``spec``: a conda environment file or requirements file, or the name of a spec shipped
+      with tritonpy (``"opencv"``); default: the model directory's ``environment.yml`` or
+      ``requirements.txt``; none: numpy and tritonpy only;
+    - the running tritonpy goes into the environment (a wheel of its own files, no index
+      lookup) unless ``tritonpy_requirement`` names another; the packages the model's codecs
+      need (``tp.Image``: OpenCV) and the spec's ``tritonpy[extra]`` requirements are added
+      unless the spec names them (``PackResult.added``);
     - ``python``: ``"X.Y"`` (default: the spec's pin, else the release's container Python);
     - ``builder``: ``"conda"`` (conda/mamba/micromamba + conda-pack), ``"local"`` (a local
       CPython with a shared libpython, ``python_path`` to choose one) or ``"auto"``;
-    - unchanged spec, Python, release and tritonpy sources skip the rebuild unless ``force``;
+    - unchanged spec, additions, Python, release and tritonpy files skip the rebuild unless
+      ``force``;
     - ``stub``: ``"auto"`` places a stub when the environment's Python differs from
       ``server_python`` (default: the release's container Python), ``"always"``, ``"never"``.
 
@@ -149,13 +181,16 @@ def pack_env(
     if builder not in BUILDERS or stub not in STUB_MODES:
         raise EnvError(f"builder must be one of {BUILDERS} and stub one of {STUB_MODES}")
     release = TritonRelease.parse(triton_version)
-    spec_path = Path(spec) if spec is not None else find_default_spec(directory)
+    spec_path = resolve_spec(spec) if spec is not None else find_default_spec(directory)
     env_spec = read_spec(spec_path) if spec_path else EnvSpec(None, None)
     xy = _python_xy(python or env_spec.python or release.python)
     if env_spec.python and env_spec.python != xy:
         reporter.note(f"building Python {xy} (the spec {spec_path} pins {env_spec.python})")
     env_spec = env_spec.with_python(xy)
     check_numpy_pin(env_spec.pip, release)
+    scan, additions = _plan(directory, env_spec, reporter)
+    added = [a.requirement for a in additions]
+    runtime = None if tritonpy_requirement else running_tritonpy()
     stem = name or env_spec.name or directory.resolve().name
     archive = directory / f"{stem}_py{xy}.tar.gz"
     parameter = f"$$TRITON_MODEL_DIRECTORY/{archive.name}"
@@ -176,7 +211,8 @@ def pack_env(
             "python": base.version if base else xy,
             "release": release.name,
             "builder": "conda" if tool else "local",
-            "tritonpy": tritonpy_requirement or source_fingerprint(),
+            "tritonpy": tritonpy_requirement or (runtime.digest if runtime else ""),
+            "added": added,
         }
     )
     verified: Optional[VerifyReport] = None
@@ -185,15 +221,18 @@ def pack_env(
         reporter.note(f"{archive} is up to date (same spec, Python, release); not rebuilt")
         _point_config(config_path, config, parameter, reporter)
     else:
-        extra = runtime_requirements(release)
-        wheel = None if tritonpy_requirement else runtime_wheel(reporter)
-        extra.append(tritonpy_requirement or (str(wheel) if wheel else "tritonpy"))
+        extra = [*runtime_requirements(release), *added]
+        if tritonpy_requirement:
+            extra.append(tritonpy_requirement)
+        wheel = self_wheel(reporter, runtime=runtime) if runtime else None
         work = Path(tempfile.mkdtemp(prefix="tritonpy-env-"))
         try:
             prefix = work / stem
             with staging_file(archive) as partial:
                 if tool is not None:
-                    build_conda_env(env_spec, xy, prefix, tool=tool, extra=extra, reporter=reporter)
+                    build_conda_env(
+                        env_spec, xy, prefix, tool=tool, extra=extra, reporter=reporter, wheel=wheel
+                    )
                     conda_pack_archive(
                         prefix,
                         partial,
@@ -203,16 +242,31 @@ def pack_env(
                     )
                 else:
                     assert base is not None
-                    build_local_env(env_spec, base, prefix, extra=extra, reporter=reporter)
+                    build_local_env(
+                        env_spec, base, prefix, extra=extra, reporter=reporter, wheel=wheel
+                    )
                     with step(reporter, f"writing {archive.name}"):
                         write_archive(
                             prefix, partial, reporter=reporter, compress_level=compress_level
                         )
                 shutil.rmtree(prefix, ignore_errors=True)
+                names = [requirement_name(r) for r in added]
                 verified = verify_archive(
-                    partial, xy, distributions=env_spec.distributions, reporter=reporter
+                    partial,
+                    xy,
+                    distributions=[*env_spec.distributions, *(n for n in names if n)],
+                    tritonpy_version=runtime.version if runtime else None,
+                    model_file=scan.model_file,
+                    codecs=[(c.module, c.name, c.imports) for c in CODEC_NEEDS],
+                    reporter=reporter,
                 )
-                details = {"python": xy, "builder": kind, "release": release.name}
+                details = {
+                    "python": xy,
+                    "builder": kind,
+                    "release": release.name,
+                    "added": added,
+                    "tritonpy": runtime.version if runtime else tritonpy_requirement,
+                }
                 with _deferred_interrupt():
                     os.replace(partial, archive)
                     write_record(directory, archive, key, details)
@@ -238,4 +292,5 @@ def pack_env(
         parameter,
         verified,
         placed,
+        added,
     )

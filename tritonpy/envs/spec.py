@@ -2,12 +2,15 @@
 
 Both builders read the same :class:`EnvSpec`: the conda builder installs ``conda`` packages with
 conda and ``pip`` lines with pip; the local builder takes the Python version and the pip lines
-(and refuses conda-only packages, naming them). ``tritonpy`` lines are dropped: the builders
-always install the tritonpy runtime of this installation themselves.
+(and refuses conda-only packages, naming them). ``tritonpy`` lines are kept apart
+(``tritonpy_lines``): the builders always install the running tritonpy themselves, and only the
+extras these lines name (``tritonpy[image]``) are honoured.
+
+``--env NAME`` also names a spec that ships with tritonpy (:func:`resolve_spec`).
 
 Example::
 
-    spec = read_spec("envs/opencv.yml")
+    spec = read_spec(resolve_spec("opencv"))     # the shipped envs/opencv.yml
     spec.python, spec.pip      # ('3.10', ('numpy<2', 'opencv-python-headless>=4.5,<5'))
 """
 
@@ -20,14 +23,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+from .._resources import find_resource
 from .errors import SpecError
 
-__all__ = ["EnvSpec", "parse_environment_yaml", "read_spec", "requirement_name"]
+__all__ = [
+    "EnvSpec",
+    "parse_environment_yaml",
+    "read_spec",
+    "requirement_extras",
+    "requirement_name",
+    "resolve_spec",
+    "shipped_specs",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 _PYTHON = re.compile(r"^python(?:\s*(?:[=<>~!]=?|\s)\s*(\d+)\.(\d+))?")
 _NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
+_EXTRAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\s*\[([^\]]*)\]")
 
 
 def requirement_name(line: str) -> Optional[str]:
@@ -44,14 +57,28 @@ def requirement_name(line: str) -> Optional[str]:
     return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else None
 
 
+def requirement_extras(line: str) -> List[str]:
+    """The extras a requirement line asks for, normalised.
+
+    >>> requirement_extras("tritonpy[image, Torch]>=0.1")
+    ['image', 'torch']
+    """
+    match = _EXTRAS.match(line.split("#", 1)[0].strip())
+    if not match:
+        return []
+    extras = [e.strip() for e in match.group(1).split(",")]
+    return [re.sub(r"[-_.]+", "-", e).lower() for e in extras if e]
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """What an environment must contain.
 
     ``python`` is ``"X.Y"`` or None (not pinned); ``conda`` the conda packages other than
     ``python`` and ``pip``; ``pip`` the pip requirement lines (options such as
-    ``--extra-index-url`` included, ``-r``/``-c`` paths made absolute); ``text`` the source
-    text (part of the rebuild hash).
+    ``--extra-index-url`` included, ``-r``/``-c`` paths made absolute, ``tritonpy`` lines
+    left out); ``tritonpy_lines`` the ``tritonpy`` lines (their extras are honoured, the
+    running tritonpy is installed); ``text`` the source text (part of the rebuild hash).
     """
 
     name: Optional[str]
@@ -61,12 +88,19 @@ class EnvSpec:
     channels: Tuple[str, ...] = ()
     source: Optional[Path] = None
     text: str = ""
+    tritonpy_lines: Tuple[str, ...] = ()
 
     @property
     def distributions(self) -> List[str]:
         """Project names of the pip requirements (what verification imports)."""
         names = [requirement_name(line) for line in self.pip]
         return [n for n in names if n]
+
+    @property
+    def tritonpy_extras(self) -> List[str]:
+        """The extras the spec's ``tritonpy[...]`` lines ask for, in order, without repeats."""
+        found = [e for line in self.tritonpy_lines for e in requirement_extras(line)]
+        return list(dict.fromkeys(found))
 
     @property
     def digest(self) -> str:
@@ -77,7 +111,14 @@ class EnvSpec:
     def with_python(self, python: str) -> EnvSpec:
         """A copy with ``python`` replaced (``--python`` overrides the spec's pin)."""
         return EnvSpec(
-            self.name, python, self.conda, self.pip, self.channels, self.source, self.text
+            self.name,
+            python,
+            self.conda,
+            self.pip,
+            self.channels,
+            self.source,
+            self.text,
+            self.tritonpy_lines,
         )
 
 
@@ -174,8 +215,9 @@ def _block(lines: List[Tuple[int, int, str]], i: int, indent: int, source: str) 
 
 
 # ----------------------------------------------------------------------------- spec reading
-def _pip_lines(entries: List[str], base: Path) -> Tuple[str, ...]:
-    kept = []
+def _pip_lines(entries: List[str], base: Path) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """(pip lines, tritonpy lines)."""
+    kept, tritonpy = [], []
     for entry in entries:
         line = str(entry).strip()
         option = re.match(r"^(-r|-c|--requirement|--constraint)\s*=?\s*(\S+)$", line)
@@ -183,10 +225,11 @@ def _pip_lines(entries: List[str], base: Path) -> Tuple[str, ...]:
             target = Path(option.group(2))
             line = f"{option.group(1)} {target if target.is_absolute() else base / target}"
         elif requirement_name(line) == "tritonpy":
-            continue  # the builders install this installation's runtime themselves
+            tritonpy.append(line)  # the builders install the running tritonpy themselves
+            continue
         if line:
             kept.append(line)
-    return tuple(kept)
+    return tuple(kept), tuple(tritonpy)
 
 
 def _python_of(dependency: str) -> Optional[Tuple[bool, Optional[str]]]:
@@ -217,8 +260,8 @@ def read_spec(path: PathLike) -> EnvSpec:
     base = path.parent.absolute()
     if path.suffix not in (".yml", ".yaml"):
         entries = [_strip_comment(line).strip() for line in text.splitlines()]
-        pip = _pip_lines([e for e in entries if e], base)
-        return EnvSpec(None, None, pip=pip, source=path, text=text)
+        pip, tritonpy = _pip_lines([e for e in entries if e], base)
+        return EnvSpec(None, None, pip=pip, source=path, text=text, tritonpy_lines=tritonpy)
     data = parse_environment_yaml(text, str(path))
     python: Optional[str] = None
     conda: List[str] = []
@@ -244,12 +287,51 @@ def read_spec(path: PathLike) -> EnvSpec:
             conda.append(text_dep.strip())
     channels = data.get("channels") or []
     name = data.get("name")
+    pip, tritonpy = _pip_lines(pip_entries, base)
     return EnvSpec(
         str(name) if name else None,
         python,
         tuple(conda),
-        _pip_lines(pip_entries, base),
+        pip,
         tuple(str(c) for c in channels),
         path,
         text,
+        tritonpy,
+    )
+
+
+def shipped_specs() -> List[str]:
+    """The names of the environment specs that ship with tritonpy (``envs/NAME.yml``).
+
+    >>> "opencv" in shipped_specs()
+    True
+    """
+    folder = find_resource("envs")
+    if folder is None or not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.iterdir() if p.suffix in (".yml", ".yaml"))
+
+
+def resolve_spec(value: PathLike) -> Path:
+    """The spec file ``value`` names: an existing file, else a shipped spec by name
+    (``"opencv"`` or ``"opencv.yml"`` -> ``envs/opencv.yml`` of this tritonpy installation).
+
+    Example::
+
+        resolve_spec("opencv")      # .../site-packages/tritonpy/_data/envs/opencv.yml
+        resolve_spec("./env.yml")   # PosixPath('env.yml')
+    """
+    path = Path(value)
+    if path.exists() or len(path.parts) != 1:
+        return path
+    stem = path.name[: -len(path.suffix)] if path.suffix in (".yml", ".yaml") else path.name
+    if stem in shipped_specs():
+        found = find_resource(f"envs/{stem}.yml") or find_resource(f"envs/{stem}.yaml")
+        if found is not None:
+            return found
+    raise SpecError(
+        f"the environment spec {str(value)!r} is neither a file nor a spec shipped with "
+        f"tritonpy (shipped: {', '.join(shipped_specs()) or 'none'}). Pass the path of a conda "
+        "environment file (--env FILE) or requirements file (--requirements FILE), or one of "
+        "the shipped names (--env opencv)."
     )

@@ -6,7 +6,12 @@
    ``python3`` (the environment's own interpreter, found on PATH as the stub finds it) imports
    tritonpy and the top-level modules of every distribution the spec names, under Python X.Y,
    with ``sys.prefix``, every imported module and the loaded libpython inside the unpacked copy
-   (which proves that the archive is relocatable).
+   (which proves that the archive is relocatable);
+4. the environment's tritonpy has the running tritonpy's version (``tritonpy_version``);
+5. the model's ``model.py`` (``model_file``) imports there, with tritonpy's fake pb_utils
+   installed as ``triton_python_backend_utils`` (import only, as the config tooling does), and
+   for a tritonpy model the packages its codecs load on first use (``cv2`` for ``tp.Image``)
+   import too: a missing package fails the pack, naming it, instead of the first request.
 
 Example::
 
@@ -24,7 +29,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .archive import check_members, safe_extract
 from .errors import ArchiveError
@@ -38,8 +43,9 @@ try:
     import importlib.metadata as md
 except ImportError:
     md = None
-dists, errors, modules = sys.argv[1:], [], ["tritonpy"]
-for name in dists:
+args = json.loads(sys.argv[1])
+errors, modules = [], ["tritonpy"]
+for name in args["distributions"]:
     try:
         dist = md.distribution(name)
     except Exception as exc:
@@ -68,9 +74,45 @@ try:
                 break
 except OSError:
     pass
+model = None
+if args["model"]:
+    model = {"missing": [], "error": "", "codecs": []}
+    try:
+        import importlib.util
+        from tritonpy.testing import fake_pb_utils
+        sys.modules["triton_python_backend_utils"] = fake_pb_utils
+        folder = os.path.dirname(args["model"])
+        sys.path.insert(0, folder)
+        spec = importlib.util.spec_from_file_location("_tritonpy_verify_model", args["model"])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        cls = getattr(module, "TritonPythonModel", None)
+        import tritonpy
+        if isinstance(cls, type) and issubclass(cls, tritonpy.Model):
+            declared = list((cls.inputs or {}).values()) + list((cls.outputs or {}).values())
+            for codec_module, codec_name, needed in args["codecs"]:
+                klass = getattr(importlib.import_module(codec_module), codec_name)
+                if any(isinstance(c, klass) for c in declared):
+                    model["codecs"].append(codec_name)
+                    try:
+                        importlib.import_module(needed)
+                    except ModuleNotFoundError:
+                        model["missing"].append([needed, "tp." + codec_name])
+                    except BaseException:
+                        model["error"] += "tp.%s needs %s, which fails to import:\n%s" % (
+                            codec_name, needed, traceback.format_exc(limit=-3))
+    except ModuleNotFoundError as exc:
+        model["missing"].append([exc.name or "?", ""])
+    except BaseException:
+        model["error"] = traceback.format_exc(limit=-4)
+tp_version = ""
+if "tritonpy" in found:
+    tp_version = getattr(sys.modules["tritonpy"], "__version__", "")
 print("TRITONPY-VERIFY " + json.dumps({
     "version": "%d.%d" % sys.version_info[:2], "prefix": sys.prefix,
-    "executable": sys.executable, "modules": found, "libpython": lib, "errors": errors}))
+    "executable": sys.executable, "modules": found, "libpython": lib, "errors": errors,
+    "tritonpy_version": tp_version, "model": model}))
 """
 
 
@@ -83,6 +125,9 @@ class VerifyReport:
     libpython: str
     modules: Dict[str, str] = field(default_factory=dict)
     members: int = 0
+    tritonpy_version: str = ""
+    model_imported: bool = False  # the model's model.py imported inside the environment
+    codecs_checked: List[str] = field(default_factory=list)  # codecs whose packages imported
 
 
 def _required(names: Sequence[str], xy: str) -> List[str]:
@@ -91,6 +136,28 @@ def _required(names: Sequence[str], xy: str) -> List[str]:
     if not any(n.startswith(f"lib/libpython{xy}.so") for n in present):
         missing.append(f"lib/libpython{xy}.so*")
     return missing
+
+
+def _model_problems(model: Dict[str, Any], model_file: Path) -> List[str]:
+    """Messages for a model.py that does not import inside the environment."""
+    from .needs import missing_module_hint
+
+    problems = []
+    for module, codec in model["missing"]:
+        hint = missing_module_hint(module)
+        who = f"{model_file} declares {codec}, which needs" if codec else f"{model_file} imports"
+        extra = " (or tritonpy[image])" if codec == "tp.Image" else ""
+        extra = " (or tritonpy[torch])" if codec == "tp.TorchTensor" else extra
+        problems.append(
+            f"{who} the module {module!r}, which the environment lacks: add the package "
+            f"that provides it ({hint}){extra} to the spec (the model directory's "
+            "requirements.txt or environment.yml, or --env/--requirements FILE)"
+        )
+    if model["error"]:
+        problems.append(
+            f"importing {model_file} failed inside the environment:\n{model['error'].rstrip()}"
+        )
+    return problems
 
 
 def _clean_env(home: str) -> Dict[str, str]:
@@ -106,15 +173,20 @@ def verify_archive(
     xy: str,
     *,
     distributions: Sequence[str] = (),
+    tritonpy_version: Optional[str] = None,
+    model_file: Optional[Path] = None,
+    codecs: Sequence[Tuple[str, str, str]] = (),
     reporter: Optional[Reporter] = None,
     timeout: float = 600.0,
 ) -> VerifyReport:
     """Check ``archive`` as described in the module docstring; raise :class:`ArchiveError`
-    saying what is wrong and how to fix it.
+    saying what is wrong and how to fix it. ``codecs`` lists (codec module, class name, module
+    it needs), e.g. ``("tritonpy.codecs.image", "Image", "cv2")``.
 
     Example::
 
-        verify_archive(Path("model/env_py3.10.tar.gz"), "3.10", distributions=["numpy"])
+        verify_archive(Path("model/env_py3.10.tar.gz"), "3.10", distributions=["numpy"],
+                       tritonpy_version="0.1.0", model_file=Path("model/1/model.py"))
     """
     reporter = reporter or Reporter()
     with step(reporter, "checking archive members"):
@@ -126,6 +198,14 @@ def verify_archive(
                 f"{', '.join(missing)}. Triton sources bin/activate and the stub loads "
                 f"libpython{xy}.so.1.0 from <env>/lib; rebuild it with tritonpy pack-env."
             )
+
+    def _arguments() -> str:
+        model = str(Path(model_file).resolve()) if model_file is not None else None
+        codec_list = [list(c) for c in codecs]
+        return json.dumps(
+            {"distributions": list(distributions), "model": model, "codecs": codec_list}
+        )
+
     work = Path(tempfile.mkdtemp(prefix="tritonpy-verify-"))
     try:
         root = work / "env"
@@ -134,7 +214,7 @@ def verify_archive(
             command = 'source "$0/bin/activate" && exec python3 -I -c "$1" "${@:2}"'
             try:
                 done = subprocess.run(
-                    ["bash", "-c", command, str(root), _CHECK, *distributions],
+                    ["bash", "-c", command, str(root), _CHECK, _arguments()],
                     capture_output=True,
                     text=True,
                     errors="replace",
@@ -168,6 +248,17 @@ def verify_archive(
         for name, path in result["modules"].items():
             if path and not inside(path):
                 problems.append(f"module {name} was imported from {path}, outside the archive")
+        found_version = result.get("tritonpy_version", "")
+        imported = "tritonpy" in result["modules"]
+        if tritonpy_version and imported and found_version != tritonpy_version:
+            problems.append(
+                f"the environment's tritonpy is version {found_version or 'unknown'}, but the "
+                f"running tritonpy is {tritonpy_version}; rebuild with tritonpy pack-env --force "
+                "(without --tritonpy, which installs the running tritonpy)"
+            )
+        model = result.get("model")
+        if model_file is not None and model:
+            problems.extend(_model_problems(model, Path(model_file)))
         if problems:
             raise ArchiveError(
                 f"{archive} failed verification (unpacked to {root}):\n- "
@@ -180,6 +271,9 @@ def verify_archive(
             result["libpython"],
             result["modules"],
             len(names),
+            found_version,
+            bool(model_file is not None and model),
+            list(model["codecs"]) if model else [],
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
