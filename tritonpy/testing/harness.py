@@ -527,7 +527,10 @@ class ModelHarness:
         self.close()
 
     def __repr__(self) -> str:
-        return f"ModelHarness({self.name!r}, version={self.version}, dir={str(self.model_dir)!r})"
+        # getattr: also called on a harness whose __init__ failed (in tracebacks)
+        name, version = getattr(self, "name", "?"), getattr(self, "version", "?")
+        directory = str(getattr(self, "model_dir", "?"))
+        return f"ModelHarness({name!r}, version={version}, dir={directory!r})"
 
 
 async def _await(awaitable: Any) -> Any:
