@@ -301,6 +301,12 @@ def _add_stub(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_parser(sub)
 
 
+def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .export.cli import add_parser
+
+    add_parser(sub)
+
+
 # ----------------------------------------------------------------------------------- main
 _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_serve,
@@ -311,6 +317,7 @@ _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]
     _add_check,
     _add_pack_env,
     _add_stub,
+    _add_export,
 ]
 
 

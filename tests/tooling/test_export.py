@@ -1,0 +1,435 @@
+"""tritonpy export: the deployable repository, its configs, environments and stubs, the
+Dockerfile and Kubernetes manifests, and every refusal. Environments here are minimal layouts
+(bin/activate, libpython, numpy's dist-info): the check reads names, not contents; the real
+packed environment served by a real tritonserver is tests/integration/test_export.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+from tritonpy.check import check_repository
+from tritonpy.cli import main
+from tritonpy.export import ExportError, export_repository
+from tritonpy.export.yaml_text import to_yaml
+from tritonpy.stubs.elf import linked_python
+
+MODEL = """import tritonpy as tp
+
+
+class Double(tp.Model):
+    inputs = {"X": tp.Tensor("FP32", [-1])}
+    outputs = {"Y": tp.Tensor("FP32", [-1])}
+    max_batch_size = 8
+
+    def infer(self, X):
+        return {"Y": X * 2}
+
+
+TritonPythonModel = Double
+"""
+
+PLAIN = """import numpy as np
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return []
+"""
+
+PLAIN_CONFIG = """name: "plain"
+backend: "python"
+input { name: "A" data_type: TYPE_FP32 dims: [ 1 ] }
+output { name: "B" data_type: TYPE_FP32 dims: [ 1 ] }
+"""
+
+ENV = 'parameters { key: "EXECUTION_ENV_PATH" value { string_value: "%s" } }\n'
+
+
+def env_archive(path: Path, python: str = "3.10", numpy: str = "1.26.4") -> Path:
+    """A minimal environment archive: bin/activate, lib/libpythonX.Y.so.1.0, numpy's
+    dist-info, members named ./... like conda-pack's."""
+    members: Dict[str, bytes] = {
+        "./bin/activate": b"# activate\n",
+        f"./lib/libpython{python}.so.1.0": b"",
+        f"./lib/python{python}/site-packages/numpy-{numpy}.dist-info/METADATA": b"Name: numpy\n",
+    }
+    with tarfile.open(path, "w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def make_repo(root: Path, *, env: Optional[str] = "$$TRITON_MODEL_DIRECTORY/env.tar.gz") -> Path:
+    """``root/double`` (tritonpy, a two-line config, an environment unless ``env`` is None,
+    plus a cache, a tests folder and a build record that must not be exported) and
+    ``root/plain`` (a plain Python-backend model)."""
+    model = root / "double"
+    (model / "1" / "__pycache__").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(MODEL)
+    (model / "1" / "__pycache__" / "model.cpython-311.pyc").write_bytes(b"\x00")
+    (model / "tests").mkdir()
+    (model / "tests" / "test_double.py").write_text("def test_it():\n    pass\n")
+    (model / ".tritonpy-env.json").write_text("{}")
+    config = 'name: "double"\nbackend: "python"\n'
+    if env is not None:
+        config += ENV % env
+        env_archive(model / "env.tar.gz")
+    (model / "config.pbtxt").write_text(config)
+    plain = root / "plain"
+    (plain / "1").mkdir(parents=True)
+    (plain / "1" / "model.py").write_text(PLAIN)
+    (plain / "config.pbtxt").write_text(PLAIN_CONFIG)
+    return root
+
+
+def tree(root: Path) -> List[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+# ---------------------------------------------------------------------------- a YAML reader
+def read_yaml(text: str) -> List[Any]:
+    """The documents of the block-style YAML subset the export writes (keys, ``- `` items,
+    JSON scalars), read independently of the writer; malformed text raises AssertionError."""
+    documents = []
+    for chunk in text.split("\n---\n"):
+        lines = [
+            (len(line) - len(line.lstrip(" ")), line.strip())
+            for line in chunk.splitlines()
+            if line.strip() and not line.lstrip().startswith("#") and line.strip() != "---"
+        ]
+        value, rest = _block(lines, 0)
+        assert rest == [], f"unparsed lines: {rest}"
+        documents.append(value)
+    return documents
+
+
+def _scalar(text: str) -> Any:
+    if text in ("{}", "[]"):
+        return {} if text == "{}" else []
+    return json.loads(text)  # strings are double-quoted; numbers and booleans bare
+
+
+def _block(lines: List[Tuple[int, str]], indent: int) -> Tuple[Any, List[Tuple[int, str]]]:
+    assert lines and lines[0][0] == indent, f"expected indentation {indent}: {lines[:1]}"
+    if lines[0][1].startswith("- "):
+        items: List[Any] = []
+        while lines and lines[0][0] == indent and lines[0][1].startswith("- "):
+            body = lines[0][1][2:]
+            if body.startswith("- ") or (":" in body and not body.startswith('"')):
+                # a nested list or a mapping starts after the dash
+                value, lines = _block([(indent + 2, body), *lines[1:]], indent + 2)
+            else:
+                value, lines = _scalar(body), lines[1:]
+            items.append(value)
+        return items, lines
+    mapping: Dict[str, Any] = {}
+    while lines and lines[0][0] == indent:
+        key, sep, value = lines[0][1].partition(":")
+        assert sep and not lines[0][1].startswith("- "), f"not a mapping entry: {lines[0]}"
+        key = json.loads(key) if key.startswith('"') else key
+        assert key not in mapping, f"duplicate key {key}"
+        if value.strip():
+            mapping[key], lines = _scalar(value.strip()), lines[1:]
+        else:
+            mapping[key], lines = _block(lines[1:], lines[1][0] if len(lines) > 1 else -1)
+            assert lines == [] or lines[0][0] <= indent
+    return mapping, lines
+
+
+def load_manifests(path: Path) -> List[Any]:
+    text = path.read_text()
+    documents = read_yaml(text)
+    try:  # PyYAML, where installed, must read the same documents
+        import yaml
+    except ImportError:
+        return documents
+    assert list(yaml.safe_load_all(text)) == documents
+    return documents
+
+
+# ----------------------------------------------------------------------------------- tests
+def test_export_writes_a_deployable_repository(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    before = tree(repo)
+    result = export_repository(repo, tmp_path / "deploy", triton_version="24.10")
+    out = tmp_path / "deploy"
+    assert result.repository == out / "model_repository"
+    assert tree(out) == [
+        ".dockerignore",
+        "Dockerfile",
+        "README.md",
+        "k8s/deployment.yaml",
+        "k8s/inferenceservice.yaml",
+        "model_repository/double/1/model.py",
+        "model_repository/double/config.pbtxt",
+        "model_repository/double/env.tar.gz",
+        "model_repository/plain/1/model.py",
+        "model_repository/plain/config.pbtxt",
+    ]
+    assert tree(repo) == before, "export changed the source repository"
+    by_name = {m.name: m for m in result.models}
+    assert (by_name["double"].kind, by_name["double"].config) == ("tritonpy", "materialised")
+    assert (by_name["double"].environment, by_name["double"].python) == ("kept", "3.10")
+    assert by_name["double"].parameter == "$$TRITON_MODEL_DIRECTORY/env.tar.gz"
+    assert by_name["double"].stub is None  # 3.10 is the 24.10 container's Python
+    assert (by_name["plain"].kind, by_name["plain"].config) == ("python", "kept")
+    assert by_name["plain"].environment == "none"
+    assert (out / "model_repository/plain/config.pbtxt").read_text() == PLAIN_CONFIG
+    report = check_repository(out / "model_repository", triton_version="24.10")
+    assert report.findings == [], report.render_text()
+    assert result.report is not None and result.report.findings == []
+
+
+def test_exported_config_is_what_tritonpy_config_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    export_repository(repo, tmp_path / "deploy", triton_version="24.10")
+    exported = (tmp_path / "deploy/model_repository/double/config.pbtxt").read_text()
+    by_hand = tmp_path / "by_hand" / "double"
+    shutil.copytree(repo / "double", by_hand)
+    assert main(["config", str(by_hand)]) == 0
+    capsys.readouterr()
+    assert exported == (by_hand / "config.pbtxt").read_text()
+    # and it is complete: the declarations, the environment, no auto-complete needed
+    for expected in (
+        "max_batch_size: 8",
+        'name: "X"',
+        "TYPE_FP32",
+        'name: "Y"',
+        "dynamic_batching",
+        "$$TRITON_MODEL_DIRECTORY/env.tar.gz",
+    ):
+        assert expected in exported, exported
+
+
+def test_dockerfile_and_dockerignore(tmp_path: Path) -> None:
+    export_repository(make_repo(tmp_path / "repo"), tmp_path / "a", triton_version="24.10")
+    text = (tmp_path / "a" / "Dockerfile").read_text()
+    instructions = [line.split()[0] for line in text.splitlines() if line[:1].isupper()]
+    assert instructions == ["FROM", "COPY", "EXPOSE", "HEALTHCHECK", "CMD"]
+    assert "FROM nvcr.io/nvidia/tritonserver:24.10-py3\n" in text
+    assert "COPY model_repository/ /models/\n" in text
+    assert "EXPOSE 8000 8001 8002\n" in text
+    assert "http://localhost:8000/v2/health/ready" in text
+    assert 'CMD ["tritonserver", "--model-repository=/models"]\n' in text
+    ignore = (tmp_path / "a" / ".dockerignore").read_text().splitlines()
+    assert ignore[1:] == ["*", "!model_repository/", "**/__pycache__"]
+
+    export_repository(
+        make_repo(tmp_path / "repo2"),
+        tmp_path / "b",
+        triton_version="24.10",
+        base_image="my-triton:24.10-custom",
+    )
+    assert "FROM my-triton:24.10-custom\n" in (tmp_path / "b" / "Dockerfile").read_text()
+
+
+def test_kubernetes_manifests(tmp_path: Path) -> None:
+    export_repository(
+        make_repo(tmp_path / "repo"),
+        tmp_path / "deploy",
+        triton_version="24.10",
+        name="digits",
+        image="digits:1.0",
+        replicas=3,
+        cpu="2",
+        memory="4Gi",
+    )
+    deployment, service = load_manifests(tmp_path / "deploy" / "k8s" / "deployment.yaml")
+    assert (deployment["apiVersion"], deployment["kind"]) == ("apps/v1", "Deployment")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 3
+    labels = spec["template"]["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"].items() <= labels.items()
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["image"] == "digits:1.0"
+    assert container["args"] == ["tritonserver", "--model-repository=/models"]
+    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [
+        ("http", 8000),
+        ("grpc", 8001),
+        ("metrics", 8002),
+    ]
+    assert container["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": "http"}
+    assert container["startupProbe"]["httpGet"]["path"] == "/v2/health/ready"
+    assert (service["apiVersion"], service["kind"]) == ("v1", "Service")
+    assert service["metadata"]["name"] == "digits"
+    assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
+    assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [
+        (8000, "http"),
+        (8001, "grpc"),
+        (8002, "metrics"),
+    ]
+    (isvc,) = load_manifests(tmp_path / "deploy" / "k8s" / "inferenceservice.yaml")
+    assert (isvc["apiVersion"], isvc["kind"]) == ("serving.kserve.io/v1beta1", "InferenceService")
+    model = isvc["spec"]["predictor"]["model"]
+    assert model["modelFormat"] == {"name": "triton", "version": "2"}
+    assert model["runtimeVersion"] == "24.10-py3"
+    assert model["storageUri"] == "s3://BUCKET/digits/model_repository"
+    readme = (tmp_path / "deploy" / "README.md").read_text()
+    for expected in (
+        "docker build -t digits:1.0 .",
+        "docker run --rm -p 8000:8000 -p 8001:8001 -p 8002:8002 digits:1.0",
+        "docker push",
+        "kubectl apply -f k8s/deployment.yaml",
+        "kubectl apply -f k8s/inferenceservice.yaml",
+        "- `double`",
+        "- `plain`",
+    ):
+        assert expected in readme, expected
+
+
+def test_yaml_writer_quotes_strings_that_would_change_type() -> None:
+    document = {"a": "8000", "b": "yes", "c": 8000, "d": True, "e": [], "f": {}, "g": [[1]]}
+    text = to_yaml(document)
+    assert text.splitlines()[:4] == ['a: "8000"', 'b: "yes"', "c: 8000", "d: true"]
+    assert read_yaml(text) == [document]
+
+
+def test_non_empty_out_is_refused_unless_force(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    out = tmp_path / "deploy"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ExportError) as refused:
+        export_repository(repo, out, triton_version="24.10")
+    assert str(refused.value) == (
+        f"OUT {out} is not empty; pass an empty or new directory, or --force to replace the "
+        "export's files there (model_repository, Dockerfile, .dockerignore, k8s, README.md)"
+    )
+    assert tree(out) == ["notes.txt"]
+    export_repository(repo, out, triton_version="24.10", force=True)
+    (out / "model_repository" / "stale").mkdir()
+    export_repository(repo, out, triton_version="24.10", force=True)
+    assert not (out / "model_repository" / "stale").exists()  # replaced, not merged
+    assert (out / "notes.txt").read_text() == "mine"  # --force replaces only the export's files
+    with pytest.raises(ExportError, match="inside the model repository"):
+        export_repository(repo, repo / "deploy", triton_version="24.10")
+
+
+def test_no_pack_without_an_environment_is_an_error(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", env=None)
+    out = tmp_path / "deploy"
+    with pytest.raises(ExportError) as refused:
+        export_repository(repo, out, triton_version="24.10", pack=False)
+    assert str(refused.value) == (
+        "model 'double': model.py imports tritonpy, which the Python 3.10 of the release "
+        "24.10 container lacks, and it has no environment. Pack one: 'tritonpy pack-env "
+        f"{repo / 'double'} --triton-version 24.10', or export without --no-pack to let "
+        "export pack it"
+    )
+    assert tree(out) == []  # nothing half-written
+
+
+def test_missing_environment_file_with_no_pack(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", env="$$TRITON_MODEL_DIRECTORY/gone.tar.gz")
+    with pytest.raises(ExportError, match=r"'\$\$TRITON_MODEL_DIRECTORY/gone.tar.gz' does not"):
+        export_repository(repo, tmp_path / "deploy", triton_version="24.10", pack=False)
+
+
+def test_failing_check_writes_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    env_archive(repo / "double" / "env.tar.gz", numpy="2.1.0")  # 24.10's stub predates numpy 2
+    out = tmp_path / "deploy"
+    with pytest.raises(ExportError) as failed:
+        export_repository(repo, out, triton_version="24.10")
+    message = str(failed.value)
+    assert message.startswith(
+        "the exported repository does not pass 'tritonpy check --triton-version 24.10' (1 "
+        f"error, 0 warnings); nothing was written to {out}. Fix these in {repo} and export again"
+    )
+    assert "double/config.pbtxt [parameters[EXECUTION_ENV_PATH]]: error TP509" in message
+    assert tree(out) == [] and [p.name for p in out.iterdir()] == []
+
+
+def test_environment_outside_the_model_directory_is_brought_in(tmp_path: Path) -> None:
+    (tmp_path / "shared").mkdir()
+    shared = env_archive(tmp_path / "shared" / "double_env.tar.gz")
+    repo = make_repo(tmp_path / "repo", env=str(shared))
+    (repo / "double" / "env.tar.gz").unlink()
+    result = export_repository(repo, tmp_path / "deploy", triton_version="24.10")
+    model = tmp_path / "deploy" / "model_repository" / "double"
+    assert (model / "double_env.tar.gz").read_bytes() == shared.read_bytes()
+    assert result.models[0].parameter == "$$TRITON_MODEL_DIRECTORY/double_env.tar.gz"
+    assert "$$TRITON_MODEL_DIRECTORY/double_env.tar.gz" in (model / "config.pbtxt").read_text()
+
+
+def test_environment_for_another_python_gets_the_release_stub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    repo = make_repo(tmp_path / "repo")
+    env_archive(repo / "double" / "env.tar.gz", python="3.12")
+    result = export_repository(repo, tmp_path / "deploy", triton_version="24.10")
+    double = result.models[0]
+    assert (double.environment, double.python, double.stub) == ("kept", "3.12", "wheel")
+    stub = tmp_path / "deploy" / "model_repository" / "double" / "triton_python_backend_stub"
+    assert linked_python(stub) == "3.12"
+    # and a stale stub for the container's own Python is dropped again
+    shutil.copy(stub, repo / "double" / "triton_python_backend_stub")
+    env_archive(repo / "double" / "env.tar.gz", python="3.10")
+    result = export_repository(repo, tmp_path / "deploy", triton_version="24.10", force=True)
+    assert result.models[0].stub == "removed"
+    assert not stub.exists()
+
+
+def test_bad_options(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    with pytest.raises(ExportError, match="--name 'My_Models' is not a Kubernetes name"):
+        export_repository(repo, tmp_path / "o", triton_version="24.10", name="My_Models")
+    with pytest.raises(ExportError, match="--replicas 0"):
+        export_repository(repo, tmp_path / "o", triton_version="24.10", replicas=0)
+    with pytest.raises(ExportError, match="is not a directory"):
+        export_repository(tmp_path / "nope", tmp_path / "o", triton_version="24.10")
+    with pytest.raises(Exception, match="not a Triton release"):
+        export_repository(repo, tmp_path / "o", triton_version="2024")
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_exports_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    out = tmp_path / "deploy"
+    assert main(["export", str(repo), str(out), "--triton-version", "24.10"]) == 0
+    printed = capsys.readouterr().out
+    assert "double: tritonpy, config materialised, environment kept " in printed
+    assert "plain: python, config kept, environment none" in printed
+    assert "next: docker build -t tritonpy-models:24.10 " in printed
+    assert main(["export", str(repo), str(out), "--triton-version", "24.10"]) == 1
+    assert "is not empty" in capsys.readouterr().err
+    assert main(["check", str(out / "model_repository"), "--triton-version", "24.10"]) == 0
+
+
+def test_missing_protobuf_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "for name in ('tritonclient', 'tritonclient.grpc', 'google.protobuf'):\n"
+        "    sys.modules[name] = None\n"
+        "from tritonpy.cli import main\n"
+        "sys.exit(main(['export', sys.argv[1], sys.argv[2], '--triton-version', '24.10']))\n"
+    )
+    repo = make_repo(tmp_path / "repo")
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(repo), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "tritonpy: error: tritonpy export needs tritonclient[grpc] and protobuf (not "
+        "installed): pip install 'tritonpy[config]'"
+    ]
+    assert not (tmp_path / "out").exists()

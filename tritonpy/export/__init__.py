@@ -1,0 +1,30 @@
+"""``tritonpy export``: a model repository made deployable on the user's own Triton (the NGC
+container, Kubernetes, KServe).
+
+The server's Python has no tritonpy, so every tritonpy model travels with its environment
+archive (``EXECUTION_ENV_PATH``) and, where that environment's Python is not the container's,
+a stub built for it. The export writes::
+
+    OUT/model_repository/          every model: full config.pbtxt, environment, stub
+    OUT/Dockerfile                 FROM nvcr.io/nvidia/tritonserver:YY.MM-py3, models in /models
+    OUT/.dockerignore
+    OUT/k8s/deployment.yaml        Deployment + Service (readiness /v2/health/ready,
+                                   liveness /v2/health/live)
+    OUT/k8s/inferenceservice.yaml  KServe InferenceService on the Triton runtime
+    OUT/README.md                  build, push, run, apply
+
+Example::
+
+    from tritonpy.export import export_repository
+
+    result = export_repository("model_repository", "deploy", triton_version="24.10")
+    for model in result.models:
+        print(model.name, model.config, model.environment, model.parameter)
+"""
+
+from __future__ import annotations
+
+from .exporter import OUTPUTS, ExportResult, export_repository
+from .models import ExportError, ModelExport
+
+__all__ = ["OUTPUTS", "ExportError", "ExportResult", "ModelExport", "export_repository"]
