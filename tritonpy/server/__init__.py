@@ -11,6 +11,7 @@ Example::
 
 from __future__ import annotations
 
+from .console import ConsoleLog, LogEcho
 from .errors import ModelLoadError, ServerError, ServerTimeoutError
 from .install import (
     Installation,
@@ -21,23 +22,34 @@ from .install import (
     prepare_backend_directory,
     resolve_installation,
 )
-from .ports import pick_free_ports
+from .options import CLI_NAMES, PYTHON_NAMES, OptionNames
+from .ports import choose_ports, pick_free_ports, port_is_free
+from .preflight import PreflightError, preflight
 from .process import TritonServer
 from .readiness import ModelStatus, health_ready, repository_index
 
 __all__ = [
+    "CLI_NAMES",
+    "PYTHON_NAMES",
+    "ConsoleLog",
     "Installation",
     "Interpreter",
+    "LogEcho",
     "ModelLoadError",
     "ModelStatus",
+    "OptionNames",
+    "PreflightError",
     "ServerError",
     "ServerTimeoutError",
     "TritonServer",
     "WheelInstallation",
+    "choose_ports",
     "find_wheel_installation",
     "health_ready",
     "inspect_interpreter",
     "pick_free_ports",
+    "port_is_free",
+    "preflight",
     "prepare_backend_directory",
     "repository_index",
     "resolve_installation",

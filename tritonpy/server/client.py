@@ -2,22 +2,27 @@
 the model's declared dtypes and shapes, send them with ``tritonclient`` (HTTP or gRPC), and
 describe the outputs.
 
-Value forms (``parse_input_value``):
+Value forms (``parse_input_value``), chosen by the input's datatype in the model's
+configuration:
 
-- ``@path``: a BYTES row holding the file's bytes (an encoded image, a document...);
-- a JSON list or number: a tensor of the declared dtype; a batch dimension of 1 is added when
-  the model batches (``max_batch_size > 0``) and the value has one dimension fewer;
-- anything else: a BYTES row holding the UTF-8 text (BYTES inputs only).
+- BYTES input: one row. ``@path`` sends the file's bytes (an encoded image, a document...);
+  any other VALUE is sent as its UTF-8 text, exactly as written, so a JSON value
+  (``{"a": 1}``, ``[1, 2]``) reaches a ``tp.JSON`` input as that JSON document;
+- any other input: a JSON number or list, a tensor of the declared dtype.
+
+A batch dimension of 1 is added when the model batches (``max_batch_size > 0``) and the value
+has one dimension fewer.
 
 Example::
 
     outputs = infer_once("add_sub", {"INPUT0": "[1,2,3,4]", "INPUT1": "[1,1,1,1]"},
                          url="localhost:8001")
-    print(format_output(outputs[0]))
+    print(format_output(outputs[0]))          # OUTPUT0 (FP32, shape [4]): [2.0, 3.0, 4.0, 5.0]
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +31,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 from numpy.typing import NDArray
 
+from .._optional import require
 from ..dtypes import lookup_dtype
 from ..errors import DeclarationError, TritonRequestError
+from ..tensor_display import format_tensor, tensor_to_json
 from .errors import ServerError
 
 __all__ = [
@@ -169,12 +176,14 @@ def _fit_shape(array: NDArray[Any], spec: TensorSpec, max_batch_size: int) -> ND
 
 
 def parse_input_value(text: str, spec: TensorSpec, max_batch_size: int = 0) -> NDArray[Any]:
-    """Turn one command-line value into the tensor for input ``spec``.
+    """Turn one command-line value into the tensor for input ``spec`` (see the module's
+    docstring for the forms).
 
     Example::
 
         spec = TensorSpec("TEXT", "BYTES", (1,))
         parse_input_value("hello", spec, max_batch_size=8)   # array([[b'hello']], dtype=object)
+        parse_input_value('{"a": 1}', spec, 8)               # array([[b'{"a": 1}']], ...)
     """
     if text.startswith("@"):
         path = Path(text[1:])
@@ -191,6 +200,9 @@ def parse_input_value(text: str, spec: TensorSpec, max_batch_size: int = 0) -> N
                 "input. Pass a JSON list of numbers instead."
             )
         return _fit_shape(np.array([data], dtype=np.object_), spec, max_batch_size)
+    if spec.datatype == "BYTES":
+        # one row, the text as written: a JSON document stays one document (tp.JSON, tp.Text)
+        return _fit_shape(np.array([text.encode("utf-8")], dtype=np.object_), spec, max_batch_size)
     try:
         value: Any = json.loads(text)
     except ValueError:
@@ -198,17 +210,6 @@ def parse_input_value(text: str, spec: TensorSpec, max_batch_size: int = 0) -> N
         is_json = False
     else:
         is_json = isinstance(value, (list, int, float))  # bool is an int: BOOL inputs
-    if spec.datatype == "BYTES":
-        if is_json and isinstance(value, list):
-            encoded = np.array(value, dtype=np.object_)
-            flat = [
-                v.encode("utf-8") if isinstance(v, str) else str(v).encode("utf-8")
-                for v in encoded.reshape(-1)
-            ]
-            array = np.array(flat, dtype=np.object_).reshape(encoded.shape)
-        else:
-            array = np.array([text.encode("utf-8")], dtype=np.object_)
-        return _fit_shape(array, spec, max_batch_size)
     if not is_json:
         raise ServerError(
             f"input {spec.name!r} is {spec.datatype} with dims {list(spec.dims)}: expected a "
@@ -253,11 +254,16 @@ class OutputTensor:
             return np.vectorize(decode, otypes=[object])(self.array).tolist()
         return self.array.tolist()
 
+    def to_json(self) -> Dict[str, Any]:
+        """``{"name", "datatype", "shape", "data"}``, ready for ``json.dumps``: BYTES elements
+        as text where UTF-8, else ``{"base64": ...}``."""
+        return tensor_to_json(self.name, self.datatype, self.array)
 
-def format_output(output: OutputTensor) -> str:
-    """``NAME (DTYPE, shape [..]): values`` on one line."""
-    shape = list(output.array.shape)
-    return f"{output.name} ({output.datatype}, shape {shape}): {output.values()!r}"
+
+def format_output(output: OutputTensor, *, full: bool = False) -> str:
+    """``NAME (DTYPE, shape [..]): VALUE``, VALUE summarised by numpy (``...`` in long
+    dimensions) unless ``full``; see :func:`tritonpy.tensor_display.format_tensor`."""
+    return format_tensor(output.name, output.datatype, output.array, full=full)
 
 
 def _request_error(exc: Exception) -> TritonRequestError:
@@ -288,16 +294,9 @@ class InferClient:
     ) -> None:
         self.endpoint = parse_endpoint(url, protocol)
         self.timeout = timeout
-        try:
-            if self.endpoint.protocol == "grpc":
-                import tritonclient.grpc as module
-            else:
-                import tritonclient.http as module
-        except ImportError as exc:
-            raise ServerError(
-                f"tritonclient[{self.endpoint.protocol}] is not installed ({exc}). Install it "
-                "with `pip install 'tritonpy[client]'`."
-            ) from exc
+        name = f"tritonclient.{self.endpoint.protocol}"
+        require(name, extra="client", feature=f"InferClient ({self.endpoint.protocol})")
+        module = importlib.import_module(name)
         self._module: Any = module
         if self.endpoint.protocol == "grpc":
             self._client: Any = module.InferenceServerClient(

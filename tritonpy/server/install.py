@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .errors import ServerError
+from .options import PYTHON_NAMES, OptionNames
 
 __all__ = [
     "Installation",
@@ -113,9 +114,15 @@ class Installation:
     backend_directory: Path
     env: Dict[str, str] = field(repr=False)
     from_wheel: bool = False
+    #: the serving interpreter's ``X.Y`` (``None`` for another tritonserver without ``python``)
+    python_xy: Optional[str] = None
+    #: the wheel whose stubs serve environments of other Pythons (``None`` for another server)
+    wheel: Optional[WheelInstallation] = None
 
 
-def inspect_interpreter(python: Optional[str] = None) -> Interpreter:
+def inspect_interpreter(
+    python: Optional[str] = None, *, names: OptionNames = PYTHON_NAMES
+) -> Interpreter:
     """Describe ``python`` (default: the running interpreter) and find its shared libpython.
 
     Raises :class:`ServerError` when the interpreter cannot be run or has no shared libpython:
@@ -144,7 +151,8 @@ def inspect_interpreter(python: Optional[str] = None) -> Interpreter:
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             raise ServerError(
                 f"cannot inspect the serving interpreter {executable!r}: {exc}. Expected a "
-                "runnable CPython 3.8+ executable; pass python=<path to bin/python>."
+                "runnable CPython 3.8+ executable; pass "
+                f"{names.option('python', '<path to bin/python>')}."
             ) from exc
     major, minor = (int(x) for x in info["version"])
     libdir = str(info["libdir"])
@@ -169,7 +177,7 @@ def inspect_interpreter(python: Optional[str] = None) -> Interpreter:
     )
 
 
-def find_wheel_installation() -> WheelInstallation:
+def find_wheel_installation(*, names: OptionNames = PYTHON_NAMES) -> WheelInstallation:
     """Locate the tritonserver of the installed ``nvidia-pytriton`` wheel (without importing
     pytriton).
 
@@ -183,8 +191,8 @@ def find_wheel_installation() -> WheelInstallation:
             "cannot find the tritonserver of the nvidia-pytriton wheel: package 'pytriton' is "
             f"not installed in {sys.executable}. Install it with "
             "`pip install 'tritonpy[server]'` (nvidia-pytriton==0.7.0), or pass "
-            "tritonserver=/path/to/bin/tritonserver (e.g. /opt/tritonserver/bin/tritonserver "
-            "in the NGC container)."
+            f"{names.option('tritonserver', '/path/to/bin/tritonserver')} (e.g. "
+            "/opt/tritonserver/bin/tritonserver in the NGC container)."
         )
     package_dir = Path(next(iter(spec.submodule_search_locations)))
     root = package_dir / "tritonserver"
@@ -225,7 +233,11 @@ def _backend_is_complete(python_dir: Path, sources: Mapping[str, Path]) -> bool:
 
 
 def prepare_backend_directory(
-    wheel: WheelInstallation, interpreter: Interpreter, *, cache_dir: Optional[Path] = None
+    wheel: WheelInstallation,
+    interpreter: Interpreter,
+    *,
+    cache_dir: Optional[Path] = None,
+    names: OptionNames = PYTHON_NAMES,
 ) -> Path:
     """Assemble ``<dir>/python`` from the wheel's Python backend and the stub for
     ``interpreter``'s Python version; return ``<dir>`` (the ``--backend-directory``).
@@ -244,7 +256,8 @@ def prepare_backend_directory(
             f"no triton_python_backend_stub for Python {interpreter.xy} in the nvidia-pytriton "
             f"wheel ({wheel.version}): expected {stub}; the wheel has stubs for "
             f"{', '.join(wheel.stub_versions()) or 'no version'}. Serve with one of those "
-            "Pythons (python=...), or build a stub for this one and pass backend_directory=."
+            f"Pythons ({names.option('python', '<path to bin/python>')}), or build a stub for "
+            f"this one and pass {names.option('backend_directory', 'DIR')}."
         )
     sources = {name: wheel.python_backend / name for name in _BACKEND_FILES}
     missing = [str(p) for p in sources.values() if not p.is_file()]
@@ -299,6 +312,7 @@ def resolve_installation(
     backend_directory: Optional[str] = None,
     python: Optional[str] = None,
     env: Optional[Mapping[str, str]] = None,
+    names: OptionNames = PYTHON_NAMES,
 ) -> Installation:
     """Choose the tritonserver binary, backend directory and process environment.
 
@@ -320,7 +334,7 @@ def resolve_installation(
         if not binary.is_file() or not os.access(binary, os.X_OK):
             raise ServerError(
                 f"tritonserver {tritonserver!r} is not an executable file. Pass the path of "
-                "the binary, e.g. /opt/tritonserver/bin/tritonserver."
+                f"the binary: {names.option('tritonserver', '/opt/tritonserver/bin/tritonserver')}."
             )
         if backend_directory is None:
             guess = binary.resolve().parent.parent / "backends"
@@ -328,19 +342,21 @@ def resolve_installation(
                 raise ServerError(
                     f"no backend directory for tritonserver {tritonserver!r}: expected "
                     f"{guess} (the <prefix>/bin, <prefix>/backends layout). Pass "
-                    "backend_directory= (--backend-directory)."
+                    f"{names.option('backend_directory', 'DIR')}."
                 )
             backend_directory = str(guess)
+        xy = None
         if python is not None:
-            interp = inspect_interpreter(python)
+            interp = inspect_interpreter(python, names=names)
+            xy = interp.xy
             base_env["PATH"] = _prepend(interp.bindir, base_env.get("PATH"))
             base_env["LD_LIBRARY_PATH"] = _prepend(interp.libdir, base_env.get("LD_LIBRARY_PATH"))
-        return Installation(binary, Path(backend_directory), base_env)
+        return Installation(binary, Path(backend_directory), base_env, python_xy=xy)
 
-    wheel = find_wheel_installation()
-    interp = inspect_interpreter(python)
+    wheel = find_wheel_installation(names=names)
+    interp = inspect_interpreter(python, names=names)
     if backend_directory is None:
-        backends = prepare_backend_directory(wheel, interp)
+        backends = prepare_backend_directory(wheel, interp, names=names)
     else:
         backends = Path(backend_directory)
     libs = [str(wheel.libs)] if wheel.libs.is_dir() else []
@@ -351,4 +367,6 @@ def resolve_installation(
             os.pathsep.join(libs), base_env.get("LD_LIBRARY_PATH")
         )
     base_env["PATH"] = _prepend(interp.bindir, base_env.get("PATH"))
-    return Installation(wheel.tritonserver, backends, base_env, from_wheel=True)
+    return Installation(
+        wheel.tritonserver, backends, base_env, from_wheel=True, python_xy=interp.xy, wheel=wheel
+    )

@@ -11,14 +11,16 @@ Lines of interest::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import time
 from collections import deque
 from pathlib import Path
 from typing import Deque, Dict, List, Optional, Set
 
-__all__ = ["LogFollower", "lines_about", "read_tail"]
+__all__ = ["LogFollower", "failure_hint", "lines_about", "new_log_file", "read_tail"]
 
 _PREFIX = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+\] ")
 _FAILED = re.compile(
@@ -33,6 +35,9 @@ _PORT_CLASH = re.compile(r"failed to start \w+ service.*(already in use|Address 
 _STUB_LOAD = re.compile(
     r"(?P<path>\S*triton_python_backend_stub): error while loading shared libraries: (?P<msg>.*)$"
 )
+# the stub found no model file and exits; the launcher then waits until the timeout
+_NO_MODEL_FILE = re.compile(r"Python model file not found in '(?P<path>[^']+)'")
+_NO_CLASS = "has no attribute 'TritonPythonModel'"
 
 
 def _unescape(text: str) -> str:
@@ -89,6 +94,18 @@ class LogFollower:
         for name in sorted(names):
             self.failures.setdefault(name, _stub_message(path, error))
 
+    def _model_file_missing(self, path: Path) -> None:
+        # <repository>/<model>/<version>/<file>
+        if len(path.parts) < 3:
+            return
+        name, version = path.parts[-3], path.parts[-2]
+        self.failures.setdefault(
+            name,
+            f"version {version} of model {name!r} has no {path.name} (looked for {path}). "
+            f"Name the model file {path.name} (the name is case-sensitive), or set "
+            f'default_model_filename: "<your file>.py" in {name}/config.pbtxt',
+        )
+
     def _parse(self, line: str) -> None:
         if "failed to load '" in line:
             m = _FAILED.search(line)
@@ -110,6 +127,10 @@ class LogFollower:
             m = _STARTED_HTTP.search(line)
             if m:
                 self.http_started.append(m["addr"])
+        elif "Python model file not found in" in line:
+            m = _NO_MODEL_FILE.search(line)
+            if m:
+                self._model_file_missing(Path(m["path"]))
         elif "error while loading shared libraries" in line:
             m = _STUB_LOAD.search(line)
             if m:
@@ -125,6 +146,22 @@ def _stub_message(path: str, error: str) -> str:
         f"environment's Python ('tritonpy stub MODEL_DIR --python X.Y'), or add that Python's "
         f"lib directory to LD_LIBRARY_PATH"
     )
+
+
+def failure_hint(name: str, text: str) -> str:
+    """A fix for a load failure Triton words in its own terms, or ``""``.
+
+    >>> text = "AttributeError: module '1.model' has no attribute 'TritonPythonModel'"
+    >>> failure_hint("pre", text)[:54]
+    "model 'pre': its model.py defines no TritonPythonModel"
+    """
+    if _NO_CLASS in text:
+        return (
+            f"model {name!r}: its model.py defines no TritonPythonModel, the name the Python "
+            "backend instantiates. Add `TritonPythonModel = YourClass` at the end of the file "
+            "(YourClass: your tritonpy.Model subclass or hand-written model class)"
+        )
+    return ""
 
 
 def read_tail(path: Path, n: int, *, start: int = 0) -> str:
@@ -168,3 +205,24 @@ def lines_about(path: Path, name: str, *, start: int = 0, limit: int = 40) -> Li
         if len(out) >= limit:
             break
     return out
+
+
+def new_log_file(repository: Path, directory: Path, *, keep: int = 20) -> Path:
+    """A fresh log file path for serving ``repository``, in ``directory``:
+    ``serve-<repository name>-<YYYYmmdd-HHMMSS>-<pid>.log``. Older serve logs beyond the
+    ``keep`` newest are deleted, so the directory does not grow without bound.
+
+    Example::
+
+        new_log_file(Path("model_repository"), cache_directory() / "logs")
+        # ~/.cache/tritonpy/logs/serve-model_repository-20241130-231158-4242.log
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^\w.-]+", "_", repository.absolute().name) or "repository"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = directory / f"serve-{name}-{stamp}-{os.getpid()}.log"
+    old = sorted(directory.glob("serve-*.log"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for stale in old[max(keep - 1, 0) :]:
+        with contextlib.suppress(OSError):
+            stale.unlink()
+    return path

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from typing import List
+from typing import List, Optional, Sequence
 
-__all__ = ["pick_free_ports"]
+__all__ = ["choose_ports", "pick_free_ports", "port_is_free"]
 
 
 def pick_free_ports(count: int, host: str = "127.0.0.1") -> List[int]:
@@ -27,3 +27,42 @@ def pick_free_ports(count: int, host: str = "127.0.0.1") -> List[int]:
             sock.bind((host, 0))
             ports.append(int(sock.getsockname()[1]))
         return ports
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could bind ``port`` on ``host`` now (``SO_REUSEADDR`` as servers set
+    it, so a port left in ``TIME_WAIT`` by a stopped server counts as free).
+
+    Example::
+
+        port_is_free(8000)   # False while a tritonserver listens there
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def choose_ports(
+    requested: Sequence[Optional[int]],
+    preferred: Optional[Sequence[int]] = None,
+    host: str = "127.0.0.1",
+) -> List[int]:
+    """One port per entry of ``requested``: the requested port when given, else the
+    ``preferred`` one when it is free, else a free one.
+
+    Example::
+
+        choose_ports([None, 9001, None], preferred=[8000, 8001, 8002])   # [8000, 9001, 8002]
+    """
+    chosen: List[Optional[int]] = list(requested)
+    for index, port in enumerate(chosen):
+        if port is None and preferred is not None and index < len(preferred):
+            candidate = preferred[index]
+            if candidate not in chosen and port_is_free(candidate, host):
+                chosen[index] = candidate
+    free = iter(p for p in pick_free_ports(len(chosen) + 3, host) if p not in chosen)
+    return [port if port is not None else next(free) for port in chosen]

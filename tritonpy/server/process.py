@@ -8,28 +8,45 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Dict, List, Mapping, Optional, Sequence, Set, Type, Union
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Type,
+    Union,
+)
 
+from .console import ConsoleLog, LogEcho
 from .errors import ModelLoadError, ServerError, ServerTimeoutError
+from .failures import (
+    busy_port_message,
+    condensed,
+    load_error_message,
+    port_clash_message,
+    timeout_message,
+)
 from .install import Installation, resolve_installation
 from .logs import LogFollower, lines_about, read_tail
-from .ports import pick_free_ports
-from .procs import (
-    group_processes,
-    kill_group,
-    remove_shm_regions,
-    shm_regions,
-    terminate_group,
-    wait_group_gone,
-)
+from .options import PYTHON_NAMES, OptionNames
+from .ports import choose_ports, port_is_free
+from .preflight import preflight
+from .procs import end_process_group
 from .readiness import ModelStatus, health_ready, repository_index
+from .shadow import StubPlan, build_shadow, plan_stubs, remove_shadow, user_path
+
+if TYPE_CHECKING:
+    from ..check import Report
 
 __all__ = ["TritonServer"]
 
@@ -40,6 +57,7 @@ _PORT_ATTEMPTS = 3
 _FAILURE_GRACE_S = 1.0
 _LIVE: Set[TritonServer] = set()
 _TEMP_DIRS: List[str] = []
+_PORTS = (("HTTP", "http_port"), ("gRPC", "grpc_port"), ("metrics", "metrics_port"))
 
 
 def _stop_all_at_exit() -> None:
@@ -57,29 +75,32 @@ class _PortClash(Exception):
     pass
 
 
-def _condensed(text: str, width: int = 300) -> str:
-    """A log excerpt for an error message: no table borders, long lines cut, indented."""
-    lines = [
-        re.sub(r"\s{2,}", " ", ln.rstrip()) if ln.startswith("|") else ln
-        for ln in text.splitlines()
-        if not ln.startswith("+")
-    ]
-    return "\n".join("    " + (ln if len(ln) <= width else ln[: width - 3] + "...") for ln in lines)
-
-
 class TritonServer:
     """A real tritonserver serving ``model_repository`` on loopback ports.
 
     By default it runs the tritonserver of the ``nvidia-pytriton`` wheel with a prepared Python
     backend directory holding the stub for ``python`` (default: this interpreter), on free
-    ports. ``start()`` returns once the server and every model of the repository are READY; it
+    ports (``default_ports``, e.g. Triton's ``(8000, 8001, 8002)``, are taken when free).
+    ``start()`` returns once the server and every model of the repository are READY; it
     raises :class:`ModelLoadError` (with the model's own error text and the log tail) when a
     model fails to load, and :class:`ServerTimeoutError` after ``startup_timeout`` seconds.
     ``stop()`` ends the server and every ``triton_python_backend_stub`` it started.
 
+    - ``check``: run ``tritonpy check`` against the serving Python first and raise
+      :class:`~tritonpy.server.preflight.PreflightError` on errors (without starting).
+    - ``env_stubs``: a model whose ``EXECUTION_ENV_PATH`` environment has another Python than
+      the server's gets the wheel's stub for that Python, through a temporary shadow
+      repository of symbolic links (nothing is written into the model directory; removed on
+      stop). A stub the user put beside config.pbtxt wins.
+    - ``log_echo``: called with each model log line, traceback and server error as it is
+      written, prefixed by the model's name (``[preprocess] ...``).
+    - ``option_names``: how messages name options (``CLI_NAMES``: ``--http-port``).
+
     ``env`` holds extra environment variables for the server (on top of ``os.environ``);
     ``extra_args`` are appended to the command line; the server's stdout/stderr go to
-    ``log_file`` (a temporary file by default, removed when Python exits).
+    ``log_file`` (a temporary file by default, removed when Python exits). Models' Python is
+    run with ``PYTHONDONTWRITEBYTECODE=1`` unless ``env`` says otherwise, so serving writes no
+    ``__pycache__`` into the model directories.
 
     Example::
 
@@ -104,6 +125,11 @@ class TritonServer:
         extra_args: Sequence[str] = (),
         env: Optional[Mapping[str, str]] = None,
         log_file: Optional[PathLike] = None,
+        check: bool = False,
+        env_stubs: bool = True,
+        default_ports: Optional[Sequence[int]] = None,
+        log_echo: Optional[Callable[[str], None]] = None,
+        option_names: OptionNames = PYTHON_NAMES,
     ) -> None:
         self.model_repository = Path(model_repository).absolute()
         self.tritonserver = None if tritonserver is None else os.fspath(tritonserver)
@@ -124,6 +150,17 @@ class TritonServer:
         self._lock = threading.RLock()
         self.returncode: Optional[int] = None
         self.command: List[str] = []
+        self.check = check
+        self.env_stubs = env_stubs
+        self.names = option_names
+        self._default_ports = None if default_ports is None else list(default_ports)
+        self._log_echo = log_echo
+        self._echo: Optional[LogEcho] = None
+        self._shadow: Optional[Path] = None
+        #: the models given a stub for their environment's Python by the last start()
+        self.provided_stubs: Dict[str, StubPlan] = {}
+        #: the warnings of the preflight check of the last start() (``check=True``)
+        self.preflight_report: Optional[Report] = None
 
     # ----------------------------------------------------------------- addresses and state
     def _port(self, index: int) -> int:
@@ -183,14 +220,24 @@ class TritonServer:
         return self._log_path
 
     @property
+    def served_repository(self) -> Path:
+        """The directory tritonserver serves: the model repository, or the temporary shadow
+        of it while models get stubs for their environments (see ``env_stubs``)."""
+        return self._shadow if self._shadow is not None else self.model_repository
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
     def log_tail(self, n: int = 40) -> str:
-        """The last ``n`` lines of the server's output (of the latest launch)."""
+        """The last ``n`` lines of the server's output (of the latest launch), with the user's
+        paths where the server saw the shadow repository's."""
         if self._log_path is None:
             return ""
-        return read_tail(self._log_path, n, start=self._log_start)
+        return self._user_text(read_tail(self._log_path, n, start=self._log_start))
+
+    def _user_text(self, text: str) -> str:
+        return user_path(text, self._shadow, self.model_repository)
 
     def model_statuses(self) -> List[ModelStatus]:
         """Every model of the repository with its state (``POST /v2/repository/index``)."""
@@ -248,27 +295,47 @@ class TritonServer:
                     backend_directory=self.backend_directory,
                     python=self.python,
                     env=merged,
+                    names=self.names,
+                )
+            self._check_requested_ports()
+            inst = self._installation
+            plans: Dict[str, StubPlan] = {}
+            if self.env_stubs and inst.wheel is not None and inst.python_xy is not None:
+                plans = plan_stubs(self.model_repository, inst.python_xy, inst.wheel)
+            if self.check:
+                self.preflight_report = preflight(
+                    self.model_repository,
+                    server_python=inst.python_xy,
+                    provided_stubs=plans,
+                    names=self.names,
                 )
             self._prepare_log()
-            for attempt in range(1, _PORT_ATTEMPTS + 1):
-                self._choose_ports()
-                self._launch(self._installation)
-                try:
-                    self._wait_until_ready()
-                    return self
-                except _PortClash as clash:
-                    self._stop_quietly(_FAILURE_GRACE_S)
-                    if not self._clash_is_ours(str(clash)) or attempt == _PORT_ATTEMPTS:
-                        raise ServerError(
-                            f"tritonserver could not bind its ports {self._ports} on "
-                            f"{self.host}: {clash}. Pass other ports (http_port=, grpc_port=, "
-                            "metrics_port=) or leave them None to pick free ones.",
-                            log_tail=self.log_tail(),
-                        ) from None
-                except BaseException:
-                    self._stop_quietly(_FAILURE_GRACE_S)
-                    raise
-            raise AssertionError("unreachable")
+            self.provided_stubs = plans
+            self._shadow = build_shadow(self.model_repository, plans) if plans else None
+            try:
+                return self._launch_until_ready(inst)
+            except BaseException:
+                self._release()
+                raise
+
+    def _launch_until_ready(self, inst: Installation) -> TritonServer:
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            self._choose_ports()
+            self._launch(inst)
+            try:
+                self._wait_until_ready()
+                return self
+            except _PortClash as clash:
+                self._stop_quietly(_FAILURE_GRACE_S)
+                if not self._clash_is_ours(str(clash)) or attempt == _PORT_ATTEMPTS:
+                    raise ServerError(
+                        port_clash_message(self._ports or [], self.host, str(clash), self.names),
+                        log_tail=self.log_tail(),
+                    ) from None
+            except BaseException:
+                self._stop_quietly(_FAILURE_GRACE_S)
+                raise
+        raise AssertionError("unreachable")
 
     def stop(self, grace: float = 10.0) -> None:
         """Stop the server: SIGINT (Triton unloads the models), after ``grace`` seconds
@@ -293,6 +360,16 @@ class TritonServer:
         self._proc = None
         self.returncode = proc.returncode
         _LIVE.discard(self)
+        self._release()
+
+    def _release(self) -> None:
+        """End the log echo (after echoing what is left) and remove the shadow repository.
+        ``_shadow`` keeps its (removed) path so later messages still map it to the user's."""
+        if self._echo is not None:
+            self._echo.stop()
+            self._echo = None
+        if self._shadow is not None:
+            remove_shadow(self._shadow)
 
     def __enter__(self) -> TritonServer:
         if self._proc is None:
@@ -323,9 +400,19 @@ class TritonServer:
             _TEMP_DIRS.append(tmp)
             self._log_path = Path(tmp) / "tritonserver.log"
 
+    @property
+    def _bind_host(self) -> str:
+        return self.host if self.host not in ("", "::") else "127.0.0.1"
+
     def _choose_ports(self) -> None:
-        free = iter(pick_free_ports(3, self.host if self.host not in ("", "::") else "127.0.0.1"))
-        self._ports = [p if p is not None else next(free) for p in self._requested_ports]
+        self._ports = choose_ports(self._requested_ports, self._default_ports, self._bind_host)
+
+    def _check_requested_ports(self) -> None:
+        """A port the caller chose that another process holds fails before anything starts,
+        naming the option."""
+        for (label, option), port in zip(_PORTS, self._requested_ports):
+            if port is not None and not port_is_free(port, self._bind_host):
+                raise ServerError(busy_port_message(label, option, port, self.host, self.names))
 
     def _clash_is_ours(self, message: str) -> bool:
         """Whether the port in a clash message was picked by us (then another pick helps)."""
@@ -342,7 +429,7 @@ class TritonServer:
         http_port, grpc_port, metrics_port = self._ports
         return [
             str(inst.tritonserver),
-            f"--model-repository={self.model_repository}",
+            f"--model-repository={self.served_repository}",
             f"--backend-directory={inst.backend_directory}",
             f"--http-address={self.host}",
             f"--grpc-address={self.host}",
@@ -359,6 +446,8 @@ class TritonServer:
     def _launch(self, inst: Installation) -> None:
         assert self._log_path is not None
         self.command = self._build_command(inst)
+        env = dict(inst.env)
+        env.setdefault("PYTHONDONTWRITEBYTECODE", "1")  # no __pycache__ in model directories
         with open(self._log_path, "ab") as log:
             self._log_start = log.tell()
             try:
@@ -367,15 +456,25 @@ class TritonServer:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=inst.env,
+                    env=env,
                     start_new_session=True,  # own process group: stubs are killed with it
                 )
             except OSError as exc:
                 raise ServerError(
                     f"cannot run tritonserver {str(inst.tritonserver)!r}: {exc}. Check the "
-                    "path and that it is executable (tritonserver=...)."
+                    f"path and that it is executable ({self.names.option('tritonserver', 'PATH')})."
                 ) from exc
         _LIVE.add(self)
+        if self._log_echo is not None:
+            self._echo = LogEcho(
+                self._log_path, self._log_start, self._console(), self._log_echo
+            ).start()
+
+    def _console(self) -> ConsoleLog:
+        models = self._expected_models()
+        python = [m for m in models if (self.model_repository / m / "1").exists()]
+        fallback = python[0] if len(python) == 1 else (models[0] if len(models) == 1 else None)
+        return ConsoleLog(models, fallback=fallback, rewrite=self._user_text)
 
     def _wait_until_ready(self) -> None:
         proc = self._proc
@@ -395,7 +494,7 @@ class TritonServer:
                 raise ServerError(
                     f"tritonserver exited with code {returncode} before it was ready "
                     f"(repository {self.model_repository}). The log says why:\n"
-                    f"{_condensed(self.log_tail(30))}",
+                    f"{condensed(self.log_tail(30))}",
                     log_tail=self.log_tail(),
                 )
             if any(addr.endswith(http_suffix) for addr in follower.http_started):
@@ -429,22 +528,17 @@ class TritonServer:
         self._stop_quietly(_FAILURE_GRACE_S)
         follower.poll()  # failures of other models logged meanwhile
         assert self._log_path is not None
-        parts: List[str] = []
-        failures: Dict[str, str] = dict(sorted(follower.failures.items()))
-        for name, text in failures.items():
-            parts.append(f"model {name!r} failed to load: {text.strip()}")
-            about = lines_about(self._log_path, name, start=self._log_start)
-            if about:
-                parts.append(
-                    f"  server log lines about {name!r}:\n{_condensed(chr(10).join(about))}"
-                )
-        names = ", ".join(repr(n) for n in failures)
+        failures = {name: self._user_text(text) for name, text in sorted(follower.failures.items())}
+        about = {
+            name: [
+                self._user_text(line)
+                for line in lines_about(self._log_path, name, start=self._log_start)
+            ]
+            for name in failures
+        }
         tail = self.log_tail(40)
         raise ModelLoadError(
-            f"{len(failures)} model(s) of {self.model_repository} failed to load: {names}.\n"
-            + "\n".join(parts)
-            + "\nFix the model (its model.py or config.pbtxt) and start the server again. "
-            f"Server log tail:\n{_condensed(tail)}",
+            load_error_message(self.model_repository, failures, about, tail),
             failures=failures,
             log_tail=tail,
         )
@@ -457,13 +551,10 @@ class TritonServer:
             not_ready = sorted(expected - follower.loaded)
         self._stop_quietly(_FAILURE_GRACE_S)
         tail = self.log_tail(40)
-        what = ", ".join(repr(n) for n in not_ready) if not_ready else "(the server itself)"
         raise ServerTimeoutError(
-            f"tritonserver did not become ready within {self.startup_timeout:g} s "
-            f"(repository {self.model_repository}); not ready: {what}. A model whose "
-            "initialize() is slow needs a longer startup_timeout (--timeout); a stub that never "
-            "starts usually cannot find libpython (check LD_LIBRARY_PATH and the stub's Python "
-            f"version). Server log tail:\n{_condensed(tail)}",
+            timeout_message(
+                self.model_repository, self.startup_timeout, not_ready, tail, self.names
+            ),
             not_ready=not_ready,
             log_tail=tail,
         )
@@ -473,31 +564,11 @@ class TritonServer:
             self.stop(grace=grace)
 
     def _end(self, proc: subprocess.Popen[bytes], grace: float) -> None:
-        pgid = proc.pid
-        # regions of a server killed while loading are never unlinked: note them to clean up
-        regions = shm_regions(p.pid for p in group_processes(pgid))
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(max(grace, 0.0))
-            except subprocess.TimeoutExpired:
-                kill_group(pgid, signal.SIGTERM)
-                try:
-                    proc.wait(min(max(grace, 1.0), 3.0))
-                except subprocess.TimeoutExpired:
-                    kill_group(pgid, signal.SIGKILL)
-                    proc.wait()
-        # the stubs notice their parent is gone and exit on their own; end the stragglers
-        survivors = wait_group_gone(pgid, 2.0)
-        if survivors:
-            survivors = terminate_group(pgid, grace=1.0)
-        if not survivors:
-            remove_shm_regions(regions)
+        survivors = end_process_group(proc, grace)
         if survivors:
             listed = "; ".join(f"{p.pid}: {p.cmdline[:120]}" for p in survivors)
             raise ServerError(
-                f"processes of tritonserver {pgid} survived SIGKILL: {listed}. "
+                f"processes of tritonserver {proc.pid} survived SIGKILL: {listed}. "
                 "End them by hand (kill -9 <pid>).",
                 log_tail=self.log_tail(),
             )

@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import time
 from dataclasses import dataclass
 from typing import Iterable, List, Set
 
 __all__ = [
     "GroupProcess",
+    "end_process_group",
     "group_processes",
     "kill_group",
     "remove_shm_regions",
@@ -111,3 +113,36 @@ def remove_shm_regions(paths: Iterable[str]) -> None:
         if path.startswith(_SHM_PREFIX):
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+def end_process_group(proc: subprocess.Popen[bytes], grace: float) -> List[GroupProcess]:
+    """End a server started in its own process group: SIGINT (it unloads its models), after
+    ``grace`` seconds SIGTERM to the whole group, then SIGKILL; then the stubs left behind.
+    Returns the processes that survived (none, normally).
+
+    Example::
+
+        assert end_process_group(proc, grace=10.0) == []
+    """
+    pgid = proc.pid
+    # regions of a server killed while loading are never unlinked: note them to clean up
+    regions = shm_regions(p.pid for p in group_processes(pgid))
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(max(grace, 0.0))
+        except subprocess.TimeoutExpired:
+            kill_group(pgid, signal.SIGTERM)
+            try:
+                proc.wait(min(max(grace, 1.0), 3.0))
+            except subprocess.TimeoutExpired:
+                kill_group(pgid, signal.SIGKILL)
+                proc.wait()
+    # the stubs notice their parent is gone and exit on their own; end the stragglers
+    survivors = wait_group_gone(pgid, 2.0)
+    if survivors:
+        survivors = terminate_group(pgid, grace=1.0)
+    if not survivors:
+        remove_shm_regions(regions)
+    return survivors

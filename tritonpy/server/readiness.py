@@ -9,7 +9,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import List, Optional
 
-__all__ = ["ModelStatus", "health_ready", "repository_index"]
+__all__ = ["ModelStatus", "health_ready", "model_inputs", "repository_index"]
 
 
 @dataclass(frozen=True)
@@ -69,3 +69,19 @@ def repository_index(http_url: str, timeout: float = 5.0) -> List[ModelStatus]:
         )
         for e in entries
     ]
+
+
+def model_inputs(http_url: str, model: str, timeout: float = 2.0) -> List[str]:
+    """The input names of ``model`` (``GET /v2/models/<model>``); empty when the server does
+    not answer.
+
+    Example::
+
+        model_inputs("http://127.0.0.1:8000", "add_sub")   # ['INPUT0', 'INPUT1']
+    """
+    try:
+        with urllib.request.urlopen(f"{http_url}/v2/models/{model}", timeout=timeout) as resp:
+            metadata = json.loads(resp.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [str(i.get("name", "")) for i in metadata.get("inputs", []) if isinstance(i, dict)]
