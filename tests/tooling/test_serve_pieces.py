@@ -1,0 +1,256 @@
+"""The pure pieces of ``tritonpy serve``: console lines per model, option names in messages,
+port choice, the environment's Python, the shadow repository, the preflight filter, log files
+and the hints for Triton's own load errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tritonpy.server import CLI_NAMES, PYTHON_NAMES, WheelInstallation
+from tritonpy.server.console import ConsoleLog, LogEcho
+from tritonpy.server.failures import busy_port_message, timeout_message
+from tritonpy.server.logs import LogFollower, failure_hint, new_log_file
+from tritonpy.server.ports import choose_ports, port_is_free
+from tritonpy.server.preflight import PreflightError, preflight
+from tritonpy.server.shadow import (
+    STUB_NAME,
+    build_shadow,
+    env_python,
+    plan_stubs,
+    remove_shadow,
+    user_path,
+)
+
+# ------------------------------------------------------------------------------ console
+TRITON = 'I1130 23:11:58.329812 5689 python_be.cc:2249] "{}"'
+
+
+def test_console_names_the_model_of_each_kind_of_line() -> None:
+    console = ConsoleLog(["pre", "post"])
+    assert console.format(
+        'I1130 23:11:57.027461 5689 model_lifecycle.cc:472] "loading: pre:1"'
+    ) == ["[pre] I loading: pre:1"]
+    assert console.format(
+        TRITON.format("TRITONBACKEND_ModelInstanceInitialize: post_0 (CPU device 0)")
+    ) == ["[post] I TRITONBACKEND_ModelInstanceInitialize: post_0 (CPU device 0)"]
+    error = (
+        'E1130 23:11:58.803994 5689 pb_stub.cc:714] "Failed to process the request(s) for model '
+        "'pre_0', message: ValueError: negative\\n\\nAt:\\n  /r/pre/1/model.py(18): execute\\n\""
+    )
+    assert console.format(error) == [
+        "[pre] E Failed to process the request(s) for model 'pre_0', message: ValueError: negative",
+        "[pre]   At:",
+        "[pre]     /r/pre/1/model.py(18): execute",
+    ]
+
+
+def test_console_keeps_model_logs_and_drops_server_chatter() -> None:
+    single = ConsoleLog(["talk"], fallback="talk")
+    assert single.format('W1130 23:11:58.584085 5689 model.py:9] "a warning"') == [
+        "[talk] W model.py:9 a warning"
+    ]
+    assert single.format("hello from print\n") == ["[talk] hello from print"]
+    assert single.format(TRITON.format("CUDA memory pool disabled")) == []
+    assert single.format("Signal (2) received.") == []
+    assert single.format("I1130 23:11:58.586335 5689 server.cc:604] ") == []
+    assert single.format("+------+") == [] and single.format("| Model | Version |") == []
+    # raw output of a repository with several models names no model: shown as the stub's
+    several = ConsoleLog(["a", "b"])
+    assert several.format("Traceback (most recent call last):") == [
+        "[stub] Traceback (most recent call last):"
+    ]
+    assert several.format('E1130 23:11:48.838348 5357 server.cc:241] "disk full"') == [
+        "[server] E disk full"
+    ]
+
+
+def test_console_shows_the_users_paths(tmp_path: Path) -> None:
+    shadow, repo = tmp_path / "shadow", tmp_path / "repo"
+    console = ConsoleLog(["m"], fallback="m", rewrite=lambda t: user_path(t, shadow, repo))
+    assert console.format(f'  File "{shadow}/m/1/model.py", line 3') == [
+        f'[m]   File "{repo}/m/1/model.py", line 3'
+    ]
+
+
+def test_log_echo_follows_the_file_until_stopped(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("old line\n")
+    seen: list[str] = []
+    echo = LogEcho(log, log.stat().st_size, ConsoleLog(["m"], fallback="m"), seen.append)
+    echo.start()
+    with open(log, "a") as stream:
+        stream.write('I1130 23:11:58.583770 5689 model.py:8] "one"\npartial')
+    echo.stop()
+    assert seen == ["[m] I model.py:8 one", "[m] partial"]
+
+
+# ----------------------------------------------------------------------- option names
+def test_messages_name_cli_flags_or_keyword_arguments() -> None:
+    assert CLI_NAMES.option("http_port", "PORT") == "--http-port PORT"
+    assert CLI_NAMES.option("startup_timeout", "SECONDS") == "--timeout SECONDS"
+    assert PYTHON_NAMES.option("http_port", "8000") == "http_port=8000"
+    cli = busy_port_message("HTTP", "http_port", 8000, "127.0.0.1", CLI_NAMES)
+    assert "--http-port PORT" in cli and "http_port=" not in cli
+    assert "http_port=PORT" in busy_port_message("HTTP", "http_port", 1, "h", PYTHON_NAMES)
+    assert "--timeout SECONDS" in timeout_message(Path("r"), 3, ["m"], "", CLI_NAMES)
+
+
+# ------------------------------------------------------------------------------ ports
+def test_preferred_ports_when_free_else_free_ones() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        assert not port_is_free(taken)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            free = probe.getsockname()[1]
+        chosen = choose_ports([None, 9999, None], preferred=[taken, 1, free])
+        assert chosen[1] == 9999  # requested: kept as given
+        assert chosen[0] != taken and chosen[0] not in (9999, free)
+        assert chosen[2] == free
+        assert len(set(chosen)) == 3
+
+
+# ---------------------------------------------------------------- environments, shadow
+def write_env_model(model: Path, python: str, *, archive_name: str = "") -> Path:
+    """A python model whose EXECUTION_ENV_PATH archive holds Python ``python``."""
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(
+        "import tritonpy as tp\n\n\nclass M(tp.Model):\n"
+        '    inputs = {"X": tp.Tensor("FP32", [1])}\n'
+        '    outputs = {"Y": tp.Tensor("FP32", [1])}\n\n'
+        "    def infer(self, X):\n"
+        '        return {"Y": X}\n\n\nTritonPythonModel = M\n'
+    )
+    name = archive_name or f"env_py{python}.tar.gz"
+    (model / "config.pbtxt").write_text(
+        f'name: "{model.name}"\nbackend: "python"\nparameters {{ key: "EXECUTION_ENV_PATH" '
+        f'value {{ string_value: "$$TRITON_MODEL_DIRECTORY/{name}" }} }}\n'
+    )
+    with tarfile.open(model / name, "w:gz") as archive:
+        for member, data in (("bin/activate", b"# activate\n"), (f"lib/libpython{python}.so", b"")):
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return model
+
+
+def fake_wheel(tmp_path: Path, *versions: str) -> WheelInstallation:
+    root = tmp_path / "wheel" / "tritonserver"
+    for version in versions:
+        stub = root / "python_backend_stubs" / version / STUB_NAME
+        stub.parent.mkdir(parents=True)
+        stub.write_bytes(b"\x7fELF stub " + version.encode())
+    return WheelInstallation(root, tmp_path / "wheel" / "libs", "0.7.0")
+
+
+def test_env_python_from_record_name_or_contents(tmp_path: Path) -> None:
+    named = write_env_model(tmp_path / "named", "3.10")
+    assert env_python(named) == "3.10"
+    inside = write_env_model(tmp_path / "inside", "3.12", archive_name="deps.tar.gz")
+    assert env_python(inside) == "3.12"
+    recorded = write_env_model(tmp_path / "recorded", "3.9", archive_name="deps.tar.gz")
+    record = {"archives": {"deps.tar.gz": {"python": "3.13"}}}
+    (recorded / ".tritonpy-env.json").write_text(json.dumps(record))
+    assert env_python(recorded) == "3.13"  # what pack-env recorded wins over a scan
+    plain = tmp_path / "plain"
+    (plain / "1").mkdir(parents=True)
+    (plain / "config.pbtxt").write_text('name: "plain"\nbackend: "python"\n')
+    assert env_python(plain) is None
+
+
+def test_plan_and_shadow_leave_the_users_directories_alone(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_env_model(repo / "old", "3.10")
+    write_env_model(repo / "same", "3.11")
+    write_env_model(repo / "own", "3.10")
+    (repo / "own" / STUB_NAME).write_bytes(b"the user's own stub")
+    write_env_model(repo / "unknown", "3.7")  # no stub for it in the wheel
+    wheel = fake_wheel(tmp_path, "3.10", "3.11")
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in repo.rglob("*"))
+
+    plans = plan_stubs(repo, "3.11", wheel)
+    assert list(plans) == ["old"]
+    assert plans["old"].python == "3.10" and plans["old"].stub == wheel.stub("3.10")
+
+    shadow = build_shadow(repo, plans)
+    try:
+        assert (shadow / "old").is_dir() and not (shadow / "old").is_symlink()
+        assert (shadow / "old" / STUB_NAME).read_bytes() == b"\x7fELF stub 3.10"
+        assert (shadow / "old" / "1").resolve() == (repo / "old" / "1").resolve()
+        assert (shadow / "old" / "env_py3.10.tar.gz").is_file()
+        assert (shadow / "same").resolve() == (repo / "same").resolve()
+        assert (shadow / "own" / STUB_NAME).read_bytes() == b"the user's own stub"
+        assert user_path(f"{shadow}/old/1/model.py", shadow, repo) == f"{repo}/old/1/model.py"
+    finally:
+        remove_shadow(shadow)
+    assert not shadow.exists()
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in repo.rglob("*")) == before
+
+
+# -------------------------------------------------------------------------- preflight
+def test_preflight_reports_a_mismatch_unless_serve_provides_the_stub(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_env_model(repo / "old", "3.10")
+    with pytest.raises(PreflightError) as info:
+        preflight(repo, server_python="3.11", names=CLI_NAMES)
+    message = str(info.value)
+    assert "TP507" in message and "tritonserver was not started" in message
+    assert "--no-check" in message
+    with pytest.raises(PreflightError, match=r"check=False"):
+        preflight(repo, server_python="3.11")  # the Python caller's name for the option
+    report = preflight(repo, server_python="3.11", provided_stubs=["old"])
+    assert "TP507" not in report.codes
+
+
+def test_preflight_catches_a_misnamed_model_file(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "m" / "1").mkdir(parents=True)
+    (repo / "m" / "1" / "Model.py").write_text("class TritonPythonModel:\n    pass\n")
+    (repo / "m" / "config.pbtxt").write_text('name: "m"\nbackend: "python"\n')
+    with pytest.raises(PreflightError) as info:
+        preflight(repo, server_python="3.11")
+    assert "TP105" in str(info.value) and "m/1/model.py" in str(info.value)
+
+
+# ------------------------------------------------------------------ logs and failures
+def test_new_log_files_are_kept_but_pruned(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for index in range(5):
+        old = logs / f"serve-old-{index}.log"
+        old.write_text("x")
+        os.utime(old, (time.time() - 100 + index, time.time() - 100 + index))
+    path = new_log_file(tmp_path / "my repo", logs, keep=3)
+    assert path.parent == logs and path.name.startswith("serve-my_repo-")
+    assert path.name.endswith(f"-{os.getpid()}.log") and not path.exists()
+    assert sorted(p.name for p in logs.iterdir()) == ["serve-old-3.log", "serve-old-4.log"]
+
+
+def test_a_missing_model_file_fails_the_model_at_once(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "I1130 23:11:48.889386 5373 pb_stub.cc:2105]  Failed to preinitialize Python stub: "
+        "Python model file not found in '/r/wrongname/1/model.py'\n"
+    )
+    follower = LogFollower(log)
+    follower.poll()
+    assert list(follower.failures) == ["wrongname"]
+    assert "version 1 of model 'wrongname' has no model.py" in follower.failures["wrongname"]
+    assert "default_model_filename" in follower.failures["wrongname"]
+
+
+def test_missing_triton_python_model_gets_the_fix() -> None:
+    text = "Internal: AttributeError: module '1.model' has no attribute 'TritonPythonModel'"
+    assert "Add `TritonPythonModel = YourClass`" in failure_hint("noclass", text)
+    assert "'noclass'" in failure_hint("noclass", text)
+    assert failure_hint("m", "SyntaxError: invalid syntax") == ""
