@@ -24,7 +24,6 @@ from pathlib import Path
 from time import perf_counter
 from typing import (
     Any,
-    Callable,
     ClassVar,
     Dict,
     FrozenSet,
@@ -38,6 +37,7 @@ from typing import (
     Union,
 )
 
+from ._context import ModelContext
 from ._declarations import (
     cancellation_policy,
     check_batch_size,
@@ -76,7 +76,7 @@ class _Decoded:
         self.key = key
 
 
-class Model:
+class Model(ModelContext):
     """Base class of a tritonpy model. Subclass it, declare ``inputs`` and ``outputs``, write
     ``infer``, and bind the class to the name Triton looks for.
 
@@ -120,7 +120,10 @@ class Model:
     ``setup`` these attributes are set: ``model_config`` (dict), ``model_name``,
     ``model_version``, ``model_dir`` (the directory holding config.pbtxt), ``version_dir``,
     ``instance_name``, ``instance_kind``, ``device_id``, ``batched`` and ``logger``
-    (``pb_utils.Logger``).
+    (``pb_utils.Logger``). Helpers for ``setup``: ``parameter(key, default, cast)`` (a
+    ``config.pbtxt`` parameter), ``model_file(name)`` (a file the model needs, or a clear load
+    error), ``read_labels()`` (``labels.txt``, one class name per line) and ``torch_device``
+    (``"cuda:N"`` for a GPU instance, else ``"cpu"``).
     """
 
     # Not ClassVar: setup() may replace a codec on the instance (self.inputs = {...}), and the
@@ -131,18 +134,6 @@ class Model:
     dynamic_batching: ClassVar[bool] = True
     merge_requests: ClassVar[bool] = True
     check_cancellation: ClassVar[Union[bool, str]] = "auto"
-
-    # set by initialize()
-    model_config: Dict[str, Any]
-    model_name: str
-    model_version: int
-    model_dir: Path
-    version_dir: Path
-    instance_name: str
-    instance_kind: str
-    device_id: int
-    batched: bool
-    logger: Any
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -171,41 +162,6 @@ class Model:
 
     def teardown(self) -> None:
         """Called once when Triton unloads the model instance."""
-
-    def parameter(
-        self,
-        key: str,
-        default: Any = None,
-        cast: Callable[[str], Any] = str,
-        *,
-        choices: Optional[Sequence[Any]] = None,
-    ) -> Any:
-        """The value of ``parameters { key: KEY value { string_value: ... } }`` in the model
-        configuration, converted by ``cast``, or ``default`` when the key is absent. A value
-        ``cast`` refuses (``ValueError``) or one outside ``choices`` fails the model's load with
-        a :class:`DeclarationError` naming the model and the key. Read parameters in ``setup``.
-
-        Example, with ``parameters { key: "top_k" value { string_value: "5" } }``::
-
-            self.top_k = self.parameter("top_k", 1, cast=tp.parameters.positive_int)  # 5
-            self.color = self.parameter("color", "RGB", cast=str.upper, choices=("RGB", "BGR"))
-        """
-        entry = self.model_config.get("parameters", {}).get(key)
-        text = entry.get("string_value") if isinstance(entry, Mapping) else entry
-        if text is None:
-            return default
-        try:
-            value = cast(str(text))
-        except (TypeError, ValueError) as exc:
-            raise DeclarationError(
-                f"{self.model_name}: parameter {key!r} is {text!r}: {exc}; fix it in config.pbtxt"
-            ) from None
-        if choices is not None and value not in choices:
-            raise DeclarationError(
-                f"{self.model_name}: parameter {key!r} is {text!r}, expected one of "
-                f"{list(choices)}; fix it in config.pbtxt"
-            )
-        return value
 
     # -- declarations ------------------------------------------------------------------------
     @classmethod

@@ -10,13 +10,14 @@ Example::
         self.size = self.parameter("size", (224, 224), cast=tp.parameters.size)
         self.mean = self.parameter("mean", (0.0,), cast=tp.parameters.floats)
         self.top_k = self.parameter("top_k", 5, cast=tp.parameters.positive_int)
+        self.iou = self.parameter("iou_threshold", 0.45, cast=tp.parameters.fraction)
 """
 
 from __future__ import annotations
 
 from typing import Tuple
 
-__all__ = ["boolean", "floats", "positive_int", "size"]
+__all__ = ["boolean", "floats", "fraction", "non_negative_int", "positive_int", "size"]
 
 
 def size(text: str) -> Tuple[int, int]:
@@ -47,6 +48,29 @@ def positive_int(text: str) -> int:
         raise ValueError("expected a positive integer") from None
     if value < 1:
         raise ValueError("expected a positive integer")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """``"0"`` -> 0, ``"100"`` -> 100 (e.g. a limit where 0 means none); negative and
+    non-integers are refused."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError("expected an integer >= 0") from None
+    if value < 0:
+        raise ValueError("expected an integer >= 0")
+    return value
+
+
+def fraction(text: str) -> float:
+    """``"0.45"`` -> 0.45, for thresholds and probabilities: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("expected a number from 0 to 1 such as 0.5") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError("expected a number from 0 to 1 such as 0.5")
     return value
 
 
