@@ -13,14 +13,18 @@ Example::
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 from . import __version__
 from .errors import MissingDependencyError, TritonPyError, TritonRequestError
+
+if TYPE_CHECKING:  # the templates module (and protobuf) load only when `new` runs
+    from .templates import ClassifierEnsemble
 
 __all__ = ["build_parser", "main"]
 
@@ -38,16 +42,32 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "until every model is ready, print the URLs, and serve until Ctrl-C or SIGTERM.",
     )
     p.add_argument("repository", metavar="REPO", help="model repository directory")
-    p.add_argument("--http-port", type=int, default=None, help="HTTP port (default: a free one)")
-    p.add_argument("--grpc-port", type=int, default=None, help="gRPC port (default: a free one)")
-    p.add_argument("--metrics-port", type=int, default=None, help="metrics port (default: free)")
+    for flag, port in (("--http-port", 8000), ("--grpc-port", 8001), ("--metrics-port", 8002)):
+        p.add_argument(
+            flag, type=int, default=None, help=f"port (default {port} when free, else a free one)"
+        )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--tritonserver", default=None, help="another tritonserver binary to run")
     p.add_argument("--backend-directory", default=None, help="its backend directory")
     p.add_argument("--python", default=None, help="interpreter whose stub serves the models")
     p.add_argument("--timeout", type=float, default=120.0, help="startup timeout in seconds")
     p.add_argument("--log-verbose", type=int, default=0, help="tritonserver --log-verbose level")
-    p.add_argument("--log-file", default=None, help="write the server log here")
+    p.add_argument(
+        "--log-file",
+        default=None,
+        help="write the server log here (default: a new file in ~/.cache/tritonpy/logs)",
+    )
+    p.add_argument(
+        "--no-check", action="store_true", help="start without running 'tritonpy check' first"
+    )
+    p.add_argument(
+        "--no-env-stubs",
+        action="store_true",
+        help="do not give models whose environment has another Python the wheel's stub for it",
+    )
+    p.add_argument(
+        "--quiet", "-q", action="store_true", help="do not echo model logs to the console"
+    )
     p.set_defaults(func=cmd_serve)
 
 
@@ -59,11 +79,41 @@ def _raise_stop(signum: int, frame: Optional[FrameType]) -> None:
     raise _Stop(signal.Signals(signum).name)
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    from .server import TritonServer
+def _print(line: str) -> None:
+    print(line, flush=True)
 
+
+def _serve_ready_lines(server: Any) -> List[str]:
+    """What serve prints once ready: the URLs, the models, how to query one."""
+    from .server.readiness import model_inputs
+
+    models = server.models_ready()
+    lines = [
+        f"tritonserver ready (pid {server.pid})",
+        f"  HTTP     {server.http_url}",
+        f"  gRPC     {server.grpc_url}",
+        f"  metrics  {server.metrics_url}",
+        f"  log      {server.log_path}",
+        f"  models   {', '.join(models) or '(none)'}",
+    ]
+    for name, plan in sorted(server.provided_stubs.items()):
+        lines.append(f"  stub     {name}: Python {plan.python}, its environment's (from the wheel)")
+    if models:
+        grpc = server.grpc_url.replace("127.0.0.1:", "localhost:", 1)
+        inputs = " ".join(f"-i {name}=..." for name in model_inputs(server.http_url, models[0]))
+        lines.append(f"query:   tritonpy infer {models[0]} --url {grpc} {inputs}".rstrip())
+    return lines
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import CLI_NAMES, TritonServer
+    from .server.install import cache_directory
+    from .server.logs import new_log_file
+
+    repository = Path(args.repository)
+    log_file = args.log_file or new_log_file(repository, cache_directory() / "logs")
     server = TritonServer(
-        args.repository,
+        repository,
         tritonserver=args.tritonserver,
         backend_directory=args.backend_directory,
         python=args.python,
@@ -73,27 +123,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=args.host,
         startup_timeout=args.timeout,
         log_verbose=args.log_verbose,
-        log_file=args.log_file,
+        log_file=log_file,
+        check=not args.no_check,
+        env_stubs=not args.no_env_stubs,
+        default_ports=(8000, 8001, 8002),
+        log_echo=None if args.quiet else _print,
+        option_names=CLI_NAMES,
     )
     # explicit handlers: SIGINT may be inherited as ignored (a background job of a shell)
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        print(f"starting tritonserver on {args.repository} ...", flush=True)
+        _print(f"starting tritonserver on {args.repository} (log {log_file}) ...")
         try:
             server.start()
         except TritonPyError as exc:
             _err(str(exc))
+            if server.log_path is not None:
+                _err(f"the server log is kept in {server.log_path}")
             return 1
-        print(f"tritonserver ready (pid {server.pid})", flush=True)
-        print(f"  HTTP     {server.http_url}", flush=True)
-        print(f"  gRPC     {server.grpc_url}", flush=True)
-        print(f"  metrics  {server.metrics_url}", flush=True)
-        print(f"  log      {server.log_path}", flush=True)
-        print(f"  models   {', '.join(server.models_ready()) or '(none)'}", flush=True)
-        print("serving; press Ctrl-C to stop", flush=True)
+        for finding in server.preflight_report.warnings if server.preflight_report else []:
+            _print(f"check: {finding.render()}")
+        for line in _serve_ready_lines(server):
+            _print(line)
+        _print("serving; press Ctrl-C to stop")
         code = server.wait()  # returns only if the server dies on its own
         _err(f"tritonserver exited unexpectedly with code {code}:\n{server.log_tail(30)}")
         server.stop()
+        _err(f"the server log is kept in {server.log_path}")
         return 1
     except (KeyboardInterrupt, _Stop):  # Ctrl-C, SIGTERM
         print("stopping tritonserver ...", flush=True)
@@ -107,7 +163,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except TritonPyError as exc:
             _err(str(exc))
             return 1
-        print("stopped", flush=True)
+        _print(f"stopped; the server log is kept in {server.log_path}")
         return 0
     finally:
         server.stop()
@@ -120,12 +176,16 @@ def _add_infer(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "infer",
         help="send one inference request and print the outputs",
-        description="Send one request to MODEL. Each --input is NAME=VALUE where VALUE is a "
-        "JSON list/number (a tensor of the declared dtype), @FILE (a BYTES row with the file's "
-        "bytes) or text (a BYTES row with the UTF-8 text). A batch dimension of 1 is added for "
-        "batching models.",
+        description="Send one request to MODEL and print each output's name, datatype, shape "
+        "and value (summarised by numpy for large tensors; --full prints every element, --json "
+        "prints JSON). Each --input is NAME=VALUE, read by the input's datatype in the model's "
+        "configuration: a BYTES input (tp.Text, tp.JSON, tp.Bytes, tp.Image) gets one row, "
+        "@FILE the file's bytes, any other VALUE its UTF-8 text exactly as written, so "
+        "NAME='{\"a\": 1}' or NAME='[1, 2]' sends that JSON document to a tp.JSON input; "
+        "any other input takes a JSON number or list, a tensor of its datatype. A batch "
+        "dimension of 1 is added for batching models.",
     )
-    p.add_argument("model", metavar="MODEL")
+    p.add_argument("model", metavar="MODEL", help="the model's name in the repository")
     p.add_argument(
         "--url",
         default="localhost:8001",
@@ -156,6 +216,16 @@ def _add_infer(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="an output to request (default: all)",
     )
     p.add_argument("--timeout", type=float, default=60.0, help="request timeout in seconds")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--full", action="store_true", help="print every element of every output (no '...')"
+    )
+    shown.add_argument(
+        "--json",
+        action="store_true",
+        help="print the outputs as one JSON object: {model, outputs: [{name, datatype, shape, "
+        "data}]} (BYTES as text, or {base64: ...} when not UTF-8)",
+    )
     p.set_defaults(func=cmd_infer)
 
 
@@ -175,11 +245,17 @@ def cmd_infer(args: argparse.Namespace) -> int:
     except TritonRequestError as exc:
         print(f"[{exc.code}] {exc.message}", file=sys.stderr)
         return 1
+    except MissingDependencyError:
+        raise  # main prints it as one line, exit 2
     except TritonPyError as exc:
         _err(str(exc))
         return 1
+    if args.json:
+        document = {"model": args.model, "outputs": [output.to_json() for output in outputs]}
+        print(json.dumps(document, ensure_ascii=False))
+        return 0
     for output in outputs:
-        print(format_output(output))
+        print(format_output(output, full=args.full))
     return 0
 
 
@@ -188,9 +264,10 @@ def _add_new(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "new",
         help="render a model template into a repository under a new name",
-        description="Copy model_templates/TEMPLATE into REPO/NAME, renaming the model in its "
-        "config.pbtxt. Templates: image_preprocess, classification_postprocess, "
-        "detection_postprocess, torch_model, ensemble_classifier (--list shows them).",
+        description="Copy template TEMPLATE into REPO/NAME, renaming the model in its "
+        "config.pbtxt. The ensemble_classifier template comes with its three members "
+        "(NAME_preprocess, NAME_classifier, NAME_postprocess), so the repository checks clean "
+        "and serves. --list shows the templates.",
     )
     p.add_argument("name", metavar="NAME", nargs="?", help="the new model's name")
     p.add_argument("--template", "-t", help="template to start from")
@@ -207,9 +284,16 @@ def _add_new(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         default=[],
         metavar="OLD=NEW",
-        help="rename an ensemble step's model (repeatable)",
+        help="ensemble only: point step OLD at your model NEW and render the ensemble alone "
+        "(repeatable)",
     )
-    p.add_argument("--force", action="store_true", help="replace REPO/NAME if it exists")
+    p.add_argument(
+        "--train",
+        action="store_true",
+        help="ensemble_classifier: train the classifier on scikit-learn's digits (a few "
+        "seconds) instead of starting from untrained weights",
+    )
+    p.add_argument("--force", action="store_true", help="replace existing model directories")
     p.add_argument("--list", action="store_true", help="list the templates and exit")
     p.set_defaults(func=cmd_new)
 
@@ -225,11 +309,19 @@ def _pairs(items: Sequence[str], what: str) -> Dict[str, str]:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from .templates import list_templates, render_template
+    from .templates import (
+        ENSEMBLE_TEMPLATE,
+        describe_template,
+        list_templates,
+        render_classifier_ensemble,
+        render_template,
+    )
 
     if args.list:
-        for name in list_templates():
-            print(name)
+        names = list_templates()
+        width = max((len(name) for name in names), default=0)
+        for name in names:
+            print(f"{name:<{width}}  {describe_template(name)}".rstrip())
         return 0
     if not args.name or not args.template:
         _err("new needs NAME and --template (see tritonpy new --list)")
@@ -237,6 +329,22 @@ def cmd_new(args: argparse.Namespace) -> int:
     try:
         parameters = _pairs(args.param, "--param") or None
         models = _pairs(args.model, "--model") or None
+        if args.template == ENSEMBLE_TEMPLATE and not models:
+            if parameters:
+                raise TritonPyError(
+                    f"--param: template {ENSEMBLE_TEMPLATE!r} has no parameters (an ensemble "
+                    f"config has none); set them on the members after rendering"
+                )
+            rendered = render_classifier_ensemble(
+                args.name, Path(args.repo), train=args.train, overwrite=args.force
+            )
+            _print_ensemble_next_steps(args, rendered)
+            return 0
+        if args.train:
+            raise TritonPyError(
+                f"--train: only the {ENSEMBLE_TEMPLATE!r} template (without --model) trains "
+                f"weights; template {args.template!r} has none to train"
+            )
         target = render_template(
             args.template,
             args.name,
@@ -245,14 +353,50 @@ def cmd_new(args: argparse.Namespace) -> int:
             models=models,
             overwrite=args.force,
         )
+    except MissingDependencyError:
+        raise  # main prints it as one line, exit 2
     except TritonPyError as exc:
         _err(str(exc))
         return 1
     print(f"created {target} from template {args.template!r}")
-    print(f"next: edit {target / '1' / 'model.py'}; test it with")
-    print(f"      tritonpy.testing.ModelHarness({str(target)!r}); serve it with")
-    print(f"      tritonpy serve {args.repo}")
+    _print_model_next_steps(args, target)
     return 0
+
+
+def _print_model_next_steps(args: argparse.Namespace, target: Path) -> None:
+    model_py = target / "1" / "model.py"
+    if model_py.is_file():
+        print(f"next: edit {model_py}")
+        if "model.pt" in model_py.read_text(encoding="utf-8"):
+            print(f"      put its weights (a torch state_dict) at {target / '1' / 'model.pt'}")
+        print(f"      test it:  tritonpy.testing.ModelHarness({str(target)!r}) in pytest")
+    else:  # an ensemble rendered alone (--model): its steps name models of the repository
+        print(f"next: add the models its steps run to {args.repo} (or fix them with --model)")
+    print(f"      check it: tritonpy check {args.repo}")
+    print(f"      serve it: tritonpy serve {args.repo}")
+
+
+def _print_ensemble_next_steps(args: argparse.Namespace, rendered: ClassifierEnsemble) -> None:
+    members = ", ".join(path.name for path in rendered.members.values())
+    print(f"created the ensemble {rendered.ensemble} and its members {members}")
+    if rendered.trained:
+        print(
+            f"the classifier is trained on scikit-learn's digits (held-out accuracy "
+            f"{rendered.holdout_accuracy:.3f})"
+        )
+    else:
+        print(
+            f"the classifier's weights ({rendered.weights}) are untrained: it answers, with "
+            f"arbitrary classes"
+        )
+    print(f"next: check it: tritonpy check {args.repo}")
+    print(f"      serve it: tritonpy serve {args.repo}")
+    print(f"      query it: tritonpy infer {rendered.ensemble.name} --input IMAGE=@digit.png")
+    if not rendered.trained:
+        print(
+            f"      train it: tritonpy new {args.name} --template {args.template} "
+            f"--repo {args.repo} --train --force  (needs scikit-learn and OpenCV)"
+        )
 
 
 # ----------------------------------------------------------------------------------- demo

@@ -12,7 +12,15 @@ Example, a grayscale 8x8 preprocess model in ``model_repository/``::
     render_template("image_preprocess", "my_preprocess", Path("model_repository"),
                     parameters={"size": "8x8", "color": "GRAY", "mean": "0.5", "std": "0.5"})
 
-and the whole digits ensemble (three members + the ensemble, weights trained on the spot)::
+the ensemble_classifier template with its three members, ready to check and serve (the
+classifier's weights untrained unless ``train=True``)::
+
+    from tritonpy.templates import render_classifier_ensemble
+
+    rendered = render_classifier_ensemble("digits", Path("model_repository"))
+    rendered.models      # ['digits', 'digits_preprocess', 'digits_classifier', ...]
+
+and the whole digits ensemble with trained weights and the held-out digits to send::
 
     from tritonpy.templates import render_digits_ensemble
 
@@ -22,8 +30,8 @@ and the whole digits ensemble (three members + the ensemble, weights trained on 
 Templates are looked up in the directory named by ``$TRITONPY_TEMPLATES`` when set, otherwise
 among the files shipped with tritonpy (the wheel carries ``model_templates/``; a source
 checkout or an editable install reads the repository's). Rendering needs
-``tritonclient[grpc]`` (``pip install 'tritonpy[config]'``); the digits ensemble also needs
-torch, scikit-learn and OpenCV.
+``tritonclient[grpc]`` (``pip install 'tritonpy[config]'``); the ensemble's classifier
+weights need torch, and training them scikit-learn and OpenCV as well.
 """
 
 from __future__ import annotations
@@ -38,18 +46,23 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
+from ._optional import require
 from ._resources import ResourceNotFoundError, resource
 from .config.pbtxt import ConfigError, format_config, load_config
 from .errors import ToolError
 
 __all__ = [
+    "ENSEMBLE_TEMPLATE",
     "TEMPLATES_ENV",
+    "ClassifierEnsemble",
     "DigitsEnsemble",
     "TemplateError",
     "TemplateExistsError",
     "TemplateNotFoundError",
+    "describe_template",
     "digits_holdout",
     "list_templates",
+    "render_classifier_ensemble",
     "render_digits_ensemble",
     "render_template",
     "template_dir",
@@ -58,6 +71,8 @@ __all__ = [
 
 #: environment variable naming a directory of templates (overrides the built-in lookup)
 TEMPLATES_ENV = "TRITONPY_TEMPLATES"
+#: the ensemble template whose members render_classifier_ensemble renders with it
+ENSEMBLE_TEMPLATE = "ensemble_classifier"
 
 _SKIPPED_DIRS = ("tests", "__pycache__", ".pytest_cache")
 _SKIPPED_FILES = ("README*", "train_*.py", "*.pyc")
@@ -103,6 +118,33 @@ def list_templates() -> List[str]:
     """Names of the available templates (directories with a config.pbtxt), sorted."""
     root = templates_root()
     return sorted(p.name for p in root.iterdir() if (p / "config.pbtxt").is_file())
+
+
+def describe_template(name: str) -> str:
+    """A one-line description of template ``name``: the first sentence of its README.md
+    ('' when it has none).
+
+    >>> describe_template("torch_model")                             # doctest: +SKIP
+    'A small PyTorch MLP classifier served through DLPack; weights in `1/model.pt`.'
+    """
+    readme = template_dir(name) / "README.md"
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    paragraph: List[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#") and not paragraph:
+            continue  # the title
+        if not stripped:
+            if paragraph:
+                break
+            continue
+        paragraph.append(stripped)
+    sentence = " ".join(paragraph)
+    end = re.search(r"\.(\s|$)", sentence)
+    return sentence[: end.start() + 1] if end else sentence
 
 
 def template_dir(name: str) -> Path:
@@ -242,6 +284,128 @@ class DigitsEnsemble:
         }
 
 
+@dataclass(frozen=True)
+class ClassifierEnsemble:
+    """What :func:`render_classifier_ensemble` rendered: the ensemble's directory, its member
+    model directories by role (``preprocess``, ``classifier``, ``postprocess``), whether the
+    classifier's weights were trained, and their held-out accuracy when they were."""
+
+    ensemble: Path
+    members: Dict[str, Path]
+    trained: bool
+    holdout_accuracy: Optional[float] = None
+
+    @property
+    def models(self) -> List[str]:
+        """The model names, the ensemble first."""
+        return [self.ensemble.name, *(path.name for path in self.members.values())]
+
+    @property
+    def weights(self) -> Path:
+        """The classifier's ``model.pt``."""
+        return self.members["classifier"] / "1" / "model.pt"
+
+
+def render_classifier_ensemble(
+    name: str,
+    repo: Union[str, os.PathLike[str]],
+    *,
+    train: bool = False,
+    top_k: int = 3,
+    epochs: int = 300,
+    overwrite: bool = False,
+) -> ClassifierEnsemble:
+    """Render the ensemble_classifier template as ``name`` together with the members its
+    steps run, so that the repository checks clean and serves: ``{name}_preprocess``
+    (image_preprocess set for 8x8 grayscale), ``{name}_classifier`` (torch_model) and
+    ``{name}_postprocess`` (classification_postprocess, labels "0".."9", top ``top_k``).
+
+    The classifier gets a ``model.pt``: the network's seeded initial weights (valid, loads
+    and answers, but its classes are arbitrary; needs torch), or with ``train`` weights
+    trained on scikit-learn's digits (a few seconds; needs torch, scikit-learn, OpenCV).
+    Nothing is written when one of the four directories exists and ``overwrite`` is not
+    given.
+
+    Example::
+
+        rendered = render_classifier_ensemble("digits", "model_repository", train=True)
+        rendered.holdout_accuracy      # about 0.97
+    """
+    repo = Path(repo)
+    roles = {
+        "preprocess": f"{name}_preprocess",
+        "classifier": f"{name}_classifier",
+        "postprocess": f"{name}_postprocess",
+    }
+    for model in (name, *roles.values()):
+        _check_name(model)
+        if (repo / model).exists() and not overwrite:
+            raise TemplateExistsError(
+                f"cannot render the {ENSEMBLE_TEMPLATE} ensemble {name!r} into {repo}: "
+                f"{repo / model} already exists; choose another name, remove it, or pass "
+                f"overwrite=True (--force on the command line)"
+            )
+    trainer = _digits_trainer(train=train)
+    # weights first, into a scratch directory: an interrupted training leaves no model behind
+    repo.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{name}.weights-", dir=repo))
+    try:
+        accuracy = _write_weights(trainer, scratch / "model.pt", train=train, epochs=epochs)
+        members = _render_members(trainer, roles, repo, scratch / "model.pt", top_k, overwrite)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    steps = dict(zip(_template_steps(), roles.values()))
+    ensemble = render_template(ENSEMBLE_TEMPLATE, name, repo, models=steps, overwrite=overwrite)
+    return ClassifierEnsemble(ensemble, members, train, accuracy)
+
+
+def _write_weights(trainer: Any, path: Path, *, train: bool, epochs: int) -> Optional[float]:
+    if train:
+        return float(trainer.train(path, epochs=epochs))
+    trainer.untrained(path)
+    return None
+
+
+def _render_members(
+    trainer: Any,
+    roles: Mapping[str, str],
+    repo: Path,
+    weights: Path,
+    top_k: int,
+    overwrite: bool,
+) -> Dict[str, Path]:
+    members = {
+        "preprocess": render_template(
+            "image_preprocess",
+            roles["preprocess"],
+            repo,
+            parameters=trainer.PREPROCESS_PARAMETERS,
+            overwrite=overwrite,
+        ),
+        "classifier": render_template(
+            "torch_model", roles["classifier"], repo, overwrite=overwrite
+        ),
+        "postprocess": render_template(
+            "classification_postprocess",
+            roles["postprocess"],
+            repo,
+            parameters={"top_k": top_k},
+            overwrite=overwrite,
+        ),
+    }
+    os.replace(weights, members["classifier"] / "1" / "model.pt")
+    labels = "\n".join(trainer.LABELS) + "\n"
+    (members["postprocess"] / "labels.txt").write_text(labels, encoding="utf-8")
+    return members
+
+
+def _template_steps() -> List[str]:
+    """The model names of the ensemble template's steps, in order (preprocess, classifier,
+    postprocess)."""
+    config = _read_config(template_dir(ENSEMBLE_TEMPLATE) / "config.pbtxt")
+    return [step.model_name for step in config.ensemble_scheduling.step]
+
+
 def render_digits_ensemble(
     repo: Union[str, os.PathLike[str]],
     *,
@@ -250,57 +414,24 @@ def render_digits_ensemble(
     epochs: int = 300,
     overwrite: bool = False,
 ) -> DigitsEnsemble:
-    """Render the digits classifier into ``repo``: ``{prefix}_preprocess`` (image_preprocess
-    set for 8x8 grayscale), ``{prefix}_classifier`` (torch_model, its weights trained now on
-    scikit-learn's digits, a few seconds), ``{prefix}_postprocess``
-    (classification_postprocess with labels "0".."9") and the ensemble ``{prefix}`` chaining
-    them: IMAGE (PNG bytes) in; LABELS, SCORES, CLASS_IDS (top ``top_k``) out.
+    """Render the digits classifier into ``repo``: :func:`render_classifier_ensemble` named
+    ``prefix`` with trained weights, plus the held-out digits to send to it. IMAGE (PNG
+    bytes) in; LABELS, SCORES, CLASS_IDS (top ``top_k``) out.
 
     Nothing is written when one of the four model directories exists and ``overwrite`` is
     not given.
     """
-    repo = Path(repo)
-    names = {
-        "digits_preprocess": f"{prefix}_preprocess",
-        "digits_classifier": f"{prefix}_classifier",
-        "digits_postprocess": f"{prefix}_postprocess",
-    }
-    for name in (prefix, *names.values()):
-        _check_name(name)
-        if (repo / name).exists() and not overwrite:
-            raise TemplateExistsError(
-                f"cannot render the digits ensemble into {repo}: {repo / name} already "
-                f"exists; choose another prefix, remove it, or pass overwrite=True"
-            )
-    trainer = _digits_trainer()
-    preprocess = render_template(
-        "image_preprocess",
-        names["digits_preprocess"],
-        repo,
-        parameters=trainer.PREPROCESS_PARAMETERS,
-        overwrite=overwrite,
+    rendered = render_classifier_ensemble(
+        prefix, repo, train=True, top_k=top_k, epochs=epochs, overwrite=overwrite
     )
-    classifier = render_template(
-        "torch_model", names["digits_classifier"], repo, overwrite=overwrite
-    )
-    accuracy = float(trainer.train(classifier / "1" / "model.pt", epochs=epochs))
-    postprocess = render_template(
-        "classification_postprocess",
-        names["digits_postprocess"],
-        repo,
-        parameters={"top_k": top_k},
-        overwrite=overwrite,
-    )
-    (postprocess / "labels.txt").write_text("\n".join(trainer.LABELS) + "\n", encoding="utf-8")
-    render_template("ensemble_classifier", prefix, repo, models=names, overwrite=overwrite)
-    images, labels = trainer.holdout()
+    images, labels = _digits_trainer(train=True).holdout()
     return DigitsEnsemble(
-        repository=repo,
+        repository=Path(repo),
         ensemble=prefix,
-        preprocess=preprocess.name,
-        classifier=classifier.name,
-        postprocess=postprocess.name,
-        holdout_accuracy=accuracy,
+        preprocess=rendered.members["preprocess"].name,
+        classifier=rendered.members["classifier"].name,
+        postprocess=rendered.members["postprocess"].name,
+        holdout_accuracy=float(rendered.holdout_accuracy or 0.0),
         images=list(images),
         labels=[int(label) for label in labels],
     )
@@ -308,23 +439,27 @@ def render_digits_ensemble(
 
 def digits_holdout() -> Tuple[List[bytes], List[int]]:
     """The held-out digits of the training split, as PNG bytes, and their labels."""
-    images, labels = _digits_trainer().holdout()
+    images, labels = _digits_trainer(train=True).holdout()
     return list(images), [int(label) for label in labels]
 
 
+def _digits_trainer(*, train: bool) -> Any:
+    """The torch_model template's train_digits.py, imported by path; first checks that what
+    it needs is installed (torch; for training and the held-out images also scikit-learn and
+    OpenCV)."""
+    if train:
+        require("torch", "sklearn", "cv2", feature="training the digits classifier")
+    else:
+        require("torch", feature="the ensemble_classifier template's classifier weights")
+    return _load_trainer()
+
+
 @cache
-def _digits_trainer() -> Any:
-    """The torch_model template's train_digits.py, imported by path."""
+def _load_trainer() -> Any:
     path = template_dir("torch_model") / "train_digits.py"
     spec = importlib.util.spec_from_file_location("tritonpy_template_train_digits", path)
     if spec is None or spec.loader is None or not path.is_file():
         raise TemplateNotFoundError(f"{path} not found; the torch_model template is incomplete")
     module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except ImportError as exc:
-        raise TemplateError(
-            f"the digits ensemble needs torch, scikit-learn and OpenCV to train its "
-            f"classifier ({exc}); pip install torch scikit-learn opencv-python-headless"
-        ) from None
+    spec.loader.exec_module(module)
     return module

@@ -3,7 +3,8 @@
 The network sees exactly what the image_preprocess model produces in the digits ensemble: each
 8x8 digit (0..16) scaled to a uint8 image (0..255, what a PNG holds), then normalised by
 ``tritonpy.vision.to_chw_batch`` with PREPROCESS_PARAMETERS. No download; fixed seed; a few
-seconds on a CPU.
+seconds on a CPU. ``untrained()`` writes the same network's seeded initial weights instead
+(needs torch alone: what ``tritonpy new --template ensemble_classifier`` starts from).
 
     python train_digits.py [--out 1/model.pt]
 """
@@ -14,11 +15,8 @@ import os
 import tempfile
 from pathlib import Path
 
-import cv2
 import numpy as np
 import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 
 import tritonpy as tp
 
@@ -33,6 +31,8 @@ LABELS = [str(digit) for digit in range(10)]
 
 def digit_images():
     """All 1797 digits as 8x8 uint8 images (0..255) and their labels."""
+    from sklearn.datasets import load_digits  # training needs scikit-learn, untrained() not
+
     digits = load_digits()
     images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
     return images, digits.target.astype(np.int64)
@@ -40,6 +40,8 @@ def digit_images():
 
 def split():
     """(train, held-out) indices: stratified, fixed seed."""
+    from sklearn.model_selection import train_test_split
+
     _, labels = digit_images()
     return train_test_split(
         np.arange(len(labels)), test_size=HOLDOUT_FRACTION, random_state=SEED, stratify=labels
@@ -56,6 +58,8 @@ def pixels(images):
 
 def holdout():
     """The held-out digits as PNG bytes (what a client sends) and their labels."""
+    import cv2
+
     images, labels = digit_images()
     _, test = split()
     pngs = [cv2.imencode(".png", images[i])[1].tobytes() for i in test]
@@ -78,6 +82,20 @@ def train(out=HERE / "1" / "model.pt", *, epochs=300, seed=SEED):
         optimiser.step()
     with torch.inference_mode():
         accuracy = (net(x[test_idx]).argmax(1) == y[test_idx]).float().mean().item()
+    save(net, out)
+    return accuracy
+
+
+def untrained(out=HERE / "1" / "model.pt", *, seed=SEED):
+    """Write the network's initial (seeded, untrained) weights to ``out``: a valid model.pt
+    that loads and answers, with arbitrary classes, until trained."""
+    torch.manual_seed(seed)
+    features = int(np.prod([1, *(int(v) for v in PREPROCESS_PARAMETERS["size"].split("x"))]))
+    save(load_build_mlp()([features, HIDDEN, len(LABELS)]), out)
+
+
+def save(net, out):
+    """Write ``net``'s state_dict to ``out`` atomically (a reader never sees half a file)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".model.pt.")
@@ -88,7 +106,6 @@ def train(out=HERE / "1" / "model.pt", *, epochs=300, seed=SEED):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    return accuracy
 
 
 def load_build_mlp():
