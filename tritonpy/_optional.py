@@ -107,6 +107,11 @@ def require(*modules: str, feature: str, extra: Optional[str] = None) -> None:
             )
         except ImportError as exc:
             broken.append(f"{module}: {exc}")
+        except RuntimeError as exc:
+            # tritonclient.grpc/.http raise RuntimeError when their extra's packages are absent
+            if not isinstance(exc.__cause__, ModuleNotFoundError):
+                raise
+            absent.append(module)
     if broken:
         names = [item.split(":", 1)[0] for item in broken]
         reason = "installed but cannot be imported: " + "; ".join(broken)

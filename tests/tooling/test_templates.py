@@ -17,13 +17,15 @@ from tritonpy.templates import (
     TemplateError,
     TemplateExistsError,
     TemplateNotFoundError,
+    describe_template,
     digits_holdout,
     list_templates,
+    render_classifier_ensemble,
     render_digits_ensemble,
     render_template,
     template_dir,
 )
-from tritonpy.testing import ModelHarness
+from tritonpy.testing import EnsembleHarness, ModelHarness
 
 TEMPLATES = [
     "classification_postprocess",
@@ -243,3 +245,36 @@ def test_digits_ensemble_refuses_existing_models_before_writing(tmp_path: Path) 
     with pytest.raises(TemplateExistsError, match="digits_postprocess already exists"):
         render_digits_ensemble(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["digits_postprocess"]
+
+
+# -- the ensemble_classifier template with its members ---------------------------------------
+
+
+def test_every_template_has_a_one_line_description() -> None:
+    for name in list_templates():
+        text = describe_template(name)
+        assert text and "\n" not in text and text.endswith("."), name
+    assert describe_template("image_preprocess").startswith("Encoded images (PNG, JPEG)")
+
+
+@pytest.mark.torch
+def test_classifier_ensemble_untrained_loads_and_answers(tmp_path: Path) -> None:
+    rendered = render_classifier_ensemble("pets", tmp_path)
+    assert rendered.models == ["pets", "pets_preprocess", "pets_classifier", "pets_postprocess"]
+    assert not rendered.trained and rendered.holdout_accuracy is None
+    assert rendered.weights == tmp_path / "pets_classifier" / "1" / "model.pt"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(rendered.models)  # no scratch
+    png = cv2.imencode(".png", np.full((8, 8), 200, np.uint8))[1].tobytes()
+    with EnsembleHarness(tmp_path, "pets") as ensemble:
+        out = ensemble.infer({"IMAGE": np.array([[png], [png]], dtype=object)})
+    assert out["LABELS"].shape == (2, 3)
+    assert {label.decode() for label in out["LABELS"].ravel()} <= {str(d) for d in range(10)}
+    assert np.allclose(out["SCORES"].sum(axis=1), out["SCORES"].sum(axis=1)[0])
+    # the seeded initial weights: the same file every time
+    import torch
+
+    first = torch.load(rendered.weights, weights_only=True)
+    again = render_classifier_ensemble("pets", tmp_path, overwrite=True)
+    second = torch.load(again.weights, weights_only=True)
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[key], second[key]) for key in first)
