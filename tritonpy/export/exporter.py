@@ -63,6 +63,12 @@ def _model_dirs(repo: Path) -> List[Path]:
     return sorted(p for p in repo.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
 
 
+def _purge_caches(repo: Path) -> None:
+    # importing model.py (the environment's verification, the check) writes bytecode caches
+    for cache in sorted(repo.rglob("__pycache__"), reverse=True):
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def _prepare_out(repo: Path, out: Path, force: bool) -> None:
     if out.exists() and not out.is_dir():
         raise ExportError(f"OUT {out} is a file; pass a directory (it is created if missing)")
@@ -232,6 +238,7 @@ def export_repository(
             )
         for finding in report.warnings:
             reporter.note(f"check: {finding.render()}")
+        _purge_caches(staged_repo)
         names = [m.name for m in result.models]
         written = _write_deployment_files(staging, settings, base_image, names)
         for entry in OUTPUTS:  # --force: replace the previous export's files, nothing else

@@ -66,6 +66,12 @@ def test_exported_repository_serves_from_anywhere(
     )
     assert greet.parameter == "$$TRITON_MODEL_DIRECTORY/greet_py3.10.tar.gz"
     assert greet.stub is None  # the 24.10 container's own Python is 3.10
+    exported = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert [p for p in exported if p.startswith("model_repository/")] == [
+        "model_repository/greet/1/model.py",
+        "model_repository/greet/config.pbtxt",
+        "model_repository/greet/greet_py3.10.tar.gz",
+    ]
     assert check_repository(out / "model_repository", triton_version="24.10").findings == []
 
     elsewhere = tmp_path / "elsewhere" / "models"
