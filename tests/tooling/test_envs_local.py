@@ -12,6 +12,7 @@ from typing import List, Tuple
 
 import pytest
 
+import tritonpy
 from tritonpy.config import load_config
 from tritonpy.envs import PackResult, Reporter, find_interpreter, pack_env, safe_extract
 from tritonpy.envs import cli as envs_cli
@@ -58,7 +59,11 @@ def test_archive_is_placed_and_verified(packed: Tuple[Path, PackResult, Recorder
     assert set(result.verify.modules) == {"tritonpy", "numpy"}
     assert result.verify.libpython.endswith("/env/lib/libpython3.10.so.1.0")
     steps = [step for kind, step in reporter.events if kind == "done"]
-    assert any(s.startswith("installing numpy, tritonpy with pip") for s in steps)
+    assert "installing numpy with pip" in steps
+    assert any(
+        s.startswith("installing tritonpy-") and "(the running tritonpy)" in s for s in steps
+    )
+    assert result.verify.tritonpy_version == tritonpy.__version__
     assert [p.name for p in model.iterdir() if ".partial" in p.name] == []
     assert read_record(model)["version_model_py3.10.tar.gz"]["python"] == "3.10"
 
