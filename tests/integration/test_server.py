@@ -161,9 +161,17 @@ def test_port_in_use_is_reported(tmp_path: Path, repository_builder: MakeRepo) -
         busy.listen()
         port = busy.getsockname()[1]
         server = TritonServer(repo, grpc_port=port)
-        with pytest.raises(ServerError, match=rf"could not bind its ports .*{port}"):
+        with pytest.raises(ServerError, match=rf"the gRPC port {port} on 127.0.0.1 is already in"):
             server.start()
+        assert "grpc_port=PORT" in str(server_error(server))
+    assert server.pid is None  # found before anything started
     assert leftovers(None, repo) == []
+
+
+def server_error(server: TritonServer) -> ServerError:
+    with pytest.raises(ServerError) as info:
+        server.start()
+    return info.value
 
 
 def test_missing_repository_is_reported(tmp_path: Path) -> None:
@@ -239,8 +247,8 @@ def test_cli_serve_stops_cleanly_on_sigint(tmp_path: Path, repository_builder: M
 
 def test_cli_serve_reports_load_error(tmp_path: Path, repository_builder: MakeRepo) -> None:
     repo = repository_builder(tmp_path / "repo", "broken_syntax")
-    proc = subprocess.run(
-        [sys.executable, "-m", "tritonpy.cli", "serve", str(repo)],
+    proc = subprocess.run(  # --no-check: the server's own report, not the preflight's
+        [sys.executable, "-m", "tritonpy.cli", "serve", str(repo), "--no-check"],
         capture_output=True,
         text=True,
         timeout=60,
