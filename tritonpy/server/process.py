@@ -6,7 +6,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -28,9 +27,9 @@ from typing import (
 )
 
 from .console import ConsoleLog, LogEcho
+from .endpoints import Endpoints
 from .errors import ModelLoadError, ServerError, ServerTimeoutError
 from .failures import (
-    busy_port_message,
     condensed,
     load_error_message,
     port_clash_message,
@@ -39,7 +38,6 @@ from .failures import (
 from .install import Installation, resolve_installation
 from .logs import LogFollower, lines_about, read_tail
 from .options import PYTHON_NAMES, OptionNames
-from .ports import choose_ports, port_is_free
 from .preflight import preflight
 from .procs import end_process_group
 from .readiness import ModelStatus, health_ready, repository_index
@@ -57,7 +55,6 @@ _PORT_ATTEMPTS = 3
 _FAILURE_GRACE_S = 1.0
 _LIVE: Set[TritonServer] = set()
 _TEMP_DIRS: List[str] = []
-_PORTS = (("HTTP", "http_port"), ("gRPC", "grpc_port"), ("metrics", "metrics_port"))
 
 
 def _stop_all_at_exit() -> None:
@@ -75,7 +72,7 @@ class _PortClash(Exception):
     pass
 
 
-class TritonServer:
+class TritonServer(Endpoints):
     """A real tritonserver serving ``model_repository`` on loopback ports.
 
     By default it runs the tritonserver of the ``nvidia-pytriton`` wheel with a prepared Python
@@ -131,17 +128,15 @@ class TritonServer:
         log_echo: Optional[Callable[[str], None]] = None,
         option_names: OptionNames = PYTHON_NAMES,
     ) -> None:
+        super().__init__(host, (http_port, grpc_port, metrics_port), default_ports, option_names)
         self.model_repository = Path(model_repository).absolute()
         self.tritonserver = None if tritonserver is None else os.fspath(tritonserver)
         self.backend_directory = None if backend_directory is None else os.fspath(backend_directory)
         self.python = None if python is None else os.fspath(python)
-        self.host = host
         self.startup_timeout = float(startup_timeout)
         self.log_verbose = int(log_verbose)
         self.extra_args = [str(a) for a in extra_args]
         self.env = dict(env or {})
-        self._requested_ports = (http_port, grpc_port, metrics_port)
-        self._ports: Optional[List[int]] = None
         self._log_file = None if log_file is None else Path(log_file)
         self._log_path: Optional[Path] = None
         self._log_start = 0
@@ -152,8 +147,6 @@ class TritonServer:
         self.command: List[str] = []
         self.check = check
         self.env_stubs = env_stubs
-        self.names = option_names
-        self._default_ports = None if default_ports is None else list(default_ports)
         self._log_echo = log_echo
         self._echo: Optional[LogEcho] = None
         self._shadow: Optional[Path] = None
@@ -162,53 +155,7 @@ class TritonServer:
         #: the warnings of the preflight check of the last start() (``check=True``)
         self.preflight_report: Optional[Report] = None
 
-    # ----------------------------------------------------------------- addresses and state
-    def _port(self, index: int) -> int:
-        if self._ports is not None:
-            return self._ports[index]
-        requested = self._requested_ports[index]
-        if requested is None:
-            raise ServerError(
-                "the server's ports are not known yet: they are picked by start(). Call "
-                "start() (or enter the `with` block) first, or pass explicit ports."
-            )
-        return requested
-
-    @property
-    def _connect_host(self) -> str:
-        if self.host in ("", "0.0.0.0"):
-            return "127.0.0.1"
-        if self.host == "::":
-            return "[::1]"
-        return f"[{self.host}]" if ":" in self.host else self.host
-
-    @property
-    def http_port(self) -> int:
-        return self._port(0)
-
-    @property
-    def grpc_port(self) -> int:
-        return self._port(1)
-
-    @property
-    def metrics_port(self) -> int:
-        return self._port(2)
-
-    @property
-    def http_url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://{self._connect_host}:{self.http_port}"
-
-    @property
-    def grpc_url(self) -> str:
-        """``127.0.0.1:<port>`` (the form ``tritonclient.grpc`` expects)."""
-        return f"{self._connect_host}:{self.grpc_port}"
-
-    @property
-    def metrics_url(self) -> str:
-        """``http://127.0.0.1:<port>/metrics``."""
-        return f"http://{self._connect_host}:{self.metrics_port}/metrics"
-
+    # ---------------------------------------------------------------------------- state
     @property
     def pid(self) -> Optional[int]:
         """The tritonserver process id (also its process group id), ``None`` when stopped."""
@@ -399,30 +346,6 @@ class TritonServer:
             tmp = tempfile.mkdtemp(prefix="tritonpy-server-")
             _TEMP_DIRS.append(tmp)
             self._log_path = Path(tmp) / "tritonserver.log"
-
-    @property
-    def _bind_host(self) -> str:
-        return self.host if self.host not in ("", "::") else "127.0.0.1"
-
-    def _choose_ports(self) -> None:
-        self._ports = choose_ports(self._requested_ports, self._default_ports, self._bind_host)
-
-    def _check_requested_ports(self) -> None:
-        """A port the caller chose that another process holds fails before anything starts,
-        naming the option."""
-        for (label, option), port in zip(_PORTS, self._requested_ports):
-            if port is not None and not port_is_free(port, self._bind_host):
-                raise ServerError(busy_port_message(label, option, port, self.host, self.names))
-
-    def _clash_is_ours(self, message: str) -> bool:
-        """Whether the port in a clash message was picked by us (then another pick helps)."""
-        picked = {
-            port
-            for port, requested in zip(self._ports or [], self._requested_ports)
-            if requested is None
-        }
-        match = re.search(r":(\d+)'", message)
-        return match is not None and int(match.group(1)) in picked
 
     def _build_command(self, inst: Installation) -> List[str]:
         assert self._ports is not None
