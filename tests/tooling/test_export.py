@@ -340,6 +340,17 @@ def test_missing_environment_file_with_no_pack(tmp_path: Path) -> None:
         export_repository(repo, tmp_path / "deploy", triton_version="24.10", pack=False)
 
 
+def test_unreadable_environment_with_no_pack(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "double" / "env.tar.gz").write_bytes(b"\x1f\x8bnot really gzip")
+    with pytest.raises(ExportError) as refused:
+        export_repository(repo, tmp_path / "deploy", triton_version="24.10", pack=False)
+    assert (
+        "and its environment '$$TRITON_MODEL_DIRECTORY/env.tar.gz' has no single "
+        "lib/libpythonX.Y.so* (or is unreadable). Pack one: " in str(refused.value)
+    )
+
+
 def test_failing_check_writes_nothing(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     env_archive(repo / "double" / "env.tar.gz", numpy="2.1.0")  # 24.10's stub predates numpy 2

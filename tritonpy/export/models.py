@@ -11,6 +11,8 @@ Example::
 from __future__ import annotations
 
 import shutil
+import tarfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Optional, Set
@@ -62,10 +64,7 @@ def _ignored(directory: str, names: List[str]) -> Set[str]:
     return {
         name
         for name in names
-        if name in _SKIPPED_DIRS
-        or name.startswith(".")
-        or name.endswith((".pyc", ".pyo"))
-        or (name.endswith(".egg-info") and Path(directory, name).is_dir())
+        if name in _SKIPPED_DIRS or name.startswith(".") or name.endswith((".pyc", ".pyo"))
     }
 
 
@@ -107,8 +106,8 @@ def _materialise(target: Path, outcome: ModelExport) -> Any:
 def _env_python(path: Path) -> Optional[str]:
     try:
         return inspect_env(path).python
-    except Exception:  # an unreadable archive: the caller packs a new one (or check reports)
-        return None
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return None  # an unreadable archive: the caller packs a new one
 
 
 def _remove(path: Path) -> None:
