@@ -73,6 +73,17 @@ def test_install_command_combines_extras_and_plain_packages() -> None:
     assert install_command(["tritonclient.grpc"], "testing") == "pip install 'tritonpy[testing]'"
 
 
+def test_tritonclient_runtime_error_for_a_missing_extra_counts_as_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # tritonclient.grpc raises RuntimeError (from ModuleNotFoundError) without its extra
+    for name in [m for m in sys.modules if m.startswith("tritonclient.grpc")]:
+        monkeypatch.delitem(sys.modules, name)
+    hide(monkeypatch, "grpc")
+    with pytest.raises(MissingDependencyError, match=r"needs tritonclient\[grpc\] \(not inst"):
+        require("tritonclient.grpc", extra="config", feature="f")
+
+
 def test_a_module_that_fails_to_import_is_reported_with_its_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,8 +102,7 @@ def test_tritonpy_config_without_protobuf_is_one_line_and_exit_2(
     (tmp_path / "m" / "1").mkdir(parents=True)
     (tmp_path / "m" / "1" / "model.py").write_text(MODEL)
     (tmp_path / "m" / "config.pbtxt").write_text(TWO_LINES)
-    # tritonclient.grpc itself then fails too (with a RuntimeError): both are named
-    hide(monkeypatch, "google.protobuf")
+    hide(monkeypatch, "google.protobuf", "tritonclient.grpc")
     assert main(["config", str(tmp_path / "m"), "--check"]) == 2
     assert one_line_error(capsys) == (
         "tritonpy: error: tritonpy config needs tritonclient[grpc] and protobuf (not installed): "
