@@ -20,6 +20,7 @@ from .dtypes import DTYPES, DType, lookup_dtype
 from .errors import (
     DeclarationError,
     InputError,
+    MissingDependencyError,
     OutputError,
     ToolError,
     TritonPyError,
@@ -40,6 +41,7 @@ __all__ = [
     "ElementCodec",
     "Image",
     "InputError",
+    "MissingDependencyError",
     "Model",
     "OutputError",
     "Padded",

@@ -613,3 +613,18 @@ def test_plugin_closes_harnesses(pytester):
     """)
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+def test_a_missing_testing_dependency_names_the_testing_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tritonpy.errors import MissingDependencyError
+
+    model = tmp_path / "m"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text("import tritonpy\n")
+    (model / "config.pbtxt").write_text('name: "m"\nbackend: "python"\n')
+    monkeypatch.setitem(sys.modules, "tritonclient.grpc", None)  # as if not installed
+    with pytest.raises(MissingDependencyError) as caught:
+        ModelHarness(model)
+    assert "pip install 'tritonpy[testing]'" in str(caught.value)

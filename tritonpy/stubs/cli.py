@@ -12,7 +12,7 @@ import sys
 from typing import Any, Optional
 
 from ..envs.cli import ConsoleReporter
-from ..errors import TritonPyError
+from ..errors import MissingDependencyError, TritonPyError
 from .provision import SOURCES, provision_stub
 
 __all__ = ["add_parser", "cmd_stub"]
@@ -71,6 +71,8 @@ def cmd_stub(args: argparse.Namespace, reporter: Optional[ConsoleReporter] = Non
         reporter.close()
         print(f"tritonpy: interrupted; {args.model_dir} left as it was", file=sys.stderr)
         return 130
+    except MissingDependencyError:
+        raise  # tritonpy.cli.main prints it as one line, exit 2
     except TritonPyError as exc:
         reporter.close()
         print(f"tritonpy: error: {exc}", file=sys.stderr)

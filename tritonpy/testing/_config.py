@@ -11,7 +11,17 @@ from ._errors import ModelLoadError
 
 def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
     """Parse config.pbtxt text into the JSON-like dict Triton hands to the Python backend
-    (field names as in the proto, int64 values as ints). Needs tritonclient[grpc]."""
+    (field names as in the proto, int64 values as ints). Needs the ``testing`` extra
+    (tritonclient[grpc] and protobuf)."""
+    from .._optional import require
+
+    # checked here so that the message names the extra a model's tests need
+    require(
+        "tritonclient.grpc",
+        "google.protobuf",
+        extra="testing",
+        feature="tritonpy.testing.ModelHarness",
+    )
     from ..config.pbtxt import ConfigError, config_to_dict, parse_config
 
     try:
