@@ -264,6 +264,8 @@ def test_missing_triton_python_model_names_the_fix(
 def hold_ports(stack: ExitStack, ports: Tuple[int, ...]) -> None:
     for port in ports:
         sock = stack.enter_context(socket.socket())
+        # as servers do: a port left in TIME_WAIT by an earlier server can be held again
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
         sock.listen()
 
