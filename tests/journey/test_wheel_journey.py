@@ -291,7 +291,9 @@ def test_journey_from_the_wheel(wheel: Path, tmp_path: Path) -> None:
             "install",
             "--disable-pip-version-check",
             "-q",
-            f"tritonpy[image,testing,server] @ {wheel.as_uri()}",
+            f"tritonpy[image,testing,server,torch] @ {wheel.as_uri()}",
+            # the CPU build (a bare torch requirement resolves to a multi-GB CUDA build)
+            "torch==2.13.0",
         )
         where = journey.run(
             str(journey.venv / "bin" / "python"), "-c", "import tritonpy; print(tritonpy.__file__)"
@@ -305,6 +307,9 @@ def test_journey_from_the_wheel(wheel: Path, tmp_path: Path) -> None:
             journey.tritonpy("new", f"my_{template}", "--template", template, "--repo", "templates")
         for template in TEMPLATES:
             assert (journey.work / "templates" / f"my_{template}" / "config.pbtxt").is_file()
+        # the ensemble came with its members: the rendered repository checks clean
+        rendered = journey.tritonpy("check", "templates")
+        assert " 0 errors" in rendered.stdout, rendered.stdout
 
     repo = journey.work / "model_repository"
     model = repo / "thumb"
