@@ -136,6 +136,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _print(f"starting tritonserver on {args.repository} (log {log_file}) ...")
         try:
             server.start()
+        except MissingDependencyError:
+            raise  # main prints it as one line, exit 2
         except TritonPyError as exc:
             _err(str(exc))
             if server.log_path is not None:

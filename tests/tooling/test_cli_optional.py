@@ -148,3 +148,36 @@ def test_the_error_is_part_of_the_public_tree() -> None:
     assert "MissingDependencyError" in errors.__all__
     error = MissingDependencyError("x", ("cv2",), ("opencv-python-headless",), "image", "cmd")
     assert str(error.for_feature("tritonpy y")).startswith("tritonpy y needs opencv")
+
+
+def test_tritonpy_serve_without_the_server_extra_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, *args: object, **kwargs: object) -> object:
+        return None if name == "pytriton" else real_find_spec(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))  # serve's log files
+    (tmp_path / "repo").mkdir()
+    assert main(["serve", str(tmp_path / "repo"), "--no-check", "--quiet"]) == 2
+    line = one_line_error(capsys)
+    assert line == (
+        "tritonpy: error: tritonpy serve needs nvidia-pytriton (not installed; or pass "
+        "--tritonserver PATH): pip install 'tritonpy[server]'"
+    )
+
+
+def test_the_conda_builder_without_conda_pack_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tritonpy.envs.conda import conda_pack_archive
+    from tritonpy.envs.progress import Reporter
+
+    hide(monkeypatch, "conda_pack")
+    with pytest.raises(MissingDependencyError) as caught:
+        conda_pack_archive(tmp_path / "env", tmp_path / "env.tar.gz", reporter=Reporter())
+    assert caught.value.install == "pip install 'tritonpy[pack]'"

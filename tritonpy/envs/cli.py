@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Optional
 
-from ..errors import TritonPyError
+from ..errors import MissingDependencyError, TritonPyError
 from ..releases import BUNDLED_RELEASE
 from .pack import BUILDERS, STUB_MODES, pack_env
 from .progress import Reporter
@@ -177,6 +177,9 @@ def cmd_pack_env(args: argparse.Namespace, reporter: Optional[ConsoleReporter] =
         reporter.close()
         print(f"tritonpy: interrupted; {args.model_dir} left as it was", file=sys.stderr)
         return 130
+    except MissingDependencyError:
+        reporter.close()
+        raise  # tritonpy.cli.main prints it as one line, exit 2
     except TritonPyError as exc:
         reporter.close()
         print(f"tritonpy: error: {exc}", file=sys.stderr)

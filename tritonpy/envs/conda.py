@@ -141,13 +141,9 @@ def conda_pack_archive(
         conda_pack_archive(Path("/tmp/e"), Path("/tmp/e.tar.gz"), reporter=Reporter())
     """
     if pack is None:
-        try:
-            import conda_pack
-        except ImportError as exc:
-            raise EnvError(
-                "the conda builder packs with conda-pack, which is not installed here: "
-                "pip install 'tritonpy[pack]' (or conda install conda-pack)"
-            ) from exc
+        from .._optional import optional_import
+
+        conda_pack = optional_import("conda_pack", feature="the conda builder", extra="pack")
         pack = conda_pack.pack
     with step(reporter, "packing with conda-pack"):
         try:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from .._optional import missing
 from .errors import ServerError
 from .options import PYTHON_NAMES, OptionNames
 
@@ -187,12 +188,12 @@ def find_wheel_installation(*, names: OptionNames = PYTHON_NAMES) -> WheelInstal
     """
     spec = importlib.util.find_spec("pytriton")
     if spec is None or not spec.submodule_search_locations:
-        raise ServerError(
-            "cannot find the tritonserver of the nvidia-pytriton wheel: package 'pytriton' is "
-            f"not installed in {sys.executable}. Install it with "
-            "`pip install 'tritonpy[server]'` (nvidia-pytriton==0.7.0), or pass "
-            f"{names.option('tritonserver', '/path/to/bin/tritonserver')} (e.g. "
-            "/opt/tritonserver/bin/tritonserver in the NGC container)."
+        # one line with the install command; another server binary is the alternative
+        raise missing(
+            ["pytriton"],
+            feature="tritonpy serve",
+            extra="server",
+            reason=f"not installed; or pass {names.option('tritonserver', 'PATH')}",
         )
     package_dir = Path(next(iter(spec.submodule_search_locations)))
     root = package_dir / "tritonserver"
