@@ -59,6 +59,8 @@ def test_console_keeps_model_logs_and_drops_server_chatter() -> None:
     ]
     assert single.format("hello from print\n") == ["[talk] hello from print"]
     assert single.format(TRITON.format("CUDA memory pool disabled")) == []
+    stream = "unable to create stream for digits: CUDA driver version is insufficient for CUDA"
+    assert single.format(TRITON.format(stream)) == []
     assert single.format("Signal (2) received.") == []
     assert single.format("I1130 23:11:58.586335 5689 server.cc:604] ") == []
     assert single.format("+------+") == [] and single.format("| Model | Version |") == []

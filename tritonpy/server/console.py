@@ -35,6 +35,7 @@ _NOISE = (
     "CudaDriverHelper",
     "DCGM",
     "Failed to initialize NVML",
+    "CUDA driver version is insufficient",  # an ensemble's CUDA stream, on a CPU-only machine
     "Collecting CPU metrics",
     "HTTP service connections",
     "GRPC service connections",
