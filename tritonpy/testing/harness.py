@@ -56,6 +56,12 @@ from ._config import (
     parse_config_pbtxt,
 )
 from ._errors import HarnessError, ModelBugError, ModelLoadError
+from ._process_guard import (
+    ModelProcessDiedError,
+    ProcessEnded,
+    guard_process_exit,
+    stub_not_healthy,
+)
 from ._requests import (
     _check_requested_outputs,
     _to_client_array,
@@ -76,6 +82,7 @@ __all__ = [
     "ModelBugError",
     "ModelHarness",
     "ModelLoadError",
+    "ModelProcessDiedError",
     "fake_pb_utils_installed",
     "install_fake_pb_utils",
     "parse_config_pbtxt",
@@ -83,6 +90,7 @@ __all__ = [
 ]
 
 PB_UTILS = "triton_python_backend_utils"
+_HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _MISSING = object()
 _module_counter = itertools.count()
 _install_lock = threading.RLock()
@@ -152,6 +160,7 @@ class ModelHarness:
         stream_timeout: float = 30.0,
     ) -> None:
         self._closed = False
+        self._ended: Optional[ProcessEnded] = None  # set when the model ended its own process
         self._tmpdir: Optional[str] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._sys_path_entry: Optional[str] = None
@@ -287,7 +296,11 @@ class ModelHarness:
         _pb_metrics._instance_name = getattr(self, "instance_name", _pb_metrics._instance_name)
         _pb_models._model_dir = str(getattr(self, "model_dir", ""))
         try:
-            yield
+            with guard_process_exit():
+                yield
+        except ProcessEnded as ended:
+            self._ended = ended
+            raise self._process_died() from None
         finally:
             _pb_metrics._instance_name, _pb_models._model_dir = previous_instance, previous_dir
             if added:
@@ -361,15 +374,31 @@ class ModelHarness:
         request._decoupled = self.decoupled
         return request, (list(requested_outputs) if requested_outputs is not None else None)
 
+    def _process_died(self) -> ModelProcessDiedError:
+        ended = self._ended
+        assert ended is not None
+        instance = getattr(self, "instance_name", f"{self.name}_0")
+        return ModelProcessDiedError(
+            f"model '{self.name}' ended its own process: {ended.call} at {ended.where}. In "
+            f"Triton its stub process is gone: that request and every later one fail with "
+            f"{stub_not_healthy(instance)!r} while the server still reports the model READY "
+            "(tritonpy serve reloads it). Raise an exception instead (tp.InputError for a bad "
+            "request), so that only the request fails."
+        )
+
     def _execute(self, requests: List[pb.InferenceRequest]) -> Any:
+        if self._ended is not None:  # as in Triton: a dead stub answers nothing any more
+            raise self._process_died()
         self.execute_calls += 1
         with self._running():
             try:
                 return self._call(self.model.execute, requests)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # the stub reports sys.exit() as an error
+                # the model's frames only, innermost first, as the stub lists them
                 frames = "".join(
                     f"  {f.filename}({f.lineno}): {f.name}\n"
-                    for f in reversed(traceback.extract_tb(exc.__traceback__)[1:])
+                    for f in reversed(traceback.extract_tb(exc.__traceback__))
+                    if not f.filename.startswith(_HARNESS_DIR)
                 )
                 raise TritonRequestError(
                     "INTERNAL",
