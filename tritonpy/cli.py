@@ -453,6 +453,12 @@ def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     add_parser(sub)
 
 
+def _add_probe(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .probe.cli import add_parser
+
+    add_parser(sub)
+
+
 # ----------------------------------------------------------------------------------- main
 _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_serve,
@@ -464,6 +470,7 @@ _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]
     _add_pack_env,
     _add_stub,
     _add_export,
+    _add_probe,
 ]
 
 

@@ -1,0 +1,34 @@
+"""``tritonpy probe``: a deep health check for a running Triton, for liveness probes.
+
+A model whose Python stub process died stays READY in Triton (``/v2/health/ready``, model
+readiness) while every request fails with ``Stub process 'NAME_0' is not healthy``. The probe
+sends each model one real inference built from its configuration and reports the models that
+did not answer: the command exits 1 then, so an orchestrator restarts the server.
+
+Example::
+
+    from tritonpy.probe import probe
+
+    report = probe("localhost:8000", timeout=5)
+    print(report.render_text(), end="")     # ok    add_sub  2.1 ms  answered ...
+    raise SystemExit(report.exit_code)
+"""
+
+from __future__ import annotations
+
+from .report import ProbeReport, ProbeResult, judge
+from .requests import ProbeRequestError, probe_inputs, warmup_sample
+from .runner import DEFAULT_TIMEOUT, DEFAULT_URL, ProbeUsageError, probe
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_URL",
+    "ProbeReport",
+    "ProbeRequestError",
+    "ProbeResult",
+    "ProbeUsageError",
+    "judge",
+    "probe",
+    "probe_inputs",
+    "warmup_sample",
+]
