@@ -1,7 +1,7 @@
 """tritonpy export: the deployable repository, its configs, environments and stubs, the
 Dockerfile and Kubernetes manifests, and every refusal. Environments here are minimal layouts
 (bin/activate, libpython, numpy's dist-info): the check reads names, not contents; the real
-packed environment served by a real tritonserver is tests/integration/test_export.py."""
+packed environment served by a real tritonserver is tests/integration/test_export_serve.py."""
 
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
+from tritonpy import __version__
 from tritonpy.check import check_repository
 from tritonpy.cli import main
+from tritonpy.envs.selfwheel import running_tritonpy
 from tritonpy.export import ExportError, export_repository
 from tritonpy.export.yaml_text import to_yaml
 from tritonpy.stubs.elf import linked_python
@@ -91,6 +94,10 @@ def make_repo(root: Path, *, env: Optional[str] = "$$TRITON_MODEL_DIRECTORY/env.
     (plain / "1" / "model.py").write_text(PLAIN)
     (plain / "config.pbtxt").write_text(PLAIN_CONFIG)
     return root
+
+
+WHEEL = running_tritonpy().wheel_name
+PROBE = ["tritonpy", "probe", "--url", "localhost:8000", "--timeout", "5"]
 
 
 def tree(root: Path) -> List[str]:
@@ -176,6 +183,7 @@ def test_export_writes_a_deployable_repository(tmp_path: Path) -> None:
         "model_repository/double/env.tar.gz",
         "model_repository/plain/1/model.py",
         "model_repository/plain/config.pbtxt",
+        f"wheels/{WHEEL}",
     ]
     assert tree(repo) == before, "export changed the source repository"
     by_name = {m.name: m for m in result.models}
@@ -218,14 +226,31 @@ def test_dockerfile_and_dockerignore(tmp_path: Path) -> None:
     export_repository(make_repo(tmp_path / "repo"), tmp_path / "a", triton_version="24.10")
     text = (tmp_path / "a" / "Dockerfile").read_text()
     instructions = [line.split()[0] for line in text.splitlines() if line[:1].isupper()]
-    assert instructions == ["FROM", "COPY", "EXPOSE", "HEALTHCHECK", "CMD"]
+    assert instructions == ["FROM", "COPY", "RUN", "COPY", "EXPOSE", "HEALTHCHECK", "CMD"]
     assert "FROM nvcr.io/nvidia/tritonserver:24.10-py3\n" in text
+    assert f"COPY wheels/{WHEEL} /tmp/{WHEEL}\n" in text
+    run = text.split("\nRUN ", 1)[1].split("\n\n", 1)[0].replace("\\\n", " ")
+    assert run.split() == [
+        "PIP_BREAK_SYSTEM_PACKAGES=1",
+        "python3",
+        "-m",
+        "pip",
+        "install",
+        "--no-cache-dir",
+        f"/tmp/{WHEEL}",
+        "'tritonclient[http]'",
+        "'numpy<2'",  # 24.10's stub predates numpy 2
+        "&&",
+        "rm",
+        f"/tmp/{WHEEL}",
+    ]
     assert "COPY model_repository/ /models/\n" in text
     assert "EXPOSE 8000 8001 8002\n" in text
-    assert "http://localhost:8000/v2/health/ready" in text
+    healthcheck = text.split("\nHEALTHCHECK ", 1)[1].split("\n\n", 1)[0]
+    assert healthcheck.split("CMD ", 1)[1] == " ".join(PROBE) + " || exit 1"
     assert 'CMD ["tritonserver", "--model-repository=/models"]\n' in text
     ignore = (tmp_path / "a" / ".dockerignore").read_text().splitlines()
-    assert ignore[1:] == ["*", "!model_repository/", "**/__pycache__"]
+    assert ignore[1:] == ["*", "!model_repository/", "!wheels/", "**/__pycache__"]
 
     export_repository(
         make_repo(tmp_path / "repo2"),
@@ -234,6 +259,21 @@ def test_dockerfile_and_dockerignore(tmp_path: Path) -> None:
         base_image="my-triton:24.10-custom",
     )
     assert "FROM my-triton:24.10-custom\n" in (tmp_path / "b" / "Dockerfile").read_text()
+
+    export_repository(make_repo(tmp_path / "repo3"), tmp_path / "c", triton_version="24.12")
+    assert "'numpy<2'" not in (tmp_path / "c" / "Dockerfile").read_text()  # 24.12 takes numpy 2
+
+
+def test_the_wheel_is_the_running_tritonpy_with_the_probe(tmp_path: Path) -> None:
+    export_repository(make_repo(tmp_path / "repo"), tmp_path / "out", triton_version="24.10")
+    runtime = running_tritonpy()
+    with zipfile.ZipFile(tmp_path / "out" / "wheels" / WHEEL) as wheel:
+        names = set(wheel.namelist())
+        assert {"tritonpy/probe/cli.py", "tritonpy/server/client.py"} <= names
+        for arcname, path in runtime.files:
+            assert wheel.read(arcname) == path.read_bytes(), arcname
+        metadata = wheel.read(f"tritonpy-{__version__}.dist-info/METADATA").decode()
+    assert f"Version: {__version__}" in metadata
 
 
 def test_kubernetes_manifests(tmp_path: Path) -> None:
@@ -263,7 +303,10 @@ def test_kubernetes_manifests(tmp_path: Path) -> None:
     ]
     assert container["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}}
     assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": "http"}
-    assert container["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": "http"}
+    # a dead stub leaves its model READY: liveness is a real request per model
+    liveness = container["livenessProbe"]
+    assert liveness["exec"] == {"command": PROBE}
+    assert liveness["timeoutSeconds"] > 5  # more than one call's --timeout
     assert container["startupProbe"]["httpGet"]["path"] == "/v2/health/ready"
     assert (service["apiVersion"], service["kind"]) == ("v1", "Service")
     assert service["metadata"]["name"] == "digits"
@@ -288,6 +331,7 @@ def test_kubernetes_manifests(tmp_path: Path) -> None:
         "kubectl apply -f k8s/inferenceservice.yaml",
         "- `double`",
         "- `plain`",
+        "livenessProbe runs `tritonpy probe --url localhost:8000 --timeout 5`",
     ):
         assert expected in readme, expected
 
@@ -308,7 +352,8 @@ def test_non_empty_out_is_refused_unless_force(tmp_path: Path) -> None:
         export_repository(repo, out, triton_version="24.10")
     assert str(refused.value) == (
         f"OUT {out} is not empty; pass an empty or new directory, or --force to replace the "
-        "export's files there (model_repository, Dockerfile, .dockerignore, k8s, README.md)"
+        "export's files there (model_repository, wheels, Dockerfile, .dockerignore, k8s, "
+        "README.md)"
     )
     assert tree(out) == ["notes.txt"]
     export_repository(repo, out, triton_version="24.10", force=True)

@@ -6,10 +6,12 @@ archive (``EXECUTION_ENV_PATH``) and, where that environment's Python is not the
 a stub built for it. The export writes::
 
     OUT/model_repository/          every model: full config.pbtxt, environment, stub
-    OUT/Dockerfile                 FROM nvcr.io/nvidia/tritonserver:YY.MM-py3, models in /models
+    OUT/wheels/tritonpy-*.whl      the running tritonpy, installed in the image for the probe
+    OUT/Dockerfile                 FROM nvcr.io/nvidia/tritonserver:YY.MM-py3, models in /models,
+                                   HEALTHCHECK tritonpy probe
     OUT/.dockerignore
     OUT/k8s/deployment.yaml        Deployment + Service (readiness /v2/health/ready,
-                                   liveness /v2/health/live)
+                                   liveness: tritonpy probe, one real request per model)
     OUT/k8s/inferenceservice.yaml  KServe InferenceService on the Triton runtime
     OUT/README.md                  build, push, run, apply
 

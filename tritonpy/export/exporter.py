@@ -26,8 +26,16 @@ from ..check import Report, check_repository
 from ..config.pbtxt import CONFIG_MODULES
 from ..envs.pack import BUILDERS
 from ..envs.progress import Reporter, step
+from ..envs.selfwheel import running_tritonpy, self_wheel
 from ..releases import TritonRelease
-from .files import REPOSITORY_DIR, default_base_image, dockerfile, dockerignore, readme
+from .files import (
+    REPOSITORY_DIR,
+    WHEELS_DIR,
+    default_base_image,
+    dockerfile,
+    dockerignore,
+    readme,
+)
 from .manifests import DeploySettings, deployment_manifests, kserve_manifest
 from .models import ExportError, ModelExport, copy_model, prepare_model
 from .yaml_text import to_yaml_documents
@@ -37,7 +45,7 @@ __all__ = ["OUTPUTS", "ExportResult", "export_repository"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: what an export writes into OUT (``--force`` replaces these, and only these)
-OUTPUTS = (REPOSITORY_DIR, "Dockerfile", ".dockerignore", "k8s", "README.md")
+OUTPUTS = (REPOSITORY_DIR, WHEELS_DIR, "Dockerfile", ".dockerignore", "k8s", "README.md")
 _STAGING_PREFIX = ".tritonpy-export-"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -105,11 +113,31 @@ def _write(path: Path, text: str, files: List[Path]) -> None:
     files.append(path)
 
 
+def _write_wheel(staging: Path, reporter: Reporter, files: List[Path]) -> str:
+    # the running tritonpy, for the image's liveness check (tritonpy probe)
+    runtime = running_tritonpy()
+    wheel = staging / WHEELS_DIR / runtime.wheel_name
+    wheel.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(self_wheel(reporter, runtime=runtime), wheel)
+    files.append(wheel)
+    return runtime.wheel_name
+
+
 def _write_deployment_files(
-    staging: Path, settings: DeploySettings, base_image: str, models: List[str]
+    staging: Path,
+    settings: DeploySettings,
+    release: TritonRelease,
+    base_image: str,
+    models: List[str],
+    reporter: Reporter,
 ) -> List[Path]:
     files: List[Path] = []
-    _write(staging / "Dockerfile", dockerfile(base_image), files)
+    wheel = _write_wheel(staging, reporter, files)
+    _write(
+        staging / "Dockerfile",
+        dockerfile(base_image, wheel, numpy2_ok=release.numpy2_ok),
+        files,
+    )
     _write(staging / ".dockerignore", dockerignore(), files)
     header = (
         "Written by 'tritonpy export'. Build and push the image first (see README.md), set\n"
@@ -164,7 +192,8 @@ def export_repository(
     ``triton_version`` (kept when the existing one fits, else packed with ``builder``; with
     ``pack=False`` a missing one is an error), and a stub where the environment's Python is not
     the release's. ``out`` also gets a ``Dockerfile`` (``base_image``, default the release's
-    NGC container), ``.dockerignore``, ``k8s/deployment.yaml`` (Deployment + Service named
+    NGC container; it installs ``wheels/``, the running tritonpy, for the liveness check
+    ``tritonpy probe``), ``.dockerignore``, ``k8s/deployment.yaml`` (Deployment + Service named
     ``name``, running ``image``), ``k8s/inferenceservice.yaml`` (KServe) and ``README.md``.
 
     The exported repository must pass ``tritonpy check --triton-version`` without findings
@@ -240,7 +269,7 @@ def export_repository(
             reporter.note(f"check: {finding.render()}")
         _purge_caches(staged_repo)
         names = [m.name for m in result.models]
-        written = _write_deployment_files(staging, settings, base_image, names)
+        written = _write_deployment_files(staging, settings, release, base_image, names, reporter)
         for entry in OUTPUTS:  # --force: replace the previous export's files, nothing else
             previous = target / entry
             if previous.is_dir() and not previous.is_symlink():

@@ -3,19 +3,28 @@
 
 Example::
 
-    dockerfile("nvcr.io/nvidia/tritonserver:24.10-py3")
+    dockerfile("nvcr.io/nvidia/tritonserver:24.10-py3", "tritonpy-0.1.0-py3-none-any.whl")
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from .manifests import LIVE_PATH, PORTS, READY_PATH, DeploySettings
+from .manifests import PORTS, PROBE_COMMAND, READY_PATH, DeploySettings
 
-__all__ = ["REPOSITORY_DIR", "default_base_image", "dockerfile", "dockerignore", "readme"]
+__all__ = [
+    "REPOSITORY_DIR",
+    "WHEELS_DIR",
+    "default_base_image",
+    "dockerfile",
+    "dockerignore",
+    "readme",
+]
 
 #: the model repository's folder inside the export directory
 REPOSITORY_DIR = "model_repository"
+#: the folder of the tritonpy wheel the image installs for its liveness check
+WHEELS_DIR = "wheels"
 
 
 def default_base_image(release: str) -> str:
@@ -23,13 +32,26 @@ def default_base_image(release: str) -> str:
     return f"nvcr.io/nvidia/tritonserver:{release}-py3"
 
 
-def dockerfile(base_image: str) -> str:
-    """A Dockerfile that copies the repository to /models and serves it."""
+def dockerfile(base_image: str, wheel: str, *, numpy2_ok: bool = True) -> str:
+    """A Dockerfile that installs tritonpy (the wheel ``wheel`` of ``wheels/``) for the
+    liveness check, copies the repository to /models and serves it; ``numpy2_ok`` False pins
+    ``numpy<2`` for releases whose stub predates numpy 2."""
     ports = " ".join(str(port) for port in PORTS.values())
+    probe = " ".join(PROBE_COMMAND)
+    pin = "" if numpy2_ok else " 'numpy<2'"
     return f"""\
 # Written by 'tritonpy export': the model repository inside the Triton container.
 # Build: docker build -t IMAGE .
 FROM {base_image}
+
+# tritonpy itself (the one that wrote this export) for the liveness check below: 'tritonpy
+# probe' sends each model one real request, which sees a model whose stub process died while
+# Triton still says READY. tritonclient[http] comes from your package index at build time.
+# (The models do not use this install: each brings tritonpy in its own environment.)
+# PIP_BREAK_SYSTEM_PACKAGES: newer containers mark the system Python as externally managed.
+COPY {WHEELS_DIR}/{wheel} /tmp/{wheel}
+RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir /tmp/{wheel} \\
+        'tritonclient[http]'{pin} && rm /tmp/{wheel}
 
 # every model with its config.pbtxt, environment archive (EXECUTION_ENV_PATH) and, where the
 # environment's Python differs from the container's, its triton_python_backend_stub
@@ -37,20 +59,22 @@ COPY {REPOSITORY_DIR}/ /models/
 
 EXPOSE {ports}
 
-# ready = every model loaded; unpacking environment archives takes a while at start
-HEALTHCHECK --interval=15s --timeout=5s --start-period=300s --retries=3 \\
-    CMD curl -fsS http://localhost:{PORTS["http"]}{READY_PATH} || exit 1
+# healthy = every READY model answers a real request (unpacking environment archives takes a
+# while at start: the start period)
+HEALTHCHECK --interval=30s --timeout=30s --start-period=300s --retries=3 \\
+    CMD {probe} || exit 1
 
 CMD ["tritonserver", "--model-repository=/models"]
 """
 
 
 def dockerignore() -> str:
-    """Only the model repository goes into the build context."""
+    """Only the model repository and the tritonpy wheel go into the build context."""
     return f"""\
 # Written by 'tritonpy export': send only the model repository to the Docker build
 *
 !{REPOSITORY_DIR}/
+!{WHEELS_DIR}/
 **/__pycache__
 """
 
@@ -109,9 +133,10 @@ kubectl port-forward service/{settings.name} {http}:{http}
 The Deployment runs {settings.replicas} replica{"s" * (settings.replicas != 1)} with requests of
 {settings.cpu} CPU and {settings.memory} memory (edit them for your models; add
 `nvidia.com/gpu` limits for GPU models). Its readinessProbe is `{READY_PATH}` (all models
-loaded: traffic waits until then) and its livenessProbe `{LIVE_PATH}` (the server process
-works: restarted otherwise). The Service exposes HTTP {PORTS["http"]}, gRPC {PORTS["grpc"]}
-and metrics {PORTS["metrics"]}.
+loaded: traffic waits until then) and its livenessProbe runs `{" ".join(PROBE_COMMAND)}` in
+the container: one real request to each READY model, so a model whose stub process died (it
+stays READY in Triton and fails every request) gets the pod restarted. The Service exposes
+HTTP {PORTS["http"]}, gRPC {PORTS["grpc"]} and metrics {PORTS["metrics"]}.
 
 ## KServe
 

@@ -2,9 +2,12 @@
 image ``tritonpy export`` describes, and a KServe ``InferenceService`` on KServe's Triton runtime.
 
 Readiness and liveness are different questions: ``/v2/health/ready`` says every model is
-loaded (keep traffic away until then: the readinessProbe), ``/v2/health/live`` says the server
-process works (restart it otherwise: the livenessProbe). Loading a model with an environment
-archive unpacks it first, so the probes allow a generous start.
+loaded (keep traffic away until then: the readinessProbe and the startupProbe); the
+livenessProbe runs ``tritonpy probe`` in the container, one real request to each READY model,
+because a model whose Python stub process died stays READY (``/v2/health/live`` and
+``/v2/health/ready`` keep answering 200) while it fails every request: only a request shows
+it, and a restart heals it. Loading a model with an environment archive unpacks it first, so
+the startup probe allows a generous start.
 
 Example::
 
@@ -17,12 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List
 
-__all__ = ["PORTS", "DeploySettings", "deployment_manifests", "kserve_manifest"]
+__all__ = [
+    "PORTS",
+    "PROBE_COMMAND",
+    "DeploySettings",
+    "deployment_manifests",
+    "kserve_manifest",
+]
 
 #: Triton's ports: name -> container port
 PORTS: Dict[str, int] = {"http": 8000, "grpc": 8001, "metrics": 8002}
 READY_PATH = "/v2/health/ready"
-LIVE_PATH = "/v2/health/live"
+#: the liveness check inside the container (the image installs tritonpy for it)
+PROBE_COMMAND = ("tritonpy", "probe", "--url", f"localhost:{PORTS['http']}", "--timeout", "5")
 
 
 @dataclass(frozen=True)
@@ -56,10 +66,21 @@ def _probe(path: str, *, initial: int, failures: int) -> Dict[str, Any]:
     }
 
 
+def _liveness_probe() -> Dict[str, Any]:
+    # each model gets up to --timeout for its configuration and again for its request; a dead
+    # stub answers within about a second, so 30 s covers a repository of several models
+    return {
+        "exec": {"command": list(PROBE_COMMAND)},
+        "periodSeconds": 30,
+        "timeoutSeconds": 30,
+        "failureThreshold": 3,
+    }
+
+
 def deployment_manifests(settings: DeploySettings) -> List[Dict[str, Any]]:
     """A ``Deployment`` (``tritonserver --model-repository=/models`` from the image, the three
-    ports, resource requests, readiness on ``/v2/health/ready`` and liveness on
-    ``/v2/health/live``) and a ``Service`` exposing the ports inside the cluster."""
+    ports, resource requests, startup and readiness on ``/v2/health/ready``, liveness by
+    ``tritonpy probe``) and a ``Service`` exposing the ports inside the cluster."""
     selector = {"app.kubernetes.io/name": settings.name}
     container = {
         "name": "tritonserver",
@@ -70,7 +91,8 @@ def deployment_manifests(settings: DeploySettings) -> List[Dict[str, Any]]:
         # a startup budget of 30 x 10 s: unpacking environment archives takes a while
         "startupProbe": _probe(READY_PATH, initial=5, failures=30),
         "readinessProbe": _probe(READY_PATH, initial=5, failures=3),
-        "livenessProbe": _probe(LIVE_PATH, initial=5, failures=3),
+        # a dead stub leaves its model READY: only a real request shows it
+        "livenessProbe": _liveness_probe(),
     }
     deployment = {
         "apiVersion": "apps/v1",

@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import http.client
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -52,9 +53,15 @@ class _ProbeClient(InferClient):
             )
             entries: List[Dict[str, Any]] = list(reply.get("models", []))
         else:
-            entries = list(
-                self._call("the repository index", self._client.get_model_repository_index)
-            )
+            try:
+                entries = list(
+                    self._call("the repository index", self._client.get_model_repository_index)
+                )
+            except http.client.HTTPException as exc:
+                raise ServerError(
+                    f"{self.endpoint.address} does not answer HTTP ({exc!r}); is it the gRPC "
+                    "port? Pass the HTTP port (8000 by default) or grpc://HOST:PORT."
+                ) from exc
         return entries
 
 
