@@ -213,6 +213,11 @@ class StandIn:
             raise TritonRequestError("INVALID_ARG", "input 'IMAGE', row 0: not an image")
         if model == "dead":
             raise TritonRequestError("INTERNAL", "Stub process 'dead_0' is not healthy.")
+        if model == "hung":
+            raise TritonRequestError("DEADLINE_EXCEEDED", "Deadline Exceeded")
+        if model == "slow":
+            error = ServerError("cannot reach the server at h:1 (http): timed out. Is it running")
+            raise error from TimeoutError("timed out")
         return []
 
     def close(self) -> None:
@@ -257,6 +262,20 @@ def test_named_models_unknown_or_not_ready_fail_without_a_request(stand_in: type
         "the server has no model 'nope'; its models: add_sub, broken, dead, image"
     )
     assert [m for m, _, _ in StandIn.sent] == ["image"]
+
+
+def test_a_model_that_does_not_answer_in_time_is_named_as_such(
+    stand_in: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CONFIGS, "hung", config(0, X=("TYPE_FP32", [1])))
+    monkeypatch.setitem(CONFIGS, "slow", config(0, X=("TYPE_FP32", [1])))
+    ready = [{"name": n, "version": "1", "state": "READY"} for n in ("hung", "slow")]
+    monkeypatch.setattr(sys.modules[__name__], "INDEX", ready)
+    report = probe("localhost:8000", timeout=1.5)
+    assert [(r.name, r.answered, r.status, r.message) for r in report.results] == [
+        ("hung", False, "DEADLINE_EXCEEDED", "no answer within --timeout 1.5 s"),
+        ("slow", False, "TIMEOUT", "no answer within --timeout 1.5 s"),
+    ]
 
 
 def test_a_server_that_does_not_answer_is_a_report_error(stand_in: type) -> None:

@@ -94,6 +94,9 @@ def _probe_one(client: _ProbeClient, name: str, repository: Optional[Path]) -> P
         error = exc
     latency = time.perf_counter() - began
     answered, status, message = judge(error)
+    if status in ("TIMEOUT", "DEADLINE_EXCEEDED"):
+        # the server is there (it listed the model): the model itself did not answer in time
+        message = f"no answer within --timeout {client.timeout:g} s"
     return ProbeResult(name, True, answered, latency, status, message)
 
 
