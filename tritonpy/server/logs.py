@@ -11,16 +11,26 @@ Lines of interest::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import re
+import shutil
+import tempfile
 import time
 from collections import deque
 from pathlib import Path
 from typing import Deque, Dict, List, Optional, Set
 
-__all__ = ["LogFollower", "failure_hint", "lines_about", "new_log_file", "read_tail"]
+__all__ = [
+    "LogFollower",
+    "failure_hint",
+    "lines_about",
+    "new_log_file",
+    "read_tail",
+    "temporary_log_file",
+]
 
 _PREFIX = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+\] ")
 _FAILED = re.compile(
@@ -226,3 +236,10 @@ def new_log_file(repository: Path, directory: Path, *, keep: int = 20) -> Path:
         with contextlib.suppress(OSError):
             stale.unlink()
     return path
+
+
+def temporary_log_file() -> Path:
+    """A log path in a new temporary directory, removed when Python exits."""
+    directory = tempfile.mkdtemp(prefix="tritonpy-server-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return Path(directory) / "tritonserver.log"

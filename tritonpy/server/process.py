@@ -6,9 +6,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -26,22 +24,19 @@ from typing import (
     Union,
 )
 
+from .command import server_command
 from .console import ConsoleLog, LogEcho
 from .endpoints import Endpoints
 from .errors import ModelLoadError, ServerError, ServerTimeoutError
-from .failures import (
-    condensed,
-    load_error_message,
-    port_clash_message,
-    timeout_message,
-)
+from .failures import condensed, load_error_message, port_clash_message, timeout_message
 from .install import Installation, resolve_installation
-from .logs import LogFollower, lines_about, read_tail
+from .logs import LogFollower, lines_about, read_tail, temporary_log_file
 from .options import PYTHON_NAMES, OptionNames
 from .preflight import preflight
 from .procs import end_process_group
 from .readiness import ModelStatus, health_ready, repository_index
-from .shadow import StubPlan, build_shadow, plan_stubs, remove_shadow, user_path
+from .shadow import StubPlan, build_shadow, plan_stubs, remove_shadow, repository_models, user_path
+from .supervise import StubHealer
 
 if TYPE_CHECKING:
     from ..check import Report
@@ -54,15 +49,12 @@ _POLL_S = 0.1
 _PORT_ATTEMPTS = 3
 _FAILURE_GRACE_S = 1.0
 _LIVE: Set[TritonServer] = set()
-_TEMP_DIRS: List[str] = []
 
 
 def _stop_all_at_exit() -> None:
     for server in list(_LIVE):
         with contextlib.suppress(Exception):
             server.stop(grace=5.0)
-    for path in _TEMP_DIRS:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 atexit.register(_stop_all_at_exit)
@@ -92,6 +84,9 @@ class TritonServer(Endpoints):
     - ``log_echo``: called with each model log line, traceback and server error as it is
       written, prefixed by the model's name (``[preprocess] ...``).
     - ``option_names``: how messages name options (``CLI_NAMES``: ``--http-port``).
+    - ``heal`` (on by default): reload a model whose stub process died (see
+      :mod:`tritonpy.server.supervise`; the server runs ``--model-control-mode=explicit``),
+      reporting each step to ``heal_report`` (default: ``log_echo``).
 
     ``env`` holds extra environment variables for the server (on top of ``os.environ``);
     ``extra_args`` are appended to the command line; the server's stdout/stderr go to
@@ -127,6 +122,8 @@ class TritonServer(Endpoints):
         default_ports: Optional[Sequence[int]] = None,
         log_echo: Optional[Callable[[str], None]] = None,
         option_names: OptionNames = PYTHON_NAMES,
+        heal: bool = True,
+        heal_report: Optional[Callable[[str], None]] = None,
     ) -> None:
         super().__init__(host, (http_port, grpc_port, metrics_port), default_ports, option_names)
         self.model_repository = Path(model_repository).absolute()
@@ -148,6 +145,10 @@ class TritonServer(Endpoints):
         self.check = check
         self.env_stubs = env_stubs
         self._log_echo = log_echo
+        self.heal = heal
+        self._heal_report = heal_report or log_echo or (lambda line: None)
+        #: the stub watch while serving with ``heal`` (its ``events`` say what it did)
+        self.healer: Optional[StubHealer] = None
         self._echo: Optional[LogEcho] = None
         self._shadow: Optional[Path] = None
         #: the models given a stub for their environment's Python by the last start()
@@ -271,6 +272,13 @@ class TritonServer(Endpoints):
             self._launch(inst)
             try:
                 self._wait_until_ready()
+                if self.heal and self._proc is not None:
+                    self.healer = StubHealer(
+                        self._proc.pid,
+                        self.http_url,
+                        report=self._heal_report,
+                        reload_timeout=self.startup_timeout,
+                    ).start()
                 return self
             except _PortClash as clash:
                 self._stop_quietly(_FAILURE_GRACE_S)
@@ -295,6 +303,8 @@ class TritonServer(Endpoints):
             proc = self._proc
             if proc is None:
                 return
+            if self.healer is not None:  # stubs ending with the server are no deaths
+                self.healer.stop()
             try:
                 self._end(proc, grace)
             except ServerError:
@@ -343,28 +353,20 @@ class TritonServer(Endpoints):
             self._log_file.parent.mkdir(parents=True, exist_ok=True)
             self._log_path = self._log_file.absolute()
         else:
-            tmp = tempfile.mkdtemp(prefix="tritonpy-server-")
-            _TEMP_DIRS.append(tmp)
-            self._log_path = Path(tmp) / "tritonserver.log"
+            self._log_path = temporary_log_file()
 
     def _build_command(self, inst: Installation) -> List[str]:
         assert self._ports is not None
-        http_port, grpc_port, metrics_port = self._ports
-        return [
+        return server_command(
             str(inst.tritonserver),
-            f"--model-repository={self.served_repository}",
-            f"--backend-directory={inst.backend_directory}",
-            f"--http-address={self.host}",
-            f"--grpc-address={self.host}",
-            f"--metrics-address={self.host}",
-            f"--http-port={http_port}",
-            f"--grpc-port={grpc_port}",
-            f"--metrics-port={metrics_port}",
-            "--exit-on-error=true",
-            "--strict-readiness=true",
-            f"--log-verbose={self.log_verbose}",
-            *self.extra_args,
-        ]
+            repository=str(self.served_repository),
+            backends=str(inst.backend_directory),
+            host=self.host,
+            ports=(self._ports[0], self._ports[1], self._ports[2]),
+            log_verbose=self.log_verbose,
+            explicit=self.heal and not any("--model-control-mode" in a for a in self.extra_args),
+            extra_args=self.extra_args,
+        )
 
     def _launch(self, inst: Installation) -> None:
         assert self._log_path is not None
@@ -438,14 +440,7 @@ class TritonServer(Endpoints):
             time.sleep(_POLL_S)
 
     def _expected_models(self) -> List[str]:
-        try:
-            return sorted(
-                p.name
-                for p in self.model_repository.iterdir()
-                if p.is_dir() and not p.name.startswith(".")
-            )
-        except OSError:
-            return []
+        return repository_models(self.model_repository)
 
     def _raise_load_error(self, follower: LogFollower) -> None:
         self._stop_quietly(_FAILURE_GRACE_S)

@@ -26,7 +26,7 @@ import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from .install import WheelInstallation
 
@@ -37,6 +37,7 @@ __all__ = [
     "env_python",
     "plan_stubs",
     "remove_shadow",
+    "repository_models",
     "user_path",
 ]
 
@@ -111,6 +112,14 @@ def env_python(model_dir: Path) -> Optional[str]:
         return inspect_env(place.path).python
     except (tarfile.TarError, OSError, EOFError, zlib.error):
         return None
+
+
+def repository_models(repository: Path) -> List[str]:
+    """The model directories of a repository, sorted (hidden ones left out)."""
+    try:
+        return sorted(p.name for p in repository.iterdir() if p.is_dir() and p.name[0] != ".")
+    except OSError:
+        return []
 
 
 def plan_stubs(

@@ -1,0 +1,202 @@
+"""Chaos tests: a model's stub is killed under load and the server heals it.
+
+One server serves ``dbl`` (a tritonpy model, dynamic batching) and ``add_sub`` (a plain
+``TritonPythonModel``). Eight client threads send requests (each with a client timeout) while
+``dbl``'s stub is killed with SIGKILL and SIGSEGV, twice each. Every request must get an
+answer (a success or an error response, none past its timeout), ``dbl`` must answer again
+within 5 seconds of each kill, and ``add_sub`` must never fail. What each kill cost is written
+to ``build/heal-recovery.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import textwrap
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+import pytest
+
+from tritonpy.server import TritonServer
+from tritonpy.server.stubwatch import live_stubs
+
+grpcclient = pytest.importorskip("tritonclient.grpc", reason="the testing extra (tritonclient)")
+
+from conftest import make_repository  # noqa: E402
+
+BUILD = Path(__file__).resolve().parents[2] / "build"
+CLIENT_TIMEOUT_S = 15.0  # above a dead instance's worst queue drain (1 s per queued execute)
+RECOVERY_LIMIT_S = 5.0
+
+DBL_MODEL = textwrap.dedent(
+    '''
+    """Y = 2 * X, batched rows (dynamic batching)."""
+    import tritonpy as tp
+
+
+    class Double(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [4])}
+        outputs = {"Y": tp.Tensor("FP32", [4])}
+        max_batch_size = 8
+
+        def infer(self, X):
+            return {"Y": X * 2}
+
+
+    TritonPythonModel = Double
+    '''
+)
+
+
+@dataclass
+class Outcome:
+    model: str
+    sent: float
+    done: float
+    ok: bool
+    hung: bool = False
+    error: str = ""
+
+
+@dataclass
+class Load:
+    """Client threads sending requests until stopped, recording every outcome."""
+
+    url: str
+    outcomes: List[Outcome] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    threads: List[threading.Thread] = field(default_factory=list)
+
+    def start(self, plan: Dict[str, int]) -> None:
+        for model, count in plan.items():
+            for _ in range(count):
+                thread = threading.Thread(target=self._run, args=(model,), daemon=True)
+                self.threads.append(thread)
+                thread.start()
+
+    def _run(self, model: str) -> None:
+        client = grpcclient.InferenceServerClient(self.url)
+        x = np.arange(4, dtype=np.float32)
+        while not self.stop.is_set():
+            sent = time.monotonic()
+            try:
+                if model == "dbl":
+                    inp = grpcclient.InferInput("X", [1, 4], "FP32")
+                    inp.set_data_from_numpy(x[None])
+                    result = client.infer(model, [inp], client_timeout=CLIENT_TIMEOUT_S)
+                    assert np.array_equal(result.as_numpy("Y"), 2 * x[None])
+                else:
+                    inputs = []
+                    for name in ("INPUT0", "INPUT1"):
+                        inp = grpcclient.InferInput(name, [4], "FP32")
+                        inp.set_data_from_numpy(x)
+                        inputs.append(inp)
+                    result = client.infer(model, inputs, client_timeout=CLIENT_TIMEOUT_S)
+                    assert np.array_equal(result.as_numpy("OUTPUT0"), 2 * x)
+                self.outcomes.append(Outcome(model, sent, time.monotonic(), True))
+            except Exception as exc:  # every failure is recorded and judged by the test
+                text = str(exc)
+                hung = "Deadline Exceeded" in text or "DEADLINE_EXCEEDED" in text
+                self.outcomes.append(Outcome(model, sent, time.monotonic(), False, hung, text))
+                time.sleep(0.01)  # an error answers at once: do not spin
+        client.close()
+
+    def finish(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(CLIENT_TIMEOUT_S + 5)
+
+
+def _wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _stub_pid(server: TritonServer, model: str) -> Optional[int]:
+    assert server.pid is not None
+    stubs = [s.pid for s in live_stubs(server.pid) if s.model == model]
+    return stubs[0] if len(stubs) == 1 else None
+
+
+def test_killed_stub_is_reloaded_under_load(
+    triton_server_factory: Callable[..., TritonServer], tmp_path: Path
+) -> None:
+    repo = make_repository(tmp_path / "repo", "add_sub")
+    (repo / "dbl" / "1").mkdir(parents=True)
+    (repo / "dbl" / "config.pbtxt").write_text('name: "dbl"\nbackend: "python"\n')
+    (repo / "dbl" / "1" / "model.py").write_text(DBL_MODEL)
+    lines: List[str] = []
+    server = triton_server_factory(repo, heal_report=lines.append)
+    assert server.healer is not None
+    assert server.models_ready() == ["add_sub", "dbl"]
+
+    load = Load(server.grpc_url)
+    load.start({"dbl": 6, "add_sub": 2})
+    records: List[Dict[str, Any]] = []
+    try:
+        _wait_for(lambda: sum(o.ok for o in load.outcomes) > 20, 10, "the first answers")
+        for sig in (signal.SIGKILL, signal.SIGSEGV, signal.SIGKILL, signal.SIGSEGV):
+            pid = _wait_for(lambda: _stub_pid(server, "dbl"), 10, "dbl's stub")
+            killed = time.monotonic()
+            os.kill(pid, sig)
+
+            def recovered(after: float = killed) -> Optional[float]:
+                # a success of a request sent after the kill: the new instance answered it
+                later = [
+                    o.done
+                    for o in list(load.outcomes)
+                    if o.model == "dbl" and o.ok and o.sent >= after
+                ]
+                return min(later) if later else None
+
+            back = _wait_for(recovered, RECOVERY_LIMIT_S * 3, f"dbl to answer after {sig.name}")
+            time.sleep(0.5)  # steady load on the new instance before the next kill
+            failed = [o for o in list(load.outcomes) if o.model == "dbl" and not o.ok]
+            failed_now = [o for o in failed if o.sent >= killed - CLIENT_TIMEOUT_S]
+            records.append(
+                {
+                    "signal": sig.name,
+                    "recovery_s": round(back - killed, 3),
+                    "failed_requests": len([o for o in failed_now if o.done >= killed]),
+                    "errors": sorted({o.error.splitlines()[0][:120] for o in failed_now}),
+                }
+            )
+    finally:
+        load.finish()
+
+    BUILD.mkdir(exist_ok=True)
+    summary = {
+        "kills": records,
+        "requests": len(load.outcomes),
+        "add_sub_failures": sum(1 for o in load.outcomes if o.model == "add_sub" and not o.ok),
+        "hung": sum(1 for o in load.outcomes if o.hung),
+        "heal_lines": lines,
+        "events": [asdict(e) for e in server.healer.events],
+    }
+    (BUILD / "heal-recovery.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+    hung = [o for o in load.outcomes if o.hung]
+    assert not hung, f"{len(hung)} requests got no answer within {CLIENT_TIMEOUT_S} s: {hung[:3]}"
+    other = [o for o in load.outcomes if o.model == "add_sub" and not o.ok]
+    assert not other, f"add_sub failed while dbl was healed: {other[:3]}"
+    for record in records:
+        assert record["recovery_s"] < RECOVERY_LIMIT_S, records
+    deaths = [e for e in server.healer.events if e.kind == "died"]
+    assert [e.cause.split(",")[0] for e in deaths] == ["SIGKILL", "SIGSEGV"] * 2
+    assert all(e.model == "dbl" and e.instance == "dbl_0" for e in deaths)
+    assert sum(e.kind == "reloaded" for e in server.healer.events) == 4
+    assert "[dbl] stub dbl_0 died (SIGKILL); reloading" in lines
+    assert any(line.startswith("[dbl] reloaded in ") for line in lines)
+    # the server still reports ready, and both models serve
+    assert server.is_ready() and server.models_ready() == ["add_sub", "dbl"]
