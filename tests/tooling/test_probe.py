@@ -1,7 +1,7 @@
 """tritonpy probe without a server: the request built from a model configuration (every dtype,
 dynamic and batch dimensions, BYTES, optional inputs, warmup samples), the judging rule, the
 report, and the command's output and exit codes over a stand-in client. The real server, a
-killed stub and its reload: tests/integration/test_probe.py."""
+killed stub and its reload: tests/integration/test_probe_serve.py."""
 
 from __future__ import annotations
 
