@@ -3,13 +3,12 @@ TritonPythonModel, a tritonpy model with a tp.Image input, an ensemble over it) 
 HTTP and gRPC; a model whose stub process is killed stays READY in Triton but fails the probe,
 named with its ensemble; reloading it through the repository API makes the probe pass again.
 
-The server is a plain, unsupervised one (heal=False where TritonServer supervises), in explicit
-model-control mode so the repository API can reload a model.
+The server is a plain, unsupervised one (heal=False), in explicit model-control mode so the
+repository API can reload a model.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import signal
@@ -52,12 +51,11 @@ def server(
     repository_builder(repo, "cf_image", source=CONFORMANCE_MODELS)
     (repo / "pipeline" / "1").mkdir(parents=True)
     (repo / "pipeline" / "config.pbtxt").write_text(ENSEMBLE)
-    kwargs: Dict[str, Any] = {
-        "extra_args": ["--model-control-mode=explicit", "--load-model=*"],
-    }
-    if "heal" in inspect.signature(TritonServer).parameters:
-        kwargs["heal"] = False  # a plain server: a dead stub stays dead
-    return triton_server_factory(repo, **kwargs)
+    return triton_server_factory(
+        repo,
+        heal=False,  # a plain server: a dead stub stays dead
+        extra_args=["--model-control-mode=explicit", "--load-model=*"],
+    )
 
 
 def run_probe(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Dict[str, Any]]:
