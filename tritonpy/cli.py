@@ -68,6 +68,17 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--quiet", "-q", action="store_true", help="do not echo model logs to the console"
     )
+    p.add_argument(
+        "--no-heal",
+        action="store_true",
+        help="do not reload a model whose stub process died (Triton then fails its requests)",
+    )
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="start tritonserver again when it dies (with backoff; gives up after 5 deaths "
+        "in 10 minutes)",
+    )
     p.set_defaults(func=cmd_serve)
 
 
@@ -108,6 +119,7 @@ def _serve_ready_lines(server: Any) -> List[str]:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import CLI_NAMES, TritonServer
     from .server.install import cache_directory
+    from .server.keeper import serve_until_exit
     from .server.logs import new_log_file
 
     repository = Path(args.repository)
@@ -129,6 +141,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         default_ports=(8000, 8001, 8002),
         log_echo=None if args.quiet else _print,
         option_names=CLI_NAMES,
+        heal=not args.no_heal,
+        heal_report=_print,
     )
     # explicit handlers: SIGINT may be inherited as ignored (a background job of a shell)
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -148,9 +162,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for line in _serve_ready_lines(server):
             _print(line)
         _print("serving; press Ctrl-C to stop")
-        code = server.wait()  # returns only if the server dies on its own
-        _err(f"tritonserver exited unexpectedly with code {code}:\n{server.log_tail(30)}")
-        server.stop()
+        # returns only when the server died on its own (and, with --restart, stayed dead)
+        ended = serve_until_exit(server, restart=args.restart, report=_print)
+        _err(ended.reason)
         _err(f"the server log is kept in {server.log_path}")
         return 1
     except (KeyboardInterrupt, _Stop):  # Ctrl-C, SIGTERM

@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 
 from tritonpy.server import TritonServer
+from tritonpy.server.backoff import Backoff
+from tritonpy.server.keeper import serve_until_exit
 from tritonpy.server.stubwatch import live_stubs
 
 grpcclient = pytest.importorskip("tritonclient.grpc", reason="the testing extra (tritonclient)")
@@ -200,3 +202,37 @@ def test_killed_stub_is_reloaded_under_load(
     assert any(line.startswith("[dbl] reloaded in ") for line in lines)
     # the server still reports ready, and both models serve
     assert server.is_ready() and server.models_ready() == ["add_sub", "dbl"]
+
+
+def test_a_killed_server_is_restarted_then_given_up_on(
+    triton_server_factory: Callable[..., TritonServer], tmp_path: Path
+) -> None:
+    repo = make_repository(tmp_path / "repo", "add_sub")
+    server = triton_server_factory(repo)
+    ports = (server.http_port, server.grpc_port, server.metrics_port)
+    lines: List[str] = []
+
+    def kill_twice() -> None:
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)
+        _wait_for(lambda: any("restarted" in line for line in lines), 60, "the restart")
+        _wait_for(lambda: server.models_ready() == ["add_sub"], 30, "add_sub after the restart")
+        ready_again.append((server.http_port, server.grpc_port, server.metrics_port))
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGKILL)
+
+    ready_again: List[Any] = []
+    killer = threading.Thread(target=kill_twice, daemon=True)
+    killer.start()
+    budget = Backoff(free=0, window=600, first=0.5, give_up_after=2)
+    ended = serve_until_exit(server, restart=True, report=lines.append, budget=budget)
+    killer.join(5)
+
+    assert ready_again == [ports]  # restarted on the same addresses, and served
+    assert ended.restarts == 1 and ended.returncode == -signal.SIGKILL
+    assert ended.reason.startswith("tritonserver (pid ")
+    assert "was killed by SIGKILL; the end of its log:" in ended.reason
+    assert ended.reason.endswith("gave up restarting: 2 deaths within 600 s")
+    assert lines[0].startswith("[server] tritonserver (pid ")
+    assert lines[0].endswith(" was killed by SIGKILL; restarting in 0.5 s")
+    assert not server.running

@@ -93,6 +93,11 @@ class Endpoints:
     def _choose_ports(self) -> None:
         self._ports = choose_ports(self._requested_ports, self._default_ports, self._bind_host)
 
+    def keep_ports(self) -> None:
+        """Ask for the ports of the last start again: a restarted server keeps its addresses."""
+        if self._ports is not None:
+            self._requested_ports = (self._ports[0], self._ports[1], self._ports[2])
+
     def _check_requested_ports(self) -> None:
         """A port the caller chose that another process holds fails before anything starts,
         naming the option."""

@@ -1,0 +1,228 @@
+"""The pure pieces of self-healing: backoff, stub-to-model mapping from a fake /proc tree,
+exit descriptions, console lines, and the healer's decisions on a fake /proc."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import List, Sequence
+
+import pytest
+
+from tritonpy.server.backoff import Backoff
+from tritonpy.server.command import server_command
+from tritonpy.server.stubwatch import (
+    child_processes,
+    describe_exit,
+    describe_returncode,
+    live_stubs,
+    stub_of,
+)
+from tritonpy.server.supervise import (
+    StubHealer,
+    death_line,
+    reload_failed_line,
+    reloaded_line,
+)
+
+SERVER = 4000
+STUB = "/cache/backends/python/triton_python_backend_stub"
+
+
+def stub_argv(model: str, instance: str, repo: str = "/srv/repo") -> List[str]:
+    """The command line release 24.10 gives a model instance's stub."""
+    return [
+        STUB,
+        f"{repo}/{model}/1/model.py",
+        "triton_python_backend_shm_region_3c6f",
+        "1048576",
+        "1048576",
+        str(SERVER),
+        "/cache/backends/python",
+        "336",
+        instance,
+        "DEFAULT",
+    ]
+
+
+def write_proc(
+    root: Path,
+    pid: int,
+    argv: Sequence[str],
+    *,
+    ppid: int = SERVER,
+    state: str = "S",
+    exit_status: int = 0,
+) -> None:
+    """One /proc/<pid> entry: stat (52 fields, the comm with a space and parentheses) and
+    cmdline (empty for a zombie, as the kernel shows it)."""
+    entry = root / str(pid)
+    entry.mkdir(parents=True, exist_ok=True)
+    rest = [state, str(ppid)] + ["0"] * 47 + [str(exit_status)]
+    (entry / "stat").write_text(f"{pid} (triton_python b) " + " ".join(rest) + "\n")
+    raw = b"" if state == "Z" else b"\0".join(a.encode() for a in argv) + b"\0"
+    (entry / "cmdline").write_bytes(raw)
+
+
+# ------------------------------------------------------------------------------- backoff
+def test_backoff_free_deaths_then_doubling_to_the_cap() -> None:
+    policy = Backoff(free=3, window=60, first=1, cap=60)
+    delays = [policy.record(t) for t in range(12)]
+    assert delays == [0, 0, 0, 1, 2, 4, 8, 16, 32, 60, 60, 60]
+
+
+def test_backoff_forgets_deaths_outside_the_window() -> None:
+    policy = Backoff(free=3, window=60)
+    for t in (0, 1, 2, 3):
+        policy.record(t)
+    assert policy.recent(63.5) == 0  # all four are older than a minute
+    assert policy.record(100) == 0
+
+
+def test_backoff_gives_up_after_n_deaths_in_the_window() -> None:
+    policy = Backoff(free=0, window=300, first=1, give_up_after=3)
+    assert [policy.record(t) for t in (0, 10, 20)] == [1, 2, None]
+
+
+def test_backoff_rejects_nonsense_with_the_values() -> None:
+    with pytest.raises(ValueError, match="first=0"):
+        Backoff(first=0)
+
+
+# ----------------------------------------------------------------- stub -> model mapping
+def test_stub_of_reads_model_and_instance_from_the_24_10_command_line() -> None:
+    stub = stub_of(7, stub_argv("dbl", "dbl_0"))
+    assert stub is not None and (stub.pid, stub.model, stub.instance) == (7, "dbl", "dbl_0")
+    two = stub_of(8, stub_argv("add_sub", "add_sub_0_1", repo="/tmp/shadow-x"))
+    assert two is not None and (two.model, two.instance) == ("add_sub", "add_sub_0_1")
+
+
+def test_stub_of_ignores_other_programs_and_the_auto_complete_stub() -> None:
+    assert stub_of(7, ["/usr/bin/bash", "-c", "exec x"]) is None
+    assert stub_of(7, stub_argv("dbl", "dbl_0")[:5]) is None
+    assert stub_of(7, stub_argv("dbl", "dbl")) is None  # named after the model: auto-complete
+
+
+def test_child_processes_and_live_stubs_from_a_fake_proc(tmp_path: Path) -> None:
+    write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
+    write_proc(tmp_path, 11, stub_argv("add_sub", "add_sub_0_0"))
+    write_proc(tmp_path, 12, stub_argv("echo", "echo_0"), state="Z", exit_status=9)
+    write_proc(tmp_path, 13, stub_argv("other", "other_0"), ppid=1)  # another server's
+    write_proc(tmp_path, 14, ["/usr/bin/sleep", "10"])
+    (tmp_path / "self").mkdir()
+    children = child_processes(SERVER, tmp_path)
+    assert [c.pid for c in children] == [10, 11, 12, 14]
+    zombie = children[2]
+    assert zombie.dead and zombie.argv == () and zombie.exit_status == 9
+    assert [(s.model, s.instance) for s in live_stubs(SERVER, tmp_path)] == [
+        ("dbl", "dbl_0"),
+        ("add_sub", "add_sub_0_0"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "text"),
+    [(9, "SIGKILL"), (11, "SIGSEGV"), (11 | 0x80, "SIGSEGV, core dumped"), (256, "exit code 1")],
+)
+def test_describe_exit(status: int, text: str) -> None:
+    assert describe_exit(status) == text
+
+
+def test_describe_exit_and_returncode_in_words() -> None:
+    assert describe_exit(None) == "unknown cause"
+    assert describe_returncode(-9) == "killed by SIGKILL"
+    assert describe_returncode(3) == "exit code 3"
+
+
+# ----------------------------------------------------------------------------- lines
+def test_console_lines() -> None:
+    assert (
+        death_line("dbl", "dbl_0", "SIGKILL", 0, 1) == "[dbl] stub dbl_0 died (SIGKILL); reloading"
+    )
+    assert death_line("dbl", "dbl_0", "SIGSEGV", 4, 6) == (
+        "[dbl] stub dbl_0 died (SIGSEGV), 6 deaths in the last minute; reloading in 4 s"
+    )
+    assert reloaded_line("dbl", 1.234) == "[dbl] reloaded in 1.2 s"
+    assert reload_failed_line("dbl", "load failed: ImportError\ntraceback", 2) == (
+        "[dbl] reload failed: load failed: ImportError; retrying in 2 s"
+    )
+
+
+def test_server_command_explicit_mode_loads_every_model() -> None:
+    args = server_command("ts", repository="r", backends="b", host="h", ports=(1, 2, 3))
+    assert "--model-control-mode=explicit" not in args
+    explicit = server_command(
+        "ts", repository="r", backends="b", host="h", ports=(1, 2, 3), explicit=True
+    )
+    assert explicit[-2:] == ["--model-control-mode=explicit", "--load-model=*"]
+
+
+# ------------------------------------------------------------------ healer on a fake /proc
+class FakeReload:
+    def __init__(self, fail: int = 0) -> None:
+        self.calls: List[str] = []
+        self.fail = fail
+        self.done = threading.Event()
+
+    def __call__(self, model: str) -> None:
+        self.calls.append(model)
+        if len(self.calls) <= self.fail:
+            raise RuntimeError("failed to load 'dbl': ImportError")
+        self.done.set()
+
+
+def healer_on(root: Path, reload: FakeReload, lines: List[str]) -> StubHealer:
+    clock = iter(float(t) for t in range(1000))
+    return StubHealer(
+        SERVER,
+        "http://unused",
+        report=lines.append,
+        reload=reload,
+        proc_root=root,
+        clock=lambda: next(clock),
+        policy=lambda: Backoff(first=0.01, cap=0.01),
+    )
+
+
+def test_a_zombie_stub_that_stays_is_a_death_and_its_model_is_reloaded(tmp_path: Path) -> None:
+    write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
+    write_proc(tmp_path, 11, stub_argv("add_sub", "add_sub_0_0"))
+    reload, lines = FakeReload(), []
+    healer = healer_on(tmp_path, reload, lines)
+    assert [s.model for s in healer.scan() + healer.stubs] == ["dbl", "add_sub"]
+    write_proc(tmp_path, 10, (), state="Z", exit_status=9)
+    assert healer.scan() == []  # first look: maybe Triton is ending it
+    died = healer.scan()
+    assert [(s.model, s.instance) for s in died] == [("dbl", "dbl_0")]
+    assert reload.done.wait(5)
+    healer.stop()
+    assert reload.calls == ["dbl"]
+    assert lines[0] == "[dbl] stub dbl_0 died (SIGKILL); reloading"
+    assert lines[1].startswith("[dbl] reloaded in ")
+    assert [e.kind for e in healer.events] == ["died", "reloaded"]
+
+
+def test_a_stub_that_triton_ended_and_reaped_is_no_death(tmp_path: Path) -> None:
+    write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
+    reload, lines = FakeReload(), []
+    healer = healer_on(tmp_path, reload, lines)
+    healer.scan()
+    (tmp_path / "10" / "stat").unlink()  # gone without a zombie: reaped by Triton (unload)
+    assert healer.scan() == [] and healer.scan() == []
+    assert reload.calls == [] and lines == [] and healer.stubs == []
+
+
+def test_a_refused_reload_is_reported_and_retried_after_a_pause(tmp_path: Path) -> None:
+    write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
+    reload, lines = FakeReload(fail=1), []
+    healer = healer_on(tmp_path, reload, lines)
+    healer.scan()
+    write_proc(tmp_path, 10, (), state="Z", exit_status=11)
+    healer.scan()
+    healer.scan()
+    assert reload.done.wait(5)
+    healer.stop()
+    assert reload.calls == ["dbl", "dbl"]
+    failed = [line for line in lines if "reload failed" in line]
+    assert failed == ["[dbl] reload failed: failed to load 'dbl': ImportError; retrying in 1 s"]
+    assert lines[-1].startswith("[dbl] reloaded in ")
