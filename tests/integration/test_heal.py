@@ -236,3 +236,34 @@ def test_a_killed_server_is_restarted_then_given_up_on(
     assert lines[0].startswith("[server] tritonserver (pid ")
     assert lines[0].endswith(" was killed by SIGKILL; restarting in 0.5 s")
     assert not server.running
+
+
+@pytest.mark.torch
+def test_an_ensemble_member_is_healed_and_the_ensemble_serves_again(
+    triton_server_factory: Callable[..., TritonServer],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cv2 = pytest.importorskip("cv2", reason="the image extra (opencv) renders the test image")
+    from tritonpy.cli import main
+
+    repo = tmp_path / "repo"
+    assert main(["new", "clf", "--template", "ensemble_classifier", "--repo", str(repo)]) == 0
+    lines: List[str] = []
+    server = triton_server_factory(repo, heal_report=lines.append)
+    members = ["clf", "clf_classifier", "clf_postprocess", "clf_preprocess"]
+    assert server.models_ready() == members
+    image = tmp_path / "digit.png"
+    image.write_bytes(cv2.imencode(".png", np.eye(8, dtype=np.uint8) * 255)[1].tobytes())
+    infer = ["infer", "clf", "--url", server.grpc_url, "--input", f"IMAGE=@{image}"]
+    capsys.readouterr()
+
+    pid = _wait_for(lambda: _stub_pid(server, "clf_preprocess"), 10, "the member's stub")
+    os.kill(pid, signal.SIGKILL)
+    assert server.healer is not None
+    _wait_for(lambda: any(e.kind == "reloaded" for e in server.healer.events), 30, "the reload")
+    assert lines[0].startswith("[clf_preprocess] stub clf_preprocess_0")
+    assert lines[0].endswith(" died (SIGKILL); reloading")
+    assert server.models_ready() == members
+    assert main(infer) == 0, capsys.readouterr().err
+    assert "LABELS" in capsys.readouterr().out

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Optional, Sequence, cast
 
 import pytest
 
+from tritonpy.cli import build_parser
+from tritonpy.server import ServerError, TritonServer
 from tritonpy.server.backoff import Backoff
 from tritonpy.server.command import server_command
+from tritonpy.server.keeper import serve_until_exit
 from tritonpy.server.stubwatch import (
     child_processes,
     describe_exit,
@@ -187,7 +190,7 @@ def healer_on(root: Path, reload: FakeReload, lines: List[str]) -> StubHealer:
 def test_a_zombie_stub_that_stays_is_a_death_and_its_model_is_reloaded(tmp_path: Path) -> None:
     write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
     write_proc(tmp_path, 11, stub_argv("add_sub", "add_sub_0_0"))
-    reload, lines = FakeReload(), []
+    reload, lines = FakeReload(), cast(List[str], [])
     healer = healer_on(tmp_path, reload, lines)
     assert [s.model for s in healer.scan() + healer.stubs] == ["dbl", "add_sub"]
     write_proc(tmp_path, 10, (), state="Z", exit_status=9)
@@ -204,7 +207,7 @@ def test_a_zombie_stub_that_stays_is_a_death_and_its_model_is_reloaded(tmp_path:
 
 def test_a_stub_that_triton_ended_and_reaped_is_no_death(tmp_path: Path) -> None:
     write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
-    reload, lines = FakeReload(), []
+    reload, lines = FakeReload(), cast(List[str], [])
     healer = healer_on(tmp_path, reload, lines)
     healer.scan()
     (tmp_path / "10" / "stat").unlink()  # gone without a zombie: reaped by Triton (unload)
@@ -214,7 +217,7 @@ def test_a_stub_that_triton_ended_and_reaped_is_no_death(tmp_path: Path) -> None
 
 def test_a_refused_reload_is_reported_and_retried_after_a_pause(tmp_path: Path) -> None:
     write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
-    reload, lines = FakeReload(fail=1), []
+    reload, lines = FakeReload(fail=1), cast(List[str], [])
     healer = healer_on(tmp_path, reload, lines)
     healer.scan()
     write_proc(tmp_path, 10, (), state="Z", exit_status=11)
@@ -226,3 +229,87 @@ def test_a_refused_reload_is_reported_and_retried_after_a_pause(tmp_path: Path) 
     failed = [line for line in lines if "reload failed" in line]
     assert failed == ["[dbl] reload failed: failed to load 'dbl': ImportError; retrying in 1 s"]
     assert lines[-1].startswith("[dbl] reloaded in ")
+
+
+# ------------------------------------------------------------------ server death (keeper)
+class FakeServer:
+    """What serve_until_exit uses of a TritonServer: it dies with ``codes`` in turn; starts
+    fail while ``start_failures`` lasts."""
+
+    def __init__(self, codes: List[int], start_failures: int = 0) -> None:
+        self.codes = codes
+        self.start_failures = start_failures
+        self.pid: Optional[int] = 100
+        self.returncode: Optional[int] = None
+        self.calls: List[str] = []
+
+    def wait(self) -> int:
+        self.returncode = self.codes.pop(0)
+        return self.returncode
+
+    def log_tail(self, n: int) -> str:
+        return "E0101 tritonserver.cc:1] out of memory"
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+        self.pid = None
+
+    def keep_ports(self) -> None:
+        self.calls.append("keep_ports")
+
+    def start(self) -> None:
+        self.calls.append("start")
+        if self.start_failures:
+            self.start_failures -= 1
+            raise ServerError("port 8000 is busy")
+        self.pid = 101
+
+
+def test_a_dead_server_without_restart_ends_with_signal_and_log_tail() -> None:
+    fake = FakeServer([-9])
+    lines: List[str] = []
+    ended = serve_until_exit(cast(TritonServer, fake), report=lines.append)
+    assert ended.returncode == -9 and ended.restarts == 0 and lines == []
+    assert ended.reason == (
+        "tritonserver (pid 100) was killed by SIGKILL; the end of its log:\n"
+        "E0101 tritonserver.cc:1] out of memory"
+    )
+    assert fake.calls == ["stop"]
+
+
+def test_restart_backs_off_counts_failed_starts_and_gives_up() -> None:
+    fake = FakeServer([-9, 1, -11], start_failures=1)
+    lines: List[str] = []
+    slept: List[float] = []
+    clock = iter(float(t) for t in range(100))
+    budget = Backoff(free=0, window=600, first=1, cap=30, give_up_after=4)
+    ended = serve_until_exit(
+        cast(TritonServer, fake),
+        restart=True,
+        report=lines.append,
+        budget=budget,
+        sleep=slept.append,
+        clock=lambda: next(clock),
+    )
+    assert slept == [1, 2, 4]
+    assert (
+        lines
+        == [
+            "[server] tritonserver (pid 100) was killed by SIGKILL; restarting in 1 s",
+            "[server] the restart failed: port 8000 is busy; restarting in 2 s",
+            "[server] restarted (pid 101, restart 1)",
+            "[server] tritonserver (pid 101) exited with exit code 1; restarting in 4 s",
+            "[server] restarted (pid 101, restart 2)",
+        ][: len(lines)]
+    )
+    assert ended.restarts == 2
+    assert ended.returncode == -11
+    assert ended.reason.startswith("tritonserver (pid 101) was killed by SIGSEGV")
+    assert ended.reason.endswith("gave up restarting: 4 deaths within 600 s")
+
+
+def test_serve_flags_parse() -> None:
+    args = build_parser().parse_args(["serve", "repo", "--no-heal", "--restart"])
+    assert args.no_heal and args.restart
+    default = build_parser().parse_args(["serve", "repo"])
+    assert not default.no_heal and not default.restart
