@@ -260,8 +260,9 @@ def test_an_ensemble_member_is_healed_and_the_ensemble_serves_again(
 
     pid = _wait_for(lambda: _stub_pid(server, "clf_preprocess"), 10, "the member's stub")
     os.kill(pid, signal.SIGKILL)
-    assert server.healer is not None
-    _wait_for(lambda: any(e.kind == "reloaded" for e in server.healer.events), 30, "the reload")
+    healer = server.healer
+    assert healer is not None
+    _wait_for(lambda: any(e.kind == "reloaded" for e in healer.events), 30, "the reload")
     assert lines[0].startswith("[clf_preprocess] stub clf_preprocess_0")
     assert lines[0].endswith(" died (SIGKILL); reloading")
     assert server.models_ready() == members
