@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -26,6 +28,7 @@ import pytest
 from tritonpy.server import TritonServer
 from tritonpy.server.backoff import Backoff
 from tritonpy.server.keeper import serve_until_exit
+from tritonpy.server.ports import pick_free_ports
 from tritonpy.server.stubwatch import live_stubs
 
 grpcclient = pytest.importorskip("tritonclient.grpc", reason="the testing extra (tritonclient)")
@@ -268,3 +271,39 @@ def test_an_ensemble_member_is_healed_and_the_ensemble_serves_again(
     assert server.models_ready() == members
     assert main(infer) == 0, capsys.readouterr().err
     assert "LABELS" in capsys.readouterr().out
+
+
+def test_cli_serve_heals_a_stub_and_reports_a_dead_server(tmp_path: Path) -> None:
+    repo = make_repository(tmp_path / "repo", "add_sub")
+    http, grpc, metrics = pick_free_ports(3)
+    env = {**os.environ, "TRITONPY_CACHE_DIR": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "tritonpy.cli", "serve", str(repo), "--no-check"]
+    ports = ["--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]
+    proc = subprocess.Popen(
+        argv + ports, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    out: List[str] = []
+    reader = threading.Thread(target=lambda: out.extend(proc.stdout or []), daemon=True)
+    reader.start()
+    try:
+        ready = _wait_for(
+            lambda: next((line for line in list(out) if "ready (pid" in line), None),
+            120,
+            "serve to be ready",
+        )
+        server_pid = int(ready.split("(pid ")[1].split(")")[0])
+        stub = _wait_for(lambda: live_stubs(server_pid), 10, "add_sub's stub")[0]
+        os.kill(stub.pid, signal.SIGKILL)
+        _wait_for(lambda: any("[add_sub] reloaded in" in line for line in out), 30, "the reload")
+        os.kill(server_pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    reader.join(5)
+    shown = "".join(out)
+    assert "[add_sub] stub add_sub_0_0 died (SIGKILL); reloading\n" in shown
+    assert proc.returncode == 1, shown + err
+    assert f"tritonpy: error: tritonserver (pid {server_pid}) was killed by SIGKILL" in err
+    assert "the end of its log:" in err and "the server log is kept in" in err

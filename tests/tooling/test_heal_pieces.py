@@ -3,7 +3,11 @@ exit descriptions, console lines, and the healer's decisions on a fake /proc."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import List, Optional, Sequence, cast
 
@@ -14,6 +18,7 @@ from tritonpy.server import ServerError, TritonServer
 from tritonpy.server.backoff import Backoff
 from tritonpy.server.command import server_command
 from tritonpy.server.keeper import serve_until_exit
+from tritonpy.server.procs import end_process_group
 from tritonpy.server.stubwatch import (
     child_processes,
     describe_exit,
@@ -313,3 +318,30 @@ def test_serve_flags_parse() -> None:
     assert args.no_heal and args.restart
     default = build_parser().parse_args(["serve", "repo"])
     assert not default.no_heal and not default.restart
+
+
+# --------------------------------------------------- stopping a server stuck on dead stubs
+_STUCK_SERVER = """
+import os, signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)   # a server that keeps waiting on SIGINT
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # ... and on SIGTERM, like Triton's shutdown
+if os.fork() == 0:
+    os._exit(0)                                # a zombie: never reaped by its parent
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_server_left_with_only_dead_stubs_is_killed_without_waiting() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STUCK_SERVER, "dead"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    with ThreadPoolExecutor(1) as pool:
+        ending = pool.submit(end_process_group, proc, 120.0)
+        # only a dead stub left: killed at once instead of waiting the 120 s grace
+        assert ending.result(timeout=60) == []
+    assert proc.returncode == -signal.SIGKILL
+    proc.stdout.close()

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Iterable, List, Set
+from typing import Iterable, List, Optional, Set
 
 __all__ = [
     "GroupProcess",
@@ -115,6 +115,32 @@ def remove_shm_regions(paths: Iterable[str]) -> None:
                 os.unlink(path)
 
 
+def _wait_unless_stuck(proc: subprocess.Popen[bytes], grace: float) -> bool:
+    """Wait up to ``grace`` for a stopping server (``TimeoutExpired`` after); return ``True``
+    early, the server still running, when all it has left are dead stubs (zombies) for a
+    second. A model whose stub died while requests were queued to it is never released by
+    Triton 24.10 (a healed model leaves such a version behind, its zombie stub unreaped): the
+    server would wait for it until its exit timeout, though every live model is unloaded."""
+    deadline = time.monotonic() + grace
+    stuck_since: Optional[float] = None
+    while True:
+        try:
+            proc.wait(0.2)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if now >= deadline:
+            raise subprocess.TimeoutExpired(proc.args, grace)
+        others = [p for p in group_processes(proc.pid, include_zombies=True) if p.pid != proc.pid]
+        if others and all(p.state == "Z" for p in others):
+            stuck_since = now if stuck_since is None else stuck_since
+            if now - stuck_since >= 1.0:
+                return True
+        else:
+            stuck_since = None
+
+
 def end_process_group(proc: subprocess.Popen[bytes], grace: float) -> List[GroupProcess]:
     """End a server started in its own process group: SIGINT (it unloads its models), after
     ``grace`` seconds SIGTERM to the whole group, then SIGKILL; then the stubs left behind.
@@ -131,7 +157,9 @@ def end_process_group(proc: subprocess.Popen[bytes], grace: float) -> List[Group
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(max(grace, 0.0))
+            if _wait_unless_stuck(proc, max(grace, 0.0)):
+                kill_group(pgid, signal.SIGKILL)  # SIGTERM would wait the same
+                proc.wait()
         except subprocess.TimeoutExpired:
             kill_group(pgid, signal.SIGTERM)
             try:
