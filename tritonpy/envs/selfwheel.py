@@ -144,7 +144,10 @@ def build_wheel(runtime: RunningTritonpy, output: Path) -> Path:
     members.append((f"{info_dir}/METADATA", _metadata_text(runtime.version).encode(), 0o644))
     members.append((f"{info_dir}/WHEEL", _WHEEL.encode(), 0o644))
     dist = running_distribution()
-    entry_points = dist.read_text("entry_points.txt") if dist else None
+    # a checkout that was never installed has no metadata: the command must exist all the same
+    entry_points = (dist.read_text("entry_points.txt") if dist else None) or (
+        "[console_scripts]\ntritonpy = tritonpy.cli:main\n"
+    )
     if entry_points:
         members.append((f"{info_dir}/entry_points.txt", entry_points.encode(), 0o644))
     record = [_record_line(name, data) for name, data, _ in members]
