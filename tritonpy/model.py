@@ -37,6 +37,7 @@ from typing import (
     Union,
 )
 
+from ._calls import ModelCalls
 from ._context import ModelContext
 from ._declarations import (
     cancellation_policy,
@@ -47,6 +48,7 @@ from ._declarations import (
 )
 from .codecs.base import Codec
 from .errors import DeclarationError, InputError, OutputError, TritonPyError
+from .metrics import bind_metrics
 
 __all__ = ["Model"]
 
@@ -76,7 +78,7 @@ class _Decoded:
         self.key = key
 
 
-class Model(ModelContext):
+class Model(ModelCalls, ModelContext):
     """Base class of a tritonpy model. Subclass it, declare ``inputs`` and ``outputs``, write
     ``infer``, and bind the class to the name Triton looks for.
 
@@ -134,6 +136,12 @@ class Model(ModelContext):
     dynamic_batching: ClassVar[bool] = True
     merge_requests: ClassVar[bool] = True
     check_cancellation: ClassVar[Union[bool, str]] = "auto"
+    #: {name: tp.Counter(...) | tp.Gauge(...) | tp.Histogram(...)}; on the instance, the bound
+    #: metrics (``self.metrics["name"].increment(1)``)
+    metrics: Mapping[str, Any] = {}
+    #: record tritonpy's own per-model metrics (rows per infer() call, refused requests per
+    #: input, infer() seconds)
+    builtin_metrics: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -226,6 +234,7 @@ class Model(ModelContext):
         self.device_id = int(args.get("model_instance_device_id", "0") or 0)
         self.batched = configured > 0
         self.logger = self._pb.Logger
+        self.metrics, self._builtin = bind_metrics(self)
 
         self.setup()
         # setup() may replace codecs on the instance (e.g. an Image color read from a
@@ -259,6 +268,8 @@ class Model(ModelContext):
             try:
                 ready.append(self._decode(index, request))
             except InputError as exc:
+                if self._builtin is not None:
+                    self._builtin.refused(exc.input_name)
                 responses[index] = self._error_response(str(exc), self._error_codes.INVALID_ARG)
             except Exception as exc:
                 responses[index] = self._internal_error(exc, "decoding the inputs")
@@ -342,6 +353,8 @@ class Model(ModelContext):
             }
             needed = _union_requested(members)
             counts = [m.rows for m in members]
+            if self._builtin is not None:
+                self._builtin.batch_rows(sum(counts))
             encoded = self._encode(self._timed_infer(merged), needed, sum(counts))
             splits = {
                 name: codec.split(encoded[name], counts)
@@ -372,6 +385,8 @@ class Model(ModelContext):
                     name: None if values[name] is None else codec.merge([values[name]])
                     for name, codec in self._input_plan
                 }
+                if self._builtin is not None:
+                    self._builtin.batch_rows(item.rows)
             encoded = self._encode(self._timed_infer(values), item.requested, item.rows)
             responses[item.index] = self._response(encoded, item.requested)
         except InputError as exc:
@@ -387,6 +402,8 @@ class Model(ModelContext):
         # really is slow reaches its duration within a few dozen calls (+10 % a call).
         elapsed = perf_counter() - started
         self._infer_seconds = min(elapsed, self._infer_seconds * 1.1)
+        if self._builtin is not None:
+            self._builtin.infer_seconds(elapsed)
         return result
 
     def _encode(self, result: Any, needed: Optional[FrozenSet[str]], rows: int) -> Dict[str, Any]:

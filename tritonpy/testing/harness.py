@@ -69,11 +69,11 @@ from ._requests import (
 )
 from ._responses import (
     Outputs,
-    _bls_handler,
     _check_responses,
     _client_outputs,
     _collect_sent,
 )
+from ._targets import bls_handler
 from .fake_pb_utils import metrics as _pb_metrics
 from .fake_pb_utils import models as _pb_models
 
@@ -512,10 +512,7 @@ class ModelHarness:
     def register_bls_model(self, name: str, target: Any) -> None:
         """Make BLS requests to ``name`` run on ``target``: another ModelHarness, or a callable
         taking the pb_utils.InferenceRequest and returning an InferenceResponse."""
-        if isinstance(target, ModelHarness):
-            pb.register_bls_model(name, _bls_handler(target))
-        else:
-            pb.register_bls_model(name, target)
+        pb.register_bls_model(name, bls_handler(target))
         self._bls_names = [*getattr(self, "_bls_names", []), name]
 
     def close(self) -> None:
