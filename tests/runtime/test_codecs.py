@@ -11,6 +11,15 @@ import pytest
 import tritonpy as tp
 from tritonpy.testing import ModelHarness
 
+try:
+    import cv2
+except ImportError:  # the image extra is optional: only the image tests need it
+    cv2 = None
+
+needs_cv2 = pytest.mark.skipif(
+    cv2 is None, reason="tp.Image needs OpenCV: pip install 'tritonpy[image]' to run this test"
+)
+
 
 def echo_model(codec: tp.Codec, out: tp.Codec | None = None, max_batch_size: int = 8) -> type:
     class Echo(tp.Model):
@@ -205,9 +214,8 @@ def test_invalid_json_is_invalid_arg() -> None:
 
 # -- Image ----------------------------------------------------------------------------------
 
-import cv2  # noqa: E402  (the image extra is part of every test environment)
 
-
+@needs_cv2
 def test_image_png_round_trip_in_each_color_order() -> None:
     image_bgr = np.zeros((5, 7, 3), np.uint8)
     image_bgr[..., 0] = 10  # blue
@@ -223,6 +231,7 @@ def test_image_png_round_trip_in_each_color_order() -> None:
         np.testing.assert_array_equal(decoded, image_bgr)
 
 
+@needs_cv2
 def test_gray_image_has_one_channel() -> None:
     png = cv2.imencode(".png", np.full((4, 3), 77, np.uint8))[1].tobytes()
     with ModelHarness(echo_model(tp.Image(color="GRAY"))) as harness:
@@ -232,6 +241,7 @@ def test_gray_image_has_one_channel() -> None:
     assert int(seen[0][2, 1, 0]) == 77
 
 
+@needs_cv2
 def test_jpeg_decodes() -> None:
     jpg = cv2.imencode(".jpg", np.full((16, 16, 3), 128, np.uint8))[1].tobytes()
     with ModelHarness(echo_model(tp.Image(), out=tp.Tensor("BYTES", [1]))) as harness:
@@ -240,6 +250,7 @@ def test_jpeg_decodes() -> None:
     assert out.tolist() == [[b"16"]]
 
 
+@needs_cv2
 def test_image_over_the_pixel_limit_is_refused_before_decoding() -> None:
     png = cv2.imencode(".png", np.zeros((100, 100, 3), np.uint8))[1].tobytes()
     jpg = cv2.imencode(".jpg", np.zeros((100, 100, 3), np.uint8))[1].tobytes()
@@ -253,6 +264,7 @@ def test_image_over_the_pixel_limit_is_refused_before_decoding() -> None:
         )
 
 
+@needs_cv2
 @pytest.mark.parametrize("data", [b"", b"not an image", b"\x89PNG\r\n\x1a\n broken"])
 def test_undecodable_image_is_invalid_arg(data: bytes) -> None:
     with ModelHarness(echo_model(tp.Image())) as harness:
@@ -262,6 +274,7 @@ def test_undecodable_image_is_invalid_arg(data: bytes) -> None:
     assert caught.value.message.startswith("input 'IN', row 0: expected an encoded image")
 
 
+@needs_cv2
 def test_image_output_encodes_jpeg_with_quality() -> None:
     class Thumb(tp.Model):
         inputs = {"X": tp.Tensor("UINT8", [8, 8, 3])}
@@ -308,6 +321,7 @@ def test_json_keeps_the_short_form_of_float32_values() -> None:
     assert encoded == b'{"score":0.9,"row":[0.1,0.2],"n":3}'
 
 
+@needs_cv2
 def test_element_outputs_accept_arrays() -> None:
     class Arrays(tp.Model):
         inputs = {"X": tp.Tensor("UINT8", [4, 4, 3])}

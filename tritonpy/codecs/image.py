@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import struct
 from functools import cache
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import DeclarationError, InputError
+from ._image_size import image_size
 from .base import MISSING, ElementCodec
 
-__all__ = ["Image"]
+__all__ = ["Image", "image_size"]
 
 _COLORS = ("RGB", "BGR", "GRAY")
 DEFAULT_MAX_PIXELS = 40_000_000  # 40 megapixels: far above any camera frame a model expects
@@ -30,38 +30,15 @@ def _cv2() -> Any:
     return cv2
 
 
-def image_size(data: bytes) -> Optional[Tuple[int, int]]:
-    """(width, height) read from a PNG or JPEG header without decoding; None for other formats
-    or a header that cannot be read (the decoder then has the last word)."""
-    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
-        width, height = struct.unpack(">II", data[16:24])
-        return int(width), int(height)
-    if data[:2] == b"\xff\xd8":
-        position = 2
-        while position + 9 < len(data):
-            if data[position] != 0xFF:
-                return None
-            marker = data[position + 1]
-            if marker == 0xFF:  # fill byte
-                position += 1
-                continue
-            length = struct.unpack(">H", data[position + 2 : position + 4])[0]
-            # SOF0..SOF15 carry the frame size; C4 (DHT), C8 (JPG), CC (DAC) do not
-            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-                height, width = struct.unpack(">HH", data[position + 5 : position + 9])
-                return int(width), int(height)
-            position += 2 + length
-    return None
-
-
 class Image(ElementCodec):
     """Encoded images in TYPE_STRING elements, decoded with OpenCV to ``uint8`` arrays of
     shape ``H x W x C`` (C = 3 for ``"RGB"``/``"BGR"``, 1 for ``"GRAY"``).
 
-    Images larger than ``max_pixels`` (width x height, read from the PNG/JPEG header before
-    decoding) are refused with ``INVALID_ARG``, so a decompression bomb costs nothing. On the
-    output side arrays in ``color`` order are encoded to ``format`` (``"png"``, ``"jpg"``,
-    ``"webp"``...; ``quality`` for JPEG/WebP).
+    Images larger than ``max_pixels`` (width x height, read from the header before decoding
+    for PNG, JPEG, BMP, PNM, WebP, GIF, TIFF, Sun raster, Radiance HDR and JPEG 2000; after
+    decoding for other formats) are refused with ``INVALID_ARG``, so a decompression bomb costs
+    nothing. On the output side arrays in ``color`` order are encoded to ``format``
+    (``"png"``, ``"jpg"``, ``"webp"``...; ``quality`` for JPEG/WebP).
 
     Example::
 
@@ -109,7 +86,13 @@ class Image(ElementCodec):
             )
         cv2 = _cv2()
         buffer = np.frombuffer(data, dtype=np.uint8)
-        image = cv2.imdecode(buffer, self._flag(cv2))
+        try:
+            image = cv2.imdecode(buffer, self._flag(cv2))
+        except cv2.error as exc:
+            # OpenCV asserts on some hostile headers (a size over its own limit) instead of
+            # returning None: still the request's fault, not the model's
+            reason = str(exc).strip().splitlines()[-1][:160]
+            raise ValueError(f"OpenCV refused it: {reason}") from None
         if image is None:
             raise ValueError("OpenCV could not decode it")
         if size is None and image.shape[0] * image.shape[1] > self.max_pixels:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -59,7 +60,19 @@ class JSON(ElementCodec):
         self._decoder = json.JSONDecoder()
 
     def decode_element(self, data: bytes) -> Any:
-        return self._decoder.decode(data.decode("utf-8"))
+        try:
+            return self._decoder.decode(data.decode("utf-8"))
+        except RecursionError:
+            # a RecursionError is no ValueError: without this, "[" * 100000 would be INTERNAL
+            raise ValueError(
+                f"arrays/objects nested deeper than Python's JSON parser allows (about "
+                f"{sys.getrecursionlimit()} levels); send a flatter document"
+            ) from None
 
     def encode_element(self, value: Any) -> bytes:
-        return self._encoder.encode(value).encode("utf-8")
+        try:
+            return self._encoder.encode(value).encode("utf-8")
+        except RecursionError:
+            raise ValueError(
+                "the value is nested too deeply (or contains itself); return a flatter value"
+            ) from None
