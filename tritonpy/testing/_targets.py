@@ -1,23 +1,176 @@
-"""What a model under the harness may call (BLS targets): another ModelHarness, or a callable
-on pb_utils requests. Being extended: model classes and plain callables on numpy inputs."""
+"""What a model under the harness may call (BLS targets), answered as Triton 24.10 answers a
+BLS request.
+
+``bls_handler(target)`` turns a target into the fake pb_utils' BLS handler
+(``handler(pb_utils.InferenceRequest) -> InferenceResponse | list of responses``):
+
+* a :class:`~tritonpy.testing.ModelHarness`: the request runs on it;
+* a model class (a ``tp.Model`` subclass or any ``TritonPythonModel`` class with an
+  ``auto_complete_config``) or a model directory: a ModelHarness is built for it, and closed
+  when the handler is dropped (when the harness that registered it closes);
+* a plain callable on numpy inputs, ``fn(inputs: dict) -> dict of outputs``: raising
+  ``tp.InputError`` or ``TritonRequestError`` answers an error response;
+* :class:`RawTarget` ``(fn)``: ``fn`` takes the ``pb_utils.InferenceRequest`` and returns the
+  ``InferenceResponse`` (or, for a decoupled target, a list of them) itself.
+
+What the caller sees matches the real server (measured on 24.10): every error reaches the caller
+with code ``INTERNAL``; errors the server finds before the target runs (data type, shape,
+unknown input or output) read ``Model <name> - Error when running inference: <server
+message>``; a decoupled target's responses end with an empty response (the FINAL flag), and an
+error response it sends after some parts does not reach the caller: the stream just ends.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import os
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
+import numpy as np
+
+from ..errors import InputError, TritonRequestError
 from . import fake_pb_utils as pb
-from ._responses import _bls_handler
+from ._requests import _check_requested_outputs, _client_view, _validate_request
+from ._responses import _collect_sent, _response_from
 
-__all__ = ["bls_handler"]
+if TYPE_CHECKING:
+    from .harness import ModelHarness
+
+__all__ = ["RawTarget", "bls_handler", "server_error"]
+
+Handler = Callable[[pb.InferenceRequest], Any]
 
 
-def bls_handler(target: Any) -> Callable[[pb.InferenceRequest], Any]:
-    """The fake's BLS handler for ``target``."""
+class RawTarget:
+    """A BLS target written against pb_utils: ``fn(request) -> InferenceResponse`` (a list of
+    responses for a decoupled target). Use it where the target must see the request itself.
+
+    Example::
+
+        def echo(request):
+            return pb.InferenceResponse(request.inputs())
+
+        harness.register_bls_model("echo", RawTarget(echo))
+    """
+
+    def __init__(self, fn: Handler) -> None:
+        if not callable(fn):
+            raise TypeError(f"RawTarget needs a callable, got {fn!r}")
+        self.fn = fn
+
+
+def server_error(model: str, message: str) -> pb.InferenceResponse:
+    """The error response a BLS caller gets when the server refuses a request to ``model``
+    before the model runs (24.10 wording; the code is always INTERNAL)."""
+    return pb.InferenceResponse(
+        error=pb.TritonError(f"Model {model} - Error when running inference: {message}")
+    )
+
+
+def _model_error(message: str) -> pb.InferenceResponse:
+    # 24.10's BLS path keeps only the message of the target's error: the code becomes INTERNAL
+    return pb.InferenceResponse(error=pb.TritonError(message))
+
+
+def bls_handler(target: Any) -> Handler:
+    """The fake's BLS handler for ``target`` (see the module documentation)."""
     from .harness import ModelHarness  # the harness imports this module
 
+    if isinstance(target, RawTarget):
+        return target.fn
     if isinstance(target, ModelHarness):
-        return _bls_handler(target)
-    if callable(target):
-        handler: Callable[[pb.InferenceRequest], Any] = target
+        return _harness_handler(target)
+    if isinstance(target, (str, os.PathLike, type)):
+        owned = ModelHarness(target)
+        handler = _harness_handler(owned)
+        weakref.finalize(handler, owned.close)  # closed once the registration is dropped
         return handler
-    raise TypeError(f"a BLS target must be a ModelHarness or a callable, got {target!r}")
+    if callable(target):
+        return _callable_handler(target)
+    raise TypeError(
+        f"a BLS target must be a ModelHarness, a model class, a model directory, a callable "
+        f"fn(inputs: dict) -> dict, or RawTarget(fn); got {target!r}"
+    )
+
+
+def _inputs_of(request: pb.InferenceRequest) -> Dict[str, Any]:
+    return {t.name(): _client_view(t.as_numpy()) for t in request.inputs()}
+
+
+def _harness_handler(harness: ModelHarness) -> Handler:
+    def handler(request: pb.InferenceRequest) -> Any:
+        inputs = _inputs_of(request)
+        names = sorted(request.requested_output_names()) or None
+        version = request._model_version
+        if version not in (-1, harness.version):
+            return server_error(
+                harness.name,
+                f"Failed for execute the inference request. Model '{harness.name}' is not ready.",
+            )
+        try:  # what the server checks before the model runs, with its wording
+            _validate_request(harness.config, harness.name, inputs, request.request_id())
+            _check_requested_outputs(harness.config, harness.name, names)
+        except TritonRequestError as exc:
+            return server_error(harness.name, exc.message)
+        if harness.decoupled:
+            return _stream(harness, request, inputs, names)
+        try:
+            return _response_from(harness.infer(inputs, requested_outputs=names))
+        except TritonRequestError as exc:
+            return _model_error(exc.message)
+
+    return handler
+
+
+def _stream(
+    harness: ModelHarness,
+    request: pb.InferenceRequest,
+    inputs: Mapping[str, Any],
+    names: Optional[List[str]],
+) -> List[pb.InferenceResponse]:
+    inner, _ = harness._build_request(inputs, names, None, request.request_id())
+    try:
+        returned = harness._execute([inner])
+    except TritonRequestError as exc:
+        return [_model_error(exc.message)]
+    if returned is not None:  # the harness reports this contract breach itself
+        harness.infer_stream(inputs, requested_outputs=names)
+    parts: List[pb.InferenceResponse] = []
+    for response in _collect_sent(harness.name, inner, harness.stream_timeout):
+        if response.has_error():
+            break  # 24.10 does not hand a decoupled target's error response to the caller
+        parts.append(response)
+    parts.append(pb.InferenceResponse())  # the FINAL flag arrives as an empty response
+    return parts
+
+
+def _callable_handler(fn: Callable[[Dict[str, Any]], Any]) -> Handler:
+    def handler(request: pb.InferenceRequest) -> Any:
+        try:
+            outputs = fn(_inputs_of(request))
+        except (InputError, TritonRequestError) as exc:
+            return _model_error(getattr(exc, "message", None) or str(exc))
+        if not isinstance(outputs, Mapping):
+            raise TypeError(
+                f"BLS target {fn!r} for model '{request._model_name}' must return a dict "
+                f"{{output name: value}}, got {type(outputs).__name__}"
+            )
+        wanted = request.requested_output_names()
+        return pb.InferenceResponse(
+            [
+                pb.Tensor(name, _as_tensor_data(value))
+                for name, value in outputs.items()
+                if not wanted or name in wanted
+            ]
+        )
+
+    return handler
+
+
+def _as_tensor_data(value: Any) -> Any:
+    array = np.asarray(value)
+    if array.dtype.kind in ("U", "S"):
+        out = np.empty(array.shape, dtype=object)
+        out.ravel()[:] = [v.encode() if isinstance(v, str) else bytes(v) for v in array.ravel()]
+        return out
+    return array

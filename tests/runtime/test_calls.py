@@ -1,0 +1,330 @@
+"""Model.call / call_async / call_stream (BLS) under the harness, and the BLS targets the
+harness accepts (tritonpy.testing._targets)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from pathlib import Path
+from typing import Any, Dict
+
+import numpy as np
+import pytest
+
+import tritonpy as tp
+from tritonpy._calls import CallError, error_code_name
+from tritonpy.errors import TritonRequestError
+from tritonpy.testing import ModelHarness, fake_pb_utils
+from tritonpy.testing._targets import RawTarget
+
+pb = fake_pb_utils
+EXAMPLES = Path(__file__).parent / "nvidia_examples"
+
+
+class Scale(tp.Model):
+    """The target: doubles X; a negative X is the client's mistake."""
+
+    inputs = {"X": tp.Tensor("FP32", [-1])}
+    outputs = {"Y": tp.Tensor("FP32", [-1]), "N": tp.Tensor("INT32", [1])}
+
+    def infer(self, X):
+        if (X < 0).any():
+            raise tp.InputError(f"input 'X': expected values >= 0, got {X.min()}")
+        return {"Y": X * 2, "N": np.array([X.size], np.int32)}
+
+
+class Shout(tp.Model):
+    inputs = {"TEXT": tp.Text()}
+    outputs = {"LOUD": tp.Text()}
+
+    def infer(self, TEXT):
+        return {"LOUD": TEXT.upper() + "!"}
+
+
+class Counter:
+    """A decoupled pb_utils target: N responses 0..N-1; a negative N ends with an error."""
+
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            n = int(pb.get_input_tensor_by_name(request, "N").as_numpy()[0])
+            for i in range(abs(n)):
+                sender.send(pb.InferenceResponse([pb.Tensor("I", np.array([i], np.int32))]))
+            if n < 0:
+                sender.send(pb.InferenceResponse(error=pb.TritonError("stopped early")))
+            sender.send(flags=pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+
+COUNTER_CONFIG = {
+    "model_transaction_policy": {"decoupled": True},
+    "input": [{"name": "N", "data_type": "TYPE_INT32", "dims": [1]}],
+    "output": [{"name": "I", "data_type": "TYPE_INT32", "dims": [1]}],
+}
+
+
+class Caller(tp.Model):
+    """Runs whatever call the test puts in ``plan`` (a function of the model)."""
+
+    inputs = {"X": tp.Tensor("FP32", [-1])}
+    outputs = {"Y": tp.Tensor("FP32", [-1])}
+    plan: Any = None
+
+    def infer(self, X):
+        return {"Y": type(self).plan(self, X)}
+
+
+@pytest.fixture
+def scale():
+    with ModelHarness(Scale, name="scale") as harness:
+        yield harness
+
+
+def caller(plan: Any, **targets: Any) -> ModelHarness:
+    cls = type("Caller", (Caller,), {"plan": staticmethod(plan)})
+    harness = ModelHarness(cls, name="caller")
+    for name, target in targets.items():
+        harness.register_bls_model(name, target)
+    return harness
+
+
+def x(*values: float) -> Dict[str, np.ndarray]:
+    return {"X": np.array(values, np.float32)}
+
+
+# -- call -------------------------------------------------------------------------------------
+
+
+def test_call_sends_numpy_and_decodes_outputs(scale):
+    seen = {}
+
+    def plan(model, X):
+        seen.update(model.call("scale", {"X": X}))
+        return seen["Y"]
+
+    with caller(plan, scale=scale) as h:
+        assert h.infer(x(1, 2.5))["Y"].tolist() == [2.0, 5.0]
+    assert seen["N"].dtype == np.int32 and seen["N"].tolist() == [2]
+
+
+def test_call_learns_the_data_type_of_python_numbers(scale):
+    def plan(model, X):
+        return model.call("scale", {"X": [1, 2, 3]}, outputs=["Y"])["Y"]
+
+    with caller(plan, scale=scale) as h:
+        assert h.infer(x(0))["Y"].tolist() == [2.0, 4.0, 6.0]
+        # learned once: the next call goes through at the first try
+        assert h.model._call_dtypes == {("scale", "X"): "FP32"}
+        assert h.infer(x(0))["Y"].tolist() == [2.0, 4.0, 6.0]
+
+
+def test_call_refuses_values_the_expected_type_cannot_hold():
+    with ModelHarness(EXAMPLES / "add_sub") as add_sub:
+
+        def plan(model, X):
+            model.call("add_sub", {"INPUT0": [1, 2, 3, 4], "INPUT1": [0.5, 0, 0, 0]})
+            return X
+
+        with caller(plan, add_sub=add_sub) as h:
+            h.infer(x(1))  # FP32 inputs: ints and floats fit
+            assert h.model._call_dtypes[("add_sub", "INPUT0")] == "FP32"
+
+    class Ints(tp.Model):
+        inputs = {"K": tp.Tensor("INT32", [-1])}
+        outputs = {"K2": tp.Tensor("INT32", [-1])}
+
+        def infer(self, K):
+            return {"K2": K}
+
+    with ModelHarness(Ints, name="ints") as ints:
+
+        def bad(model, X):
+            model.call("ints", {"K": [1.5, 2]})
+            return X
+
+        with caller(bad, ints=ints) as h, pytest.raises(TritonRequestError) as info:
+            h.infer(x(1))
+    assert info.value.code == "INTERNAL"
+    assert (
+        "call to model 'ints', input 'K': the model expects INT32 (int32), got values "
+        "[1.5, 2.0] it cannot hold exactly; pass a numpy array of dtype int32" in info.value.message
+    )
+
+
+def test_call_text_and_scalars():
+    with ModelHarness(Shout, name="shout") as shout:
+
+        def plan(model, X):
+            loud = model.call("shout", {"TEXT": "hi"})["LOUD"]
+            also = model.call("shout", {"TEXT": [b"yo"]})["LOUD"]
+            assert loud.dtype == object and also.dtype == object
+            return np.array([len(loud[0]), len(also[0])], np.float32)
+
+        with caller(plan, shout=shout) as h:
+            assert h.infer(x(0))["Y"].tolist() == [3.0, 3.0]
+
+
+def test_call_raises_the_targets_error_as_24_10_reports_it(scale):
+    caught = {}
+
+    def plan(model, X):
+        try:
+            model.call("scale", {"X": X})
+        except TritonRequestError as exc:
+            caught["error"] = exc
+        return X
+
+    with caller(plan, scale=scale) as h:
+        h.infer(x(-1))
+    # 24.10 hands the target's message to the caller with code INTERNAL (measured)
+    assert (caught["error"].code, caught["error"].message) == (
+        "INTERNAL",
+        "input 'X': expected values >= 0, got -1.0",
+    )
+
+
+def test_call_server_side_refusals_read_like_the_server(scale):
+    caught = {}
+
+    def plan(model, X):
+        for key, inputs, outputs in (
+            ("dtype", {"X": X.astype(np.float64)}, None),
+            ("output", {"X": X}, ["NOPE"]),
+        ):
+            try:
+                model.call("scale", inputs, outputs=outputs)
+            except TritonRequestError as exc:
+                caught[key] = exc.message
+        return X
+
+    with caller(plan, scale=scale) as h:
+        h.infer(x(1))
+    assert caught["dtype"] == (
+        "Model scale - Error when running inference: [request id: <id_unknown>] inference "
+        "input 'X' data-type is 'FP64', but model 'scale' expects 'FP32'"
+    )
+    assert caught["output"] == (
+        "Model scale - Error when running inference: unexpected inference output 'NOPE' for "
+        "model 'scale'"
+    )
+
+
+def test_error_code_names():
+    assert error_code_name(pb.TritonError.INVALID_ARG) == "INVALID_ARG"
+    assert error_code_name(7) == "CANCELLED"
+    assert error_code_name(99) == "UNKNOWN"
+
+
+# -- call_async -------------------------------------------------------------------------------
+
+
+def test_call_async_gathers_several_calls(scale):
+    with caller(lambda model, X: X, scale=scale) as h:
+
+        async def both():
+            return await asyncio.gather(
+                h.model.call_async("scale", x(1)),
+                h.model.call_async("scale", {"X": [3]}),
+            )
+
+        first, second = asyncio.run(both())
+    assert first["Y"].tolist() == [2.0]
+    assert second["Y"].tolist() == [6.0]
+
+
+def test_call_async_raises_the_targets_error(scale):
+    with caller(lambda model, X: X, scale=scale) as h:
+        with pytest.raises(TritonRequestError, match="expected values >= 0"):
+            asyncio.run(h.model.call_async("scale", x(-2)))
+
+
+# -- call_stream ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def counter():
+    with ModelHarness(Counter, name="counter", config=COUNTER_CONFIG) as harness:
+        yield harness
+
+
+def test_call_stream_iterates_a_decoupled_target(counter):
+    def plan(model, X):
+        parts = list(model.call_stream("counter", {"N": [int(X[0])]}))
+        return np.array([p["I"][0] for p in parts], np.float32)
+
+    with caller(plan, counter=counter) as h:
+        assert h.infer(x(3))["Y"].tolist() == [0.0, 1.0, 2.0]
+        # 24.10: an error the target sends after some parts does not reach the caller
+        assert h.infer(x(-2))["Y"].tolist() == [0.0, 1.0]
+        assert h.model._call_dtypes == {("counter", "N"): "INT32"}
+
+
+def test_call_stream_async(counter):
+    with caller(lambda model, X: X, counter=counter) as h:
+
+        async def parts():
+            return [p["I"].tolist() async for p in h.model.call_stream_async("counter", {"N": [2]})]
+
+        assert asyncio.run(parts()) == [[0], [1]]
+
+
+def test_call_stream_raises_a_refusal(counter):
+    with caller(lambda model, X: X, counter=counter) as h:
+        with pytest.raises(
+            TritonRequestError, match="expected 1 inputs but got 2 inputs for model 'counter'"
+        ):
+            list(h.model.call_stream("counter", {"N": [1], "Z": [1]}))
+
+
+# -- targets ----------------------------------------------------------------------------------
+
+
+def test_a_plain_callable_on_numpy_is_a_target():
+    def halve(inputs):
+        if inputs["X"][0] == 0:
+            raise tp.InputError("input 'X': zero")
+        return {"Y": inputs["X"] / 2, "NAME": ["half"]}
+
+    with caller(lambda model, X: model.call("halve", {"X": X})["Y"], halve=halve) as h:
+        assert h.infer(x(4))["Y"].tolist() == [2.0]
+        with pytest.raises(TritonRequestError, match="input 'X': zero"):
+            h.infer(x(0))
+
+
+def test_a_model_class_is_a_target_closed_with_its_caller():
+    closed = []
+
+    class Tracked(Scale):
+        def teardown(self):
+            closed.append(True)
+
+    h = caller(lambda model, X: model.call("tracked", {"X": X})["Y"], tracked=Tracked)
+    assert h.infer(x(2))["Y"].tolist() == [4.0]
+    h.close()
+    gc.collect()
+    assert closed == [True]
+
+
+def test_a_model_directory_is_a_target():
+    plan = lambda model, X: model.call("add_sub", {"INPUT0": [1, 2, 3, 4], "INPUT1": [1] * 4})[  # noqa: E731
+        "OUTPUT0"
+    ]
+    with caller(plan, add_sub=EXAMPLES / "add_sub") as h:
+        assert h.infer(x(0))["Y"].tolist() == [2.0, 3.0, 4.0, 5.0]
+
+
+def test_raw_target_sees_the_pb_utils_request():
+    def raw(request):
+        assert request.model_version() if hasattr(request, "model_version") else True
+        return pb.InferenceResponse([pb.Tensor("Y", np.array([7], np.float32))])
+
+    with caller(lambda model, X: model.call("raw", {"X": X})["Y"], raw=RawTarget(raw)) as h:
+        assert h.infer(x(0))["Y"].tolist() == [7.0]
+
+
+def test_unknown_target_kind_is_refused():
+    with caller(lambda model, X: X) as h, pytest.raises(TypeError, match="a BLS target must"):
+        h.register_bls_model("nope", 42)
+
+
+def test_call_error_names_the_fix():
+    assert issubclass(CallError, tp.TritonPyError)
