@@ -336,10 +336,18 @@ def test_request_defaults_and_lookup():
     assert r._release_flags_value() == 2
 
 
-def test_bls_needs_a_registry():
+def test_bls_to_an_unknown_model_is_the_servers_error_response():
     r = pb.InferenceRequest(model_name="other", inputs=[], requested_output_names=[])
-    with pytest.raises(pb.TritonModelException, match="BLS needs a registry of models"):
-        r.exec()
+    # measured on tritonserver 24.10: an error response (code INTERNAL), not an exception
+    answer = r.exec()
+    assert answer.has_error()
+    assert answer.error().code() == pb.ErrorCode.INTERNAL
+    assert answer.error().message() == (
+        "Model other - Error when running inference: Failed for execute the inference request. "
+        "Model 'other' is not ready."
+    )
+    (streamed,) = list(r.exec(decoupled=True))
+    assert streamed.error().message() == answer.error().message()
     pb.register_bls_model(
         "other",
         lambda req: pb.InferenceResponse([pb.Tensor("Y", np.array([len(req.inputs())], np.int32))]),

@@ -72,7 +72,9 @@ def _fill_defaults(config: Dict[str, Any], instance_kind: str, device_id: int) -
     if not groups:
         groups.append({"kind": instance_kind})
     for idx, group in enumerate(groups):
-        group.setdefault("name", config["name"] if len(groups) == 1 else f"{config['name']}_{idx}")
+        # Triton names an unnamed group <model>_<group index>, even when it is the only one
+        # (measured, r24.10: instance_group [{name: "add_sub_0", ...}])
+        group.setdefault("name", f"{config['name']}_{idx}")
         group.setdefault("kind", "KIND_GPU" if group.get("gpus") else instance_kind)
         group.setdefault("count", 1)
         group.setdefault("gpus", [device_id] if group["kind"] == "KIND_GPU" else [])

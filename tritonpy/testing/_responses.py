@@ -29,11 +29,29 @@ def _client_outputs(response: pb.InferenceResponse, requested: Optional[List[str
     return result
 
 
+#: what the server answers a non-streaming request to a decoupled model (measured, r24.10;
+#: both endpoints say UNSUPPORTED: HTTP status 501, gRPC UNIMPLEMENTED)
+DECOUPLED_REFUSED = {
+    "http": "HTTP end point doesn't support models with decoupled transaction policy",
+    "grpc": "ModelInfer RPC doesn't support models with decoupled transaction policy",
+}
+
+
+def decoupled_refused(name: str, protocol: str = "http") -> TritonRequestError:
+    """The error the server gives for non-streaming inference on decoupled model ``name``."""
+    return TritonRequestError("UNSUPPORTED", DECOUPLED_REFUSED[protocol])
+
+
 def _collect_sent(
-    name: str, request: pb.InferenceRequest, stream_timeout: Optional[float]
+    name: str,
+    request: pb.InferenceRequest,
+    stream_timeout: Optional[float],
+    cancel_after: Optional[int] = None,
 ) -> List[pb.InferenceResponse]:
     """What a request's response sender sent, once the FINAL flag came (a real server would
-    wait forever for it; the harness waits ``stream_timeout`` seconds)."""
+    wait forever for it; the harness waits ``stream_timeout`` seconds). With ``cancel_after``,
+    the first that many responses once the request was cancelled (the client has gone: it
+    receives nothing more and waits for no FINAL)."""
     sender = request._sender
     if sender is None:
         raise ModelBugError(
@@ -41,11 +59,14 @@ def _collect_sent(
             f"sender of request '{request.request_id()}'; return one InferenceResponse per "
             f"request, or send through request.get_response_sender()"
         )
+    if cancel_after is not None and sender._wait_cancelled(stream_timeout):
+        return [r for r, _ in sender.sent if r is not None][:cancel_after]
     if not sender._wait_final(stream_timeout):
         raise ModelBugError(
             f"model '{name}': no response with flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL "
             f"within {stream_timeout}s for request '{request.request_id()}'; a real "
-            f"server would wait forever"
+            f"server would wait forever (every request must end with a send() carrying "
+            f"flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)"
         )
     return [r for r, _ in sender.sent if r is not None]
 

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib.util
 import inspect
-import itertools
 import json
 import os
 import shutil
@@ -56,6 +54,7 @@ from ._config import (
     parse_config_pbtxt,
 )
 from ._errors import HarnessError, ModelBugError, ModelLoadError
+from ._loading import import_model_file, pick_version
 from ._process_guard import (
     ModelProcessDiedError,
     ProcessEnded,
@@ -72,6 +71,7 @@ from ._responses import (
     _check_responses,
     _client_outputs,
     _collect_sent,
+    decoupled_refused,
 )
 from ._targets import bls_handler
 from .fake_pb_utils import metrics as _pb_metrics
@@ -92,7 +92,6 @@ __all__ = [
 PB_UTILS = "triton_python_backend_utils"
 _HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _MISSING = object()
-_module_counter = itertools.count()
 _install_lock = threading.RLock()
 _install_stack: List[Any] = []
 
@@ -145,6 +144,8 @@ class ModelHarness:
     ``TritonPythonModel``-like class. ``config`` replaces the directory's config.pbtxt (a dict, or
     pbtxt text), or for a class, is merged over the default
     ``{"name": ..., "backend": "python", "max_batch_size": 0, "input": [], "output": []}``.
+    ``targets`` maps model names to what BLS requests to them run on (see
+    :meth:`register_bls_model`).
     """
 
     def __init__(
@@ -158,12 +159,17 @@ class ModelHarness:
         device_id: int = 0,
         auto_complete: bool = True,
         stream_timeout: float = 30.0,
+        targets: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self._closed = False
+        self._bls_names: List[str] = []
+        # registered first: a model may call other models (or is_model_ready) in initialize()
+        for target_name, target in (targets or {}).items():
+            self.register_bls_model(target_name, target)
         self._ended: Optional[ProcessEnded] = None  # set when the model ended its own process
         self._tmpdir: Optional[str] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._sys_path_entry: Optional[str] = None
+        self._sys_path_entries: List[str] = []
         self.stream_timeout = stream_timeout
         self.instance_kind = instance_kind
         self.device_id = device_id
@@ -204,9 +210,11 @@ class ModelHarness:
             if name:
                 raw["name"] = name
             filename = raw.get("default_model_filename") or "model.py"
-            self.version = self._pick_version(version, filename)
+            self.version = pick_version(self.model_dir, version, filename)
             model_file = self.model_dir / str(self.version) / filename
-            self.module = self._import_model(model_file)
+            # the stub puts the version directory and the model directory on sys.path
+            self._sys_path_entries = [str(model_file.parent), str(self.model_dir)]
+            self.module = import_model_file(model_file, self._running)
             cls = getattr(self.module, "TritonPythonModel", None)
             if not isinstance(cls, type):
                 raise ModelLoadError(f"{model_file} does not define a class TritonPythonModel")
@@ -243,54 +251,13 @@ class ModelHarness:
             if init is not None:
                 self._call(init, self.args)
 
-    # -- loading ---------------------------------------------------------------------------
-    def _pick_version(self, version: Optional[int], filename: str) -> int:
-        if version is not None:
-            if not (self.model_dir / str(version) / filename).is_file():
-                raise ModelLoadError(
-                    f"model directory {self.model_dir}: version {version} has no {filename}"
-                )
-            return int(version)
-        versions = sorted(
-            (
-                int(p.name)
-                for p in self.model_dir.iterdir()
-                if p.is_dir() and p.name.isdigit() and (p / filename).is_file()
-            ),
-            reverse=True,
-        )
-        if not versions:
-            raise ModelLoadError(
-                f"model directory {self.model_dir} has no version directory with {filename} "
-                f"(expected {self.model_dir}/1/{filename})"
-            )
-        return versions[0]
-
-    def _import_model(self, model_file: Path) -> ModuleType:
-        module_name = f"_tritonpy_model_{self.model_dir.name}_{next(_module_counter)}"
-        spec = importlib.util.spec_from_file_location(module_name, model_file)
-        if spec is None or spec.loader is None:
-            raise ModelLoadError(f"cannot import {model_file}")
-        module = importlib.util.module_from_spec(spec)
-        self._sys_path_entry = str(model_file.parent)
-        with self._running():
-            sys.modules[module_name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                sys.modules.pop(module_name, None)
-                raise
-        return module
-
     @contextmanager
     def _running(self) -> Iterator[None]:
         """While the model's code runs: fake pb_utils importable, the model's version directory
         on sys.path (as the stub does), instance name for metric messages."""
         install_fake_pb_utils()
-        added = False
-        if self._sys_path_entry and self._sys_path_entry not in sys.path:
-            sys.path.insert(0, self._sys_path_entry)
-            added = True
+        added = [e for e in self._sys_path_entries if e not in sys.path]
+        sys.path[:0] = added
         # module globals of the fake's submodules, read there at call time
         previous_instance, previous_dir = _pb_metrics._instance_name, _pb_models._model_dir
         _pb_metrics._instance_name = getattr(self, "instance_name", _pb_metrics._instance_name)
@@ -303,9 +270,9 @@ class ModelHarness:
             raise self._process_died() from None
         finally:
             _pb_metrics._instance_name, _pb_models._model_dir = previous_instance, previous_dir
-            if added:
+            for entry in added:
                 with suppress(ValueError):
-                    sys.path.remove(self._sys_path_entry)  # type: ignore[arg-type]
+                    sys.path.remove(entry)
             uninstall_fake_pb_utils()
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -418,12 +385,11 @@ class ModelHarness:
         flags: int = 0,
     ) -> Outputs:
         """Send one request; return its outputs as a client sees them (BYTES as object arrays
-        of bytes). Raises TritonRequestError for a rejected request or an error response."""
+        of bytes). Raises TritonRequestError for a rejected request or an error response, and
+        for a decoupled model (UNSUPPORTED, as the server's HTTP and gRPC endpoints refuse
+        non-streaming inference on those: use :meth:`infer_stream`)."""
         if self.decoupled:
-            raise HarnessError(
-                f"model '{self.name}' is decoupled: use infer_stream() (the server refuses "
-                f"non-streaming inference for decoupled models)"
-            )
+            raise decoupled_refused(self.name)
         request, requested = self._build_request(
             inputs, requested_outputs, parameters, request_id, correlation_id, flags
         )
@@ -446,7 +412,7 @@ class ModelHarness:
         the server would reject never reaches ``execute``). ``cancelled`` lists indexes of
         requests marked cancelled before ``execute``."""
         if self.decoupled:
-            raise HarnessError(f"model '{self.name}' is decoupled: use infer_stream()")
+            raise decoupled_refused(self.name)
         requested_list = list(requested_outputs) if requested_outputs is not None else None
         cancel = set(cancelled)
         results: List[Union[Outputs, TritonRequestError, None]] = []
@@ -487,13 +453,33 @@ class ModelHarness:
         parameters: Optional[Dict[str, Any]] = None,
         request_id: str = "",
         cancel: bool = False,
+        cancel_after: Optional[int] = None,
     ) -> List[Outputs]:
         """Send one request to a decoupled model; return every response's outputs, in order,
         up to the FINAL flag (a flags-only final response adds nothing). An error response
-        raises TritonRequestError."""
+        raises TritonRequestError.
+
+        ``cancel=True`` cancels the request before ``execute`` sees it. ``cancel_after=n``
+        cancels it once the model has sent ``n`` responses, as a gRPC client's
+        ``stop_stream(cancel_requests=True)`` after its n-th response does: the model's
+        ``is_cancelled()`` turns True and the first ``n`` responses are returned (the client
+        has closed its stream; what the model sends later never reaches it).
+
+        Example::
+
+            parts = harness.infer_stream({"TEXT": ["a long text"]}, cancel_after=2)
+            assert len(parts) == 2
+        """
         request, requested = self._build_request(inputs, requested_outputs, parameters, request_id)
         if cancel:
             request._cancel()
+        if cancel_after is not None:
+            if cancel_after < 1:
+                raise HarnessError(
+                    f"infer_stream(cancel_after={cancel_after}): expected a number of "
+                    "responses >= 1; use cancel=True to cancel before execute()"
+                )
+            request.get_response_sender()._cancel_after = cancel_after
         returned = self._execute([request])
         if returned is not None:
             if self.decoupled:
@@ -504,16 +490,14 @@ class ModelHarness:
                 )
             (response,) = _check_responses(self.name, [request], returned, self.stream_timeout)
             return [_client_outputs(response, requested)]
-        return [
-            _client_outputs(r, requested)
-            for r in _collect_sent(self.name, request, self.stream_timeout)
-        ]
+        sent = _collect_sent(self.name, request, self.stream_timeout, cancel_after)
+        return [_client_outputs(r, requested) for r in sent]
 
     def register_bls_model(self, name: str, target: Any) -> None:
         """Make BLS requests to ``name`` run on ``target``: another ModelHarness, or a callable
         taking the pb_utils.InferenceRequest and returning an InferenceResponse."""
         pb.register_bls_model(name, bls_handler(target))
-        self._bls_names = [*getattr(self, "_bls_names", []), name]
+        self._bls_names.append(name)
 
     def close(self) -> None:
         """Call ``finalize()`` (once) and release what the harness holds."""
@@ -526,7 +510,7 @@ class ModelHarness:
                 with self._running():
                     self._call(finalize)
         finally:
-            for bls_name in getattr(self, "_bls_names", []):
+            for bls_name in self._bls_names:
                 pb.unregister_bls_model(bls_name)
             if self._loop is not None:
                 self._loop.close()

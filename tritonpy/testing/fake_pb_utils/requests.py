@@ -3,7 +3,9 @@ sender, ``PreferredMemory`` and the request/response flag constants."""
 
 from __future__ import annotations
 
+import asyncio
 import enum
+import functools
 import json
 import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
@@ -33,6 +35,13 @@ def _params_to_json(parameters: Union[str, Dict[str, Any], None]) -> str:
                 f"parameter {key!r}: keys must be str and values bool, int or str"
             )
     return json.dumps(parameters)
+
+
+def _not_ready(model_name: str) -> str:
+    return (
+        f"Model {model_name} - Error when running inference: Failed for execute the inference "
+        f"request. Model '{model_name}' is not ready."
+    )
 
 
 class InferenceResponse:
@@ -88,35 +97,53 @@ class ResponseSender:
         self._closed = False
         self._final = threading.Event()
         self._lock = threading.Lock()
+        self._sends = 0
+        self._sent_event = threading.Event()  # set on every send (the harness waits on it)
+        self._cancel_after: Optional[int] = None  # set by ModelHarness.infer_stream
+        self._cancelled_event = threading.Event()
         #: (response or None, flags) for every successful send, in order
         self.sent: List[Tuple[Optional[InferenceResponse], int]] = []
 
     def send(self, response: Optional[InferenceResponse] = None, flags: int = 0) -> None:
+        # the checks and their order are the stub's (response_sender.cc, r24.10)
+        if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if response is None and flags == 0:
+            raise TritonModelException(
+                "Inference Response object must be provided when the response flags is set to zero."
+            )
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TypeError(
+                f"send() expects a pb_utils.InferenceResponse, got {type(response).__name__}"
+            )
         with self._lock:
-            if self._closed:
-                raise TritonModelException(
-                    "Unable to send response. Response sender has been closed."
-                )
-            if response is None and flags == 0:
-                raise TritonModelException(
-                    "Inference Response object must be provided when the response flags is set "
-                    "to zero."
-                )
-            if response is not None and not isinstance(response, InferenceResponse):
-                raise TypeError(
-                    f"send() expects a pb_utils.InferenceResponse, got {type(response).__name__}"
-                )
             if not self._decoupled:
-                sent_responses = sum(1 for r, _ in self.sent if r is not None)
-                if response is not None and sent_responses >= 1:
+                # a flags-only send counts as a send, as in the stub
+                if response is not None and self._sends > 0:
                     raise TritonModelException(
                         "Unable to send response. Non-decoupled model cannot send more than "
                         "one response."
                     )
+                if response is None and self._sends == 0:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send complete "
+                        "final before sending a response."
+                    )
+            if self._closed:
+                raise TritonModelException(
+                    "Unable to send response. Response sender has been closed."
+                )
+            self._sends += 1
             self.sent.append((response, int(flags)))
+            # the harness's client cancels once it has received that many responses
+            limit = self._cancel_after
+            if limit is not None and sum(1 for r, _ in self.sent if r is not None) >= limit:
+                self._request._cancel()
+                self._cancelled_event.set()
             if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
                 self._closed = True
                 self._final.set()
+            self._sent_event.set()
 
     def is_cancelled(self) -> bool:
         return self._request.is_cancelled()
@@ -127,6 +154,17 @@ class ResponseSender:
 
     def _wait_final(self, timeout: Optional[float]) -> bool:
         return self._final.wait(timeout)
+
+    def _wait_cancelled(self, timeout: Optional[float]) -> bool:
+        """Until the harness's client cancelled, or the FINAL flag came first (False)."""
+        waited = 0.0
+        step = 0.01
+        while not self._cancelled_event.is_set():
+            if self._final.is_set() or (timeout is not None and waited >= timeout):
+                return self._cancelled_event.is_set()
+            self._final.wait(step)
+            waited += step
+        return True
 
 
 class PreferredMemory:
@@ -234,12 +272,11 @@ class InferenceRequest:
         :func:`register_bls_model` (``ModelHarness.register_bls_model``)."""
         handler = _bls_models.get(self._model_name)
         if handler is None:
-            raise TritonModelException(
-                f"BLS request to model '{self._model_name}': the fake pb_utils has no model "
-                f"repository, so BLS needs a registry of models; register the target with "
-                f"ModelHarness.register_bls_model('{self._model_name}', handler) or "
-                f"fake_pb_utils.register_bls_model(...)"
-            )
+            # the server's answer for a model it does not have (measured, r24.10): an error
+            # response, not an exception. Under the harness, register the target with
+            # ModelHarness(targets={name: ...}) or ModelHarness.register_bls_model().
+            error = InferenceResponse(error=TritonError(_not_ready(self._model_name)))
+            return iter([error]) if decoupled else error
         result = handler(self)
         if decoupled:
             if isinstance(result, InferenceResponse):
@@ -252,8 +289,11 @@ class InferenceRequest:
             )
         return result
 
-    async def async_exec(self, decoupled: bool = False) -> Any:
-        return self.exec(decoupled=decoupled)
+    def async_exec(self, decoupled: bool = False) -> Any:
+        """As in the stub: needs a running event loop (``RuntimeError: no running event loop``
+        otherwise) and returns a future that runs :meth:`exec` in the loop's executor."""
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(None, functools.partial(self.exec, decoupled=decoupled))
 
     # -- for the harness -------------------------------------------------------------------
     def _cancel(self) -> None:

@@ -27,6 +27,7 @@ TRITON_STRING_TO_NUMPY: Dict[str, Any] = {
 }
 
 # TRITONSERVER_DataType codes (tritonserver.h): INVALID=0, BOOL=1 ... BYTES=13, BF16=14.
+_TRITON_TYPE_BYTES = 13
 _TRITON_CODE_TO_NUMPY: Dict[int, Any] = {
     1: np.bool_,
     2: np.uint8,
@@ -81,7 +82,9 @@ def _check_tensor_array(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         raise TypeError(f"Tensor data must be a numpy.ndarray, got {type(array).__name__}")
     if array.dtype.kind in ("U", "V", "c", "M", "m"):
         raise TritonModelException("NumPy dtype is not supported.")
-    if numpy_to_triton_type(array.dtype) is None:
+    # the real Tensor takes fixed-width bytes ('S', measured on 24.10) as BYTES and gives
+    # the same 'S' array back from as_numpy()
+    if array.dtype.kind != "S" and numpy_to_triton_type(array.dtype) is None:
         raise TritonModelException("NumPy dtype is not supported.")
     # The real Tensor stores data in C order; a strided view is made contiguous.
     # (np.ascontiguousarray would also turn a 0-d array into a 1-d one)
@@ -104,6 +107,8 @@ class Tensor:
         return self._array
 
     def triton_dtype(self) -> int:
+        if self._array.dtype.kind == "S":
+            return _TRITON_TYPE_BYTES
         code = numpy_to_triton_type(self._array.dtype)
         assert code is not None
         return code

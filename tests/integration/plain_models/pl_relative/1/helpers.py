@@ -1,0 +1,9 @@
+"""A sibling module of model.py."""
+
+
+def double(x):
+    return x * 2
+
+
+def triple(x):
+    return x * 3

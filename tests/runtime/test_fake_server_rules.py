@@ -1,0 +1,156 @@
+"""The fake pb_utils and the harness on the plain pb_utils models of
+tests/integration/plain_models (measured on tritonserver 24.10; the same models run on the real
+server in tests/integration/test_conformance_plain.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tritonpy.errors import TritonRequestError
+from tritonpy.testing import HarnessError, ModelHarness
+from tritonpy.testing import fake_pb_utils as pb
+
+PLAIN = Path(__file__).parent.parent / "integration" / "plain_models"
+
+
+def one(value: int) -> np.ndarray:
+    return np.array([value], np.int32)
+
+
+def test_instance_name_is_model_group_index_instance_index() -> None:
+    with ModelHarness(PLAIN / "pl_instance") as h:
+        assert h.infer({"X": np.ones(2, np.float32)})["NAME"].tolist() == [b"pl_instance_0_0"]
+        assert h.config["instance_group"][0]["name"] == "pl_instance_0"
+        with pytest.raises(TritonRequestError) as failed:
+            h.infer({"X": -np.ones(2, np.float32)})
+    assert failed.value.message.startswith(
+        "Failed to process the request(s) for model 'pl_instance_0_0', message: ValueError: "
+        "negative input\n\nAt:\n"
+    )
+
+
+def test_tensor_from_fixed_width_bytes() -> None:
+    with ModelHarness(PLAIN / "pl_sbytes") as h:
+        out = h.infer({"TEXT": [b"ab", b"c\x00d"]})
+    assert out["OUT"].tolist() == [b"ab!", b"c\x00d!"]
+    assert out["OUT"].dtype == np.object_
+    assert out["KIND"].tolist() == [b"S:(2,):[b'ab!', b'c\\x00d!']"]
+    assert pb.Tensor("T", np.array([b"x"], np.bytes_)).triton_dtype() == 13  # BYTES
+
+
+@pytest.mark.parametrize("mode, value", [(0, 10), (1, 11), (2, 12), (3, 14), (4, 15)])
+def test_non_decoupled_model_answering_through_the_sender(mode: int, value: int) -> None:
+    with ModelHarness(PLAIN / "pl_sender") as h:
+        assert h.infer({"MODE": one(mode)})["OUT"].tolist() == [value]
+
+
+def test_sender_rules_and_their_messages() -> None:
+    with ModelHarness(PLAIN / "pl_sender") as h:
+        for mode in (2, 3, 4):
+            h.infer({"MODE": one(mode)})
+        status = h.infer({"MODE": one(9)})["STATUS"].tolist()
+    more = b"TritonModelException: Unable to send response. Non-decoupled model cannot send more "
+    assert status == [
+        more + b"than one response.",
+        b"TritonModelException: Inference Response object must be provided when the response "
+        b"flags is set to zero.",
+        more + b"than one response.",
+        b"TritonModelException: Unable to send response. Response sender has been closed.",
+    ]
+
+
+def test_sender_refuses_unknown_flags_and_a_final_before_any_response() -> None:
+    request = pb.InferenceRequest(model_name="m", inputs=[], requested_output_names=[])
+    request._decoupled = False
+    sender = request.get_response_sender()
+    with pytest.raises(pb.TritonModelException, match="Unsupported flag provided"):
+        sender.send(pb.InferenceResponse([]), flags=2)
+    with pytest.raises(pb.TritonModelException, match="cannot send complete final before"):
+        sender.send(flags=pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+
+def test_decoupled_model_refuses_plain_infer_as_the_server_does() -> None:
+    with ModelHarness(PLAIN / "pl_decoupled") as h, pytest.raises(TritonRequestError) as refused:
+        h.infer({"COUNT": one(1), "MODE": one(0)})
+    assert refused.value.code == "UNSUPPORTED"
+    assert "doesn't support models with decoupled transaction policy" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    "count, mode, expected", [(1, 0, [0]), (1, 1, [0]), (3, 1, [0, 1, 2]), (0, 4, [])]
+)
+def test_decoupled_streams(count: int, mode: int, expected: list) -> None:
+    with ModelHarness(PLAIN / "pl_decoupled") as h:
+        parts = h.infer_stream({"COUNT": one(count), "MODE": one(mode)})
+    assert [p["OUT"].tolist() for p in parts] == [[v] for v in expected]
+
+
+def test_decoupled_error_response_mid_stream() -> None:
+    with ModelHarness(PLAIN / "pl_decoupled") as h, pytest.raises(TritonRequestError) as failed:
+        h.infer_stream({"COUNT": one(2), "MODE": one(2)})
+    assert (failed.value.code, failed.value.message) == ("INTERNAL", "stopped after 2")
+
+
+def test_cancel_after_stops_the_stream() -> None:
+    # mode 3 waits (up to 10 s) after each response until the request is cancelled
+    with ModelHarness(PLAIN / "pl_decoupled") as h:
+        parts = h.infer_stream({"COUNT": one(5), "MODE": one(3)}, cancel_after=1)
+        assert [p["OUT"].tolist() for p in parts] == [[0]]
+        # a model that ignores the cancellation: the client still gets the first n only
+        parts = h.infer_stream({"COUNT": one(4), "MODE": one(1)}, cancel_after=2)
+        assert [p["OUT"].tolist() for p in parts] == [[0], [1]]
+        with pytest.raises(HarnessError, match="cancel_after=0"):
+            h.infer_stream({"COUNT": one(1), "MODE": one(0)}, cancel_after=0)
+
+
+def test_relative_and_absolute_sibling_imports() -> None:
+    with ModelHarness(PLAIN / "pl_relative") as first, ModelHarness(PLAIN / "pl_relative") as two:
+        out = first.infer({"X": [1, 2]})
+        assert out["REL"].tolist() == [2, 4]
+        assert out["ABS"].tolist() == [3, 6]
+        assert out["MODULE"].tolist() == [b"model"]
+        # each harness has its own package: the sibling module is not shared
+        assert first.module is not None and two.module is not None
+        assert first.module.__package__ != two.module.__package__
+
+
+def test_targets_and_bls_to_an_unknown_model() -> None:
+    decoupled = ModelHarness(PLAIN / "pl_decoupled")
+    instance = ModelHarness(PLAIN / "pl_instance")
+    targets = {"pl_decoupled": decoupled, "pl_instance": instance}
+    with decoupled, instance, ModelHarness(PLAIN / "pl_bls", targets=targets) as h:
+
+        def call(target: str, count: int, use_async: bool) -> tuple:
+            out = h.infer(
+                {"TARGET": [target.encode()], "COUNT": one(count), "ASYNC": np.array([use_async])}
+            )
+            return out["VALUES"].tolist(), out["ERROR"].tolist()[0]
+
+        assert call("pl_decoupled", 3, False) == ([0, 1, 2], b"")
+        assert call("pl_decoupled", 2, True) == ([0, 1], b"")
+        assert call("pl_instance", 2, False) == ([1], b"")
+        values, message = call("pl_instance", 3, True)
+        assert values == []
+        assert message.startswith(b"code 1: Failed to process the request(s) for model ")
+        assert call("nope", 1, False) == (
+            [],
+            b"code 1: Model nope - Error when running inference: Failed for execute the "
+            b"inference request. Model 'nope' is not ready.",
+        )
+    assert not pb.is_model_ready("pl_decoupled")  # unregistered on close
+
+
+def test_async_exec_needs_a_running_loop() -> None:
+    request = pb.InferenceRequest(model_name="x", inputs=[], requested_output_names=[])
+    with pytest.raises(RuntimeError, match="no running event loop"):
+        request.async_exec()
+
+    async def inside() -> pb.InferenceResponse:
+        answer: pb.InferenceResponse = await request.async_exec()
+        return answer
+
+    assert asyncio.run(inside()).has_error()

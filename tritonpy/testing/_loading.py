@@ -1,0 +1,81 @@
+"""Finding and importing a model directory's ``model.py`` the way Triton's stub does.
+
+The stub (pb_stub.cc, ``StubSetup``, r24.10) appends the version directory and the model
+directory to ``sys.path`` and imports the file as ``<version>.model``: a module of the
+namespace package named after the version directory. So ``model.py`` may import a sibling both
+absolutely (``import helpers``) and relatively (``from .helpers import f``). The harness gives
+every loaded model its own package name, so that two models (or two harnesses on one model)
+never share their sibling modules in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Callable, ContextManager, List, Optional
+
+from ._errors import ModelLoadError
+
+__all__ = ["import_model_file", "pick_version", "unload_package"]
+
+_package_counter = itertools.count()
+
+
+def pick_version(model_dir: Path, version: Optional[int], filename: str) -> int:
+    """The version to load: ``version`` if given (it must have ``filename``), else the highest
+    numbered directory that has it."""
+    if version is not None:
+        if not (model_dir / str(version) / filename).is_file():
+            raise ModelLoadError(
+                f"model directory {model_dir}: version {version} has no {filename}"
+            )
+        return int(version)
+    versions = sorted(
+        (
+            int(p.name)
+            for p in model_dir.iterdir()
+            if p.is_dir() and p.name.isdigit() and (p / filename).is_file()
+        ),
+        reverse=True,
+    )
+    if not versions:
+        raise ModelLoadError(
+            f"model directory {model_dir} has no version directory with {filename} "
+            f"(expected {model_dir}/1/{filename})"
+        )
+    return versions[0]
+
+
+def import_model_file(model_file: Path, running: Callable[[], ContextManager[None]]) -> ModuleType:
+    """Import ``model_file`` as a module of a package over its directory (``running()`` is
+    entered while its top-level code runs). On failure nothing stays in ``sys.modules``."""
+    safe = "".join(c if c.isalnum() else "_" for c in model_file.parent.parent.name)
+    package_name = f"_tritonpy_model_{safe}_{next(_package_counter)}"
+    package = ModuleType(package_name)
+    package.__path__ = [str(model_file.parent)]
+    package.__package__ = package_name
+    module_name = f"{package_name}.{model_file.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, model_file)
+    if spec is None or spec.loader is None:
+        raise ModelLoadError(f"cannot import {model_file}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package_name] = package
+    sys.modules[module_name] = module
+    try:
+        with running():
+            spec.loader.exec_module(module)
+    except BaseException:
+        unload_package(package_name)
+        raise
+    return module
+
+
+def unload_package(package_name: str) -> None:
+    """Drop a model's package and its submodules from ``sys.modules``."""
+    prefix = package_name + "."
+    doomed: List[str] = [n for n in sys.modules if n == package_name or n.startswith(prefix)]
+    for name in doomed:
+        sys.modules.pop(name, None)
