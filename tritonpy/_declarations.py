@@ -16,12 +16,69 @@ if TYPE_CHECKING:
     from .model import Model
 
 __all__ = [
+    "INFER_ASYNC",
+    "INFER_ASYNC_GENERATOR",
+    "INFER_GENERATOR",
+    "INFER_SYNC",
+    "PARAMETERS_ARGUMENT",
     "cancellation_policy",
     "check_batch_size",
     "check_config_tensors",
     "check_instance_codecs",
     "validate_declarations",
 ]
+
+
+#: what kind of callable ``infer`` is (``Model._infer_kind``)
+INFER_SYNC = "sync"
+INFER_ASYNC = "async"
+INFER_GENERATOR = "generator"
+INFER_ASYNC_GENERATOR = "async generator"
+#: the name of infer's argument that receives the request parameters (never an input)
+PARAMETERS_ARGUMENT = "parameters"
+
+
+def infer_kind(infer: Any) -> str:
+    """Which of the four kinds of ``infer`` a function is (a generator streams)."""
+    if inspect.isasyncgenfunction(infer):
+        return INFER_ASYNC_GENERATOR
+    if inspect.isgeneratorfunction(infer):
+        return INFER_GENERATOR
+    if inspect.iscoroutinefunction(infer):
+        return INFER_ASYNC
+    return INFER_SYNC
+
+
+def wants_parameters(infer: Any) -> bool:
+    """Whether ``infer`` names an argument ``parameters`` (it then gets the request's)."""
+    try:
+        return PARAMETERS_ARGUMENT in inspect.signature(infer).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def check_streaming(cls: type) -> None:
+    """A generator ``infer`` streams: the class becomes decoupled, unless it says otherwise
+    (an error). Sets ``_infer_kind``, ``_wants_parameters`` and ``decoupled`` on the class."""
+    infer = getattr(cls, "infer", None)
+    kind = infer_kind(infer)
+    declared = cls.__dict__.get("decoupled", getattr(cls, "decoupled", None))
+    if getattr(cls, "_decoupled_implied", False) and "decoupled" not in cls.__dict__:
+        declared = None  # inherited from a streaming base whose infer this class replaced
+    if declared is not None and not isinstance(declared, bool):
+        raise DeclarationError(f"{cls.__name__}.decoupled must be True or False, got {declared!r}")
+    streaming = kind in (INFER_GENERATOR, INFER_ASYNC_GENERATOR)
+    if streaming and declared is False:
+        raise DeclarationError(
+            f"{cls.__name__}.infer is {'an' if kind.startswith('a') else 'a'} {kind} function "
+            f"(it yields one response per part), which needs Triton's decoupled transaction "
+            f"policy, but the class sets decoupled = False; remove 'decoupled = False', or "
+            f"return one dict instead of yielding"
+        )
+    cls._infer_kind = kind  # type: ignore[attr-defined]
+    cls._wants_parameters = wants_parameters(infer)  # type: ignore[attr-defined]
+    cls._decoupled_implied = streaming and declared is None  # type: ignore[attr-defined]
+    cls.decoupled = True if streaming else declared  # type: ignore[attr-defined]
 
 
 def cancellation_policy(cls: type) -> Optional[bool]:
@@ -143,6 +200,12 @@ def validate_declarations(cls: type) -> None:
                 )
             if section == "outputs":
                 codec.check_output_declaration(name)
+    if PARAMETERS_ARGUMENT in cls.inputs:  # type: ignore[attr-defined]
+        raise DeclarationError(
+            f"{cls.__name__}.inputs declares an input named {PARAMETERS_ARGUMENT!r}, the name "
+            f"of infer's argument that receives the request parameters; rename the input "
+            f"(for example 'PARAMETERS' or 'params')"
+        )
     both = set(cls.inputs) & set(cls.outputs)  # type: ignore[attr-defined]
     if both:
         raise DeclarationError(
@@ -161,6 +224,7 @@ def validate_declarations(cls: type) -> None:
     infer = cls.__dict__.get("infer")
     if infer is not None:
         _check_infer_signature(cls, infer)
+    check_streaming(cls)
 
 
 def _check_infer_signature(cls: type, infer: Any) -> None:
@@ -190,6 +254,7 @@ def _check_infer_signature(cls: type, infer: Any) -> None:
         if p.default is inspect.Parameter.empty
         and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
         and p.name not in declared
+        and p.name != PARAMETERS_ARGUMENT
     )
     if required:
         raise DeclarationError(

@@ -40,6 +40,8 @@ from typing import (
 from ._calls import ModelCalls
 from ._context import ModelContext
 from ._declarations import (
+    INFER_SYNC,
+    PARAMETERS_ARGUMENT,
     cancellation_policy,
     check_batch_size,
     check_config_tensors,
@@ -49,6 +51,7 @@ from ._declarations import (
 from .codecs.base import Codec
 from .errors import DeclarationError, InputError, OutputError, TritonPyError
 from .metrics import bind_metrics
+from .response import Response, make_inference_response
 
 __all__ = ["Model"]
 
@@ -61,7 +64,7 @@ _ABSENT = "<absent>"
 class _Decoded:
     """One request after decoding: its input values, row count and requested outputs."""
 
-    __slots__ = ("index", "key", "requested", "rows", "values")
+    __slots__ = ("index", "key", "parameters", "requested", "rows", "values")
 
     def __init__(
         self,
@@ -70,12 +73,14 @@ class _Decoded:
         rows: int,
         requested: Optional[FrozenSet[str]],
         key: Hashable,
+        parameters: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.index = index
         self.values = values
         self.rows = rows
         self.requested = requested  # None: every output
         self.key = key
+        self.parameters = parameters  # the request parameters, when infer asks for them
 
 
 class Model(ModelCalls, ModelContext):
@@ -142,6 +147,11 @@ class Model(ModelCalls, ModelContext):
     #: record tritonpy's own per-model metrics (rows per infer() call, refused requests per
     #: input, infer() seconds)
     builtin_metrics: ClassVar[bool] = False
+    #: Triton's decoupled transaction policy (responses sent through the response sender).
+    #: None: decided by ``infer``: a generator (``yield``) streams and sets it True
+    decoupled: ClassVar[Optional[bool]] = None
+    _infer_kind: ClassVar[str] = INFER_SYNC
+    _wants_parameters: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -183,6 +193,8 @@ class Model(ModelCalls, ModelContext):
         }
         if cls.max_batch_size > 0 and cls.dynamic_batching:
             config["dynamic_batching"] = {}
+        if cls.decoupled:
+            config["model_transaction_policy"] = {"decoupled": True}
         return config
 
     # -- the TritonPythonModel interface -----------------------------------------------------
@@ -207,6 +219,8 @@ class Model(ModelCalls, ModelContext):
                 config.add_input(codec.config_entry(name, is_input=True))
             for name, codec in cls.outputs.items():
                 config.add_output(codec.config_entry(name, is_input=False))
+            if cls.decoupled:
+                config.set_model_transaction_policy({"decoupled": True})
         except ValueError as exc:
             raise DeclarationError(
                 f"{cls.__name__}: config.pbtxt disagrees with the class declarations: {exc}. "
@@ -245,14 +259,43 @@ class Model(ModelCalls, ModelContext):
         self._input_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.inputs.items())
         self._output_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.outputs.items())
         self._output_names: FrozenSet[str] = frozenset(self.outputs)
-        self._merge = self.batched and cls.merge_requests
+        # streams never merge: each request gets its own generator
+        self._merge = self.batched and cls.merge_requests and not cls.decoupled
+        # execute() leaves the plain path only for streams and async infer (one check a call)
+        self._plain = not cls.decoupled and cls._infer_kind == INFER_SYNC
         self._error_codes = self._pb.TritonError
         self._check_cancellation = cancellation_policy(cls)
         # typical infer() seconds per call (see _timed_infer); "auto" checks until it is known
         self._infer_seconds = AUTO_CANCELLATION_SECONDS
 
-    def execute(self, requests: Sequence[Any]) -> List[Any]:
-        """Serve one batch of requests: one response per request, in order."""
+    def execute(self, requests: Sequence[Any]) -> Any:
+        """Serve one batch of requests: one response per request, in order. A streaming
+        (decoupled) model sends its responses through each request's response sender and
+        returns None; an ``async def infer`` makes this return a coroutine, which Triton
+        (24.04+) runs on its event loop."""
+        if not self._plain:
+            return self._execute_special(requests)
+        responses, ready = self._decode_all(requests)
+        if self._merge and len(ready) > 1:
+            for members in _groups(ready):
+                self._run_group(members, responses)
+        else:
+            for item in ready:
+                self._run_one(item, responses)
+        return responses
+
+    def _execute_special(self, requests: Sequence[Any]) -> Any:
+        # imported here: plain models never load these modules
+        if type(self).decoupled:
+            from ._streaming import execute_decoupled
+
+            return execute_decoupled(self, requests)
+        from ._async import execute_async
+
+        return execute_async(self, requests)
+
+    def _decode_all(self, requests: Sequence[Any]) -> Tuple[List[Any], List[_Decoded]]:
+        """Decode every request: (responses with the refused ones filled, the decoded)."""
         responses: List[Any] = [None] * len(requests)
         ready: List[_Decoded] = []
         check = self._check_cancellation
@@ -273,17 +316,7 @@ class Model(ModelCalls, ModelContext):
                 responses[index] = self._error_response(str(exc), self._error_codes.INVALID_ARG)
             except Exception as exc:
                 responses[index] = self._internal_error(exc, "decoding the inputs")
-
-        if self._merge and len(ready) > 1:
-            groups: Dict[Hashable, List[_Decoded]] = {}
-            for item in ready:
-                groups.setdefault(item.key, []).append(item)
-            for members in groups.values():
-                self._run_group(members, responses)
-        else:
-            for item in ready:
-                self._run_one(item, responses)
-        return responses
+        return responses, ready
 
     def finalize(self) -> None:
         """Triton's unload hook: calls :meth:`teardown`."""
@@ -338,73 +371,109 @@ class Model(ModelCalls, ModelContext):
             if requested_names and len(requested_names) < len(self._output_plan)
             else None
         )
-        return _Decoded(index, values, max(rows, 0), requested, key)
+        parameters = _request_parameters(request) if self._wants_parameters else None
+        return _Decoded(index, values, max(rows, 0), requested, key, parameters)
 
     def _run_group(self, members: List[_Decoded], responses: List[Any]) -> None:
         if len(members) == 1:
             self._run_one(members[0], responses)
             return
         try:
-            merged = {
-                name: None
-                if members[0].values[name] is None
-                else codec.merge([m.values[name] for m in members])
-                for name, codec in self._input_plan
-            }
-            needed = _union_requested(members)
-            counts = [m.rows for m in members]
-            if self._builtin is not None:
-                self._builtin.batch_rows(sum(counts))
-            encoded = self._encode(self._timed_infer(merged), needed, sum(counts))
-            splits = {
-                name: codec.split(encoded[name], counts)
-                for name, codec in self._outputs_in(encoded)
-            }
-            for position, member in enumerate(members):
-                responses[member.index] = self._response(
-                    {name: parts[position] for name, parts in splits.items()}, member.requested
-                )
+            merged = self._merged_values(members)
+            self._split_group(members, self._timed_infer(merged), responses)
             return
         except Exception as exc:
             failure = f"{type(exc).__name__}: {exc}"
         # Isolate the culprit: run each request alone so only the bad ones fail. (Outside the
         # except block, so their tracebacks are not chained to the merged failure.)
-        self.logger.log_verbose(
-            f"{self.model_name}: merged batch of {len(members)} requests failed ({failure}); "
-            f"running them one by one"
-        )
+        self._log_isolation(len(members), failure)
         for member in members:
             self._run_one(member, responses)
 
+    def _merged_values(self, members: List[_Decoded]) -> Dict[str, Any]:
+        merged = {
+            name: None
+            if members[0].values[name] is None
+            else codec.merge([m.values[name] for m in members])
+            for name, codec in self._input_plan
+        }
+        if self._wants_parameters:
+            merged[PARAMETERS_ARGUMENT] = [m.parameters for m in members for _ in range(m.rows)]
+        if self._builtin is not None:
+            self._builtin.batch_rows(sum(m.rows for m in members))
+        return merged
+
+    def _split_group(self, members: List[_Decoded], result: Any, responses: List[Any]) -> None:
+        parameters: Optional[Mapping[str, Any]] = None
+        if isinstance(result, Response):
+            result, parameters = result.outputs, result.parameters
+        counts = [m.rows for m in members]
+        encoded = self._encode(result, _union_requested(members), sum(counts))
+        splits = {
+            name: codec.split(encoded[name], counts) for name, codec in self._outputs_in(encoded)
+        }
+        for position, member in enumerate(members):
+            responses[member.index] = self._response(
+                {name: parts[position] for name, parts in splits.items()},
+                member.requested,
+                parameters,
+            )
+
+    def _log_isolation(self, count: int, failure: str) -> None:
+        self.logger.log_verbose(
+            f"{self.model_name}: merged batch of {count} requests failed ({failure}); "
+            f"running them one by one"
+        )
+
     def _run_one(self, item: _Decoded, responses: List[Any]) -> None:
         try:
-            values = item.values
-            if self.batched:
-                # the same types as a merged call (e.g. Padded for ragged="pad")
-                values = {
-                    name: None if values[name] is None else codec.merge([values[name]])
-                    for name, codec in self._input_plan
-                }
-                if self._builtin is not None:
-                    self._builtin.batch_rows(item.rows)
-            encoded = self._encode(self._timed_infer(values), item.requested, item.rows)
-            responses[item.index] = self._response(encoded, item.requested)
+            self._finish_one(item, self._timed_infer(self._one_values(item)), responses)
         except InputError as exc:
             responses[item.index] = self._error_response(str(exc), self._error_codes.INVALID_ARG)
         except Exception as exc:
             responses[item.index] = self._internal_error(exc, "running infer()")
 
+    def _one_values(self, item: _Decoded) -> Dict[str, Any]:
+        """The values ``infer`` gets for one request alone."""
+        values = item.values
+        if self.batched:
+            # the same types as a merged call (e.g. Padded for ragged="pad")
+            values = {
+                name: None if values[name] is None else codec.merge([values[name]])
+                for name, codec in self._input_plan
+            }
+            if self._builtin is not None:
+                self._builtin.batch_rows(item.rows)
+        if self._wants_parameters:
+            # merged rows get one dict per row, a request alone its dict
+            values = {
+                **values,
+                PARAMETERS_ARGUMENT: [item.parameters] * item.rows
+                if self._merge
+                else item.parameters,
+            }
+        return values
+
+    def _finish_one(self, item: _Decoded, result: Any, responses: List[Any]) -> None:
+        parameters: Optional[Mapping[str, Any]] = None
+        if isinstance(result, Response):
+            result, parameters = result.outputs, result.parameters
+        encoded = self._encode(result, item.requested, item.rows)
+        responses[item.index] = self._response(encoded, item.requested, parameters)
+
     def _timed_infer(self, values: Dict[str, Any]) -> Any:
         started = perf_counter()
         result = self.infer(**values)
+        self._record_seconds(perf_counter() - started)
+        return result
+
+    def _record_seconds(self, elapsed: float) -> None:
         # A slowly rising minimum, not an average: under CPU contention a fast call is now and
         # then descheduled for milliseconds, which must not switch the checks on; a model that
         # really is slow reaches its duration within a few dozen calls (+10 % a call).
-        elapsed = perf_counter() - started
         self._infer_seconds = min(elapsed, self._infer_seconds * 1.1)
         if self._builtin is not None:
             self._builtin.infer_seconds(elapsed)
-        return result
 
     def _encode(self, result: Any, needed: Optional[FrozenSet[str]], rows: int) -> Dict[str, Any]:
         if not isinstance(result, Mapping):
@@ -440,12 +509,19 @@ class Model(ModelCalls, ModelContext):
     def _outputs_in(self, encoded: Mapping[str, Any]) -> List[Tuple[str, Codec]]:
         return [(name, codec) for name, codec in self._output_plan if name in encoded]
 
-    def _response(self, encoded: Mapping[str, Any], requested: Optional[FrozenSet[str]]) -> Any:
+    def _response(
+        self,
+        encoded: Mapping[str, Any],
+        requested: Optional[FrozenSet[str]],
+        parameters: Optional[Mapping[str, Any]] = None,
+    ) -> Any:
         pb = self._pb
         tensors = []
         for name, codec in self._output_plan:
             if name in encoded and (requested is None or name in requested):
                 tensors.append(codec.to_tensor(name, encoded[name], pb))
+        if parameters:
+            return make_inference_response(pb, tensors, parameters)
         return pb.InferenceResponse(output_tensors=tensors)
 
     def _error_response(self, message: str, code: Any) -> Any:
@@ -462,6 +538,21 @@ class Model(ModelCalls, ModelContext):
             f"{traceback.format_exc()}"
         )
         return self._error_response(message, self._error_codes.INTERNAL)
+
+
+def _groups(ready: Sequence[_Decoded]) -> List[List[_Decoded]]:
+    """Requests that can merge, by group key (ragged shapes, optional inputs), in order."""
+    groups: Dict[Hashable, List[_Decoded]] = {}
+    for item in ready:
+        groups.setdefault(item.key, []).append(item)
+    return list(groups.values())
+
+
+def _request_parameters(request: Any) -> Dict[str, Any]:
+    """The request's parameters as a dict (pb_utils hands them over as JSON text)."""
+    text = request.parameters()
+    parsed = json.loads(text) if text else {}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def _union_requested(members: Sequence[_Decoded]) -> Optional[FrozenSet[str]]:

@@ -1,0 +1,209 @@
+"""Streaming models (an ``infer`` that yields): decoupled by declaration, one response per
+part, errors and cancellation mid-stream, async generators, through the fake pb_utils."""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Dict, Iterator, List
+
+import numpy as np
+import pytest
+
+import tritonpy as tp
+from tritonpy.config.declarations import apply_declarations, declared_message
+from tritonpy.config.pbtxt import new_config
+from tritonpy.testing import ModelHarness
+
+
+class Words(tp.Model):
+    inputs = {"TEXT": tp.Text()}
+    outputs = {"WORD": tp.Text(), "INDEX": tp.Tensor("INT32", [1])}
+
+    def setup(self) -> None:
+        self.closed: List[int] = []
+
+    def infer(self, TEXT: str) -> Iterator[Dict[str, Any]]:
+        sent = 0
+        try:
+            for index, word in enumerate(TEXT.split()):
+                if word == "BAD":
+                    raise tp.InputError(f"word {index} is BAD; send words other than BAD")
+                if word == "CRASH":
+                    raise ZeroDivisionError("division by zero")
+                sent += 1
+                yield {"WORD": word, "INDEX": np.array([index], np.int32)}
+        finally:
+            self.closed.append(sent)
+
+
+TritonPythonModel = Words
+
+
+def words(parts: List[Dict[str, Any]]) -> List[bytes]:
+    return [part["WORD"].reshape(-1)[0] for part in parts]
+
+
+def test_a_generator_infer_makes_the_class_decoupled() -> None:
+    assert Words.decoupled is True
+    assert Words.declared_config()["model_transaction_policy"] == {"decoupled": True}
+    with ModelHarness(Words) as harness:
+        assert harness.decoupled
+        assert harness.config["model_transaction_policy"] == {"decoupled": True}
+
+
+def test_tritonpy_config_writes_the_decoupled_policy() -> None:
+    assert declared_message(Words, "words").model_transaction_policy.decoupled
+    config = new_config()
+    config.name = "words"
+    merged = apply_declarations(config, Words, "words")
+    assert merged.model_transaction_policy.decoupled
+
+
+def test_decoupled_false_on_a_generator_is_a_declaration_error() -> None:
+    with pytest.raises(tp.DeclarationError, match="decoupled = False"):
+
+        class Refused(tp.Model):
+            inputs = {"X": tp.Tensor("INT32", [1])}
+            outputs = {"Y": tp.Tensor("INT32", [1])}
+            decoupled = False
+
+            def infer(self, X: np.ndarray) -> Iterator[Dict[str, Any]]:
+                yield {"Y": X}
+
+
+def test_a_plain_infer_stays_non_decoupled() -> None:
+    class Plain(tp.Model):
+        inputs = {"X": tp.Tensor("INT32", [1])}
+        outputs = {"Y": tp.Tensor("INT32", [1])}
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            return {"Y": X}
+
+    assert Plain.decoupled is None
+    assert "model_transaction_policy" not in Plain.declared_config()
+
+
+def test_each_yield_is_one_response_in_order() -> None:
+    with ModelHarness(Words) as harness:
+        parts = harness.infer_stream({"TEXT": "one two three"})
+    assert words(parts) == [b"one", b"two", b"three"]
+    assert [int(p["INDEX"][0]) for p in parts] == [0, 1, 2]
+
+
+def test_an_empty_stream_sends_only_the_final_flag() -> None:
+    with ModelHarness(Words) as harness:
+        assert harness.infer_stream({"TEXT": ""}) == []
+
+
+def sent_through_the_sender(harness: ModelHarness, inputs: Dict[str, Any]) -> List[Any]:
+    """(response, flags) pairs the model sent, error responses included. ModelHarness has no
+    public view of the parts before an error yet, so this reads the fake sender's record."""
+    request, _ = harness._build_request(inputs, None, None, "")
+    assert harness._execute([request]) is None
+    return list(request._sender.sent)
+
+
+def test_input_error_mid_stream_is_invalid_arg_after_the_parts_sent() -> None:
+    final = 1  # TRITONSERVER_RESPONSE_COMPLETE_FINAL
+    with ModelHarness(Words) as harness:
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer_stream({"TEXT": "a b BAD c"})
+        assert harness.model.closed == [2]
+        sent = sent_through_the_sender(harness, {"TEXT": "a b BAD c"})
+    assert (caught.value.code, caught.value.message) == (
+        "INVALID_ARG",
+        "word 2 is BAD; send words other than BAD",
+    )
+    assert [flags for _, flags in sent] == [0, 0, final]
+    assert [response.has_error() for response, _ in sent] == [False, False, True]
+
+
+def test_other_exceptions_mid_stream_are_internal() -> None:
+    with ModelHarness(Words) as harness:
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer_stream({"TEXT": "a CRASH"})
+    assert caught.value.code == "INTERNAL"
+    assert caught.value.message == "ZeroDivisionError while running infer(): division by zero"
+
+
+def test_a_bad_input_ends_the_stream_before_infer() -> None:
+    with ModelHarness(Words) as harness:
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer_stream({"TEXT": b"\xc3("})
+        assert harness.model.closed == []
+    assert caught.value.code == "INVALID_ARG"
+    assert caught.value.message.startswith("input 'TEXT', element 0: expected UTF-8 text")
+
+
+def test_a_wrong_part_is_an_internal_error() -> None:
+    class Wrong(tp.Model):
+        inputs = {"N": tp.Tensor("INT32", [1])}
+        outputs = {"I": tp.Tensor("INT32", [1])}
+
+        def infer(self, N: np.ndarray) -> Iterator[Any]:
+            yield {"I": N}
+            yield {"NOPE": N}
+
+    with ModelHarness(Wrong) as harness:
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer_stream({"N": np.array([1], np.int32)})
+    assert caught.value.code == "INTERNAL"
+    assert "['NOPE'], which are not declared outputs" in caught.value.message
+
+
+def test_cancellation_mid_stream_closes_the_generator() -> None:
+    with ModelHarness(Words) as harness:
+        parts = harness.infer_stream({"TEXT": "a b c d e f"}, cancel_after=2)
+        assert words(parts) == [b"a", b"b"]
+        # the generator was closed before its third part: its finally block ran
+        assert harness.model.closed == [2]
+
+
+def test_batched_streams_keep_their_row_dimension() -> None:
+    class Rows(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [2])}
+        outputs = {"Y": tp.Tensor("FP32", [2])}
+        max_batch_size = 4
+
+        def infer(self, X: np.ndarray) -> Iterator[Dict[str, Any]]:
+            for scale in (1, 10):
+                yield {"Y": X * scale}
+
+    with ModelHarness(Rows) as harness:
+        parts = harness.infer_stream({"X": np.ones((3, 2), np.float32)})
+    assert [p["Y"].shape for p in parts] == [(3, 2), (3, 2)]
+    assert parts[1]["Y"][0].tolist() == [10.0, 10.0]
+
+
+class AsyncWords(tp.Model):
+    inputs = {"TEXT": tp.Text()}
+    outputs = {"WORD": tp.Text()}
+
+    async def infer(self, TEXT: str) -> AsyncIterator[Dict[str, Any]]:
+        for word in TEXT.split():
+            if word == "BAD":
+                raise tp.InputError("BAD word")
+            yield {"WORD": word}
+
+
+def test_an_async_generator_streams_the_same_way() -> None:
+    assert AsyncWords.decoupled is True
+    with ModelHarness(AsyncWords) as harness:
+        assert words(harness.infer_stream({"TEXT": "x y"})) == [b"x", b"y"]
+        assert words(harness.infer_stream({"TEXT": "a b c"}, cancel_after=1)) == [b"a"]
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer_stream({"TEXT": "x BAD"})
+    assert (caught.value.code, caught.value.message) == ("INVALID_ARG", "BAD word")
+
+
+def test_a_declared_decoupled_plain_infer_sends_one_part() -> None:
+    class One(tp.Model):
+        inputs = {"X": tp.Tensor("INT32", [1])}
+        outputs = {"Y": tp.Tensor("INT32", [1])}
+        decoupled = True
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            return {"Y": X + 1}
+
+    with ModelHarness(One) as harness:
+        parts = harness.infer_stream({"X": np.array([1], np.int32)})
+    assert [p["Y"].tolist() for p in parts] == [[2]]

@@ -1,0 +1,174 @@
+"""``execute`` for a streaming (decoupled) model: ``infer`` yields one dict per response.
+
+Each request gets its own generator (streams are never merged across requests; with
+``max_batch_size > 0`` values keep their row dimension). Every yielded part is encoded and
+checked like a plain result and sent at once through the request's response sender without
+the FINAL flag; when the generator ends, a flags-only FINAL response closes the stream. That
+last response carries no outputs, so a client sees exactly one response per ``yield`` (gRPC
+streaming without ``enable_empty_final_response``, HTTP ``generate_stream``), and the first
+part is never held back to learn whether it is the last.
+
+Ends of a stream other than the generator's end, each one error response flagged FINAL
+after the parts already sent:
+
+* a bad input: ``INVALID_ARG`` (nothing computed);
+* ``InputError`` raised by ``infer``: ``INVALID_ARG``; any other exception: ``INTERNAL``;
+* the client cancelled: checked before each part; the generator is closed (its ``finally``
+  blocks run) and the stream ends with ``CANCELLED``.
+
+An ``async def infer`` that yields works the same; ``execute`` then returns a coroutine that
+Triton runs in the background on its event loop (decoupled async execute, 24.04+).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+
+from ._declarations import INFER_ASYNC, INFER_ASYNC_GENERATOR
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from .model import Model, _Decoded
+
+__all__ = ["cancelled_message", "execute_decoupled"]
+
+
+def cancelled_message(sent: int) -> str:
+    """The message of the CANCELLED response that ends a stream its client cancelled."""
+    return (
+        f"request cancelled by the client after {sent} streamed response(s); the model "
+        f"stopped its stream"
+    )
+
+
+def execute_decoupled(model: Model, requests: Sequence[Any]) -> Any:
+    """Stream every request's responses through its sender; None, or a coroutine for an
+    async ``infer``."""
+    if model._infer_kind in (INFER_ASYNC, INFER_ASYNC_GENERATOR):
+        return _stream_all_async(model, requests)
+    for request in requests:
+        stream = _Stream(model, request)
+        item = stream.start()
+        if item is not None:
+            stream.run(item)
+    return None
+
+
+async def _stream_all_async(model: Model, requests: Sequence[Any]) -> None:
+    streams = [_Stream(model, request) for request in requests]
+    await asyncio.gather(*(stream.run_async() for stream in streams))
+
+
+class _Stream:
+    """One request's stream: its sender, how many parts went out, how it ends."""
+
+    def __init__(self, model: Model, request: Any) -> None:
+        self.model = model
+        self.request = request
+        self.sender = request.get_response_sender()
+        self.final = model._pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        self.sent = 0
+
+    def start(self) -> Optional[_Decoded]:
+        """Decode the request; on a bad input send the error (FINAL) and return None."""
+        model = self.model
+        try:
+            return model._decode(0, self.request)
+        except InputError as exc:
+            if model._builtin is not None:
+                model._builtin.refused(exc.input_name)
+            self._end_with(model._error_response(str(exc), model._error_codes.INVALID_ARG))
+        except Exception as exc:
+            self._end_with(model._internal_error(exc, "decoding the inputs"))
+        return None
+
+    def run(self, item: _Decoded) -> None:
+        model = self.model
+        parts: Any = None
+        try:
+            parts = model.infer(**model._one_values(item))
+            if not inspect.isgenerator(parts):
+                parts = iter((parts,))  # decoupled = True with a plain infer: one part
+            while True:
+                if self._cancelled():
+                    _close(parts)
+                    self._end_cancelled()
+                    return
+                try:
+                    part = next(parts)
+                except StopIteration:
+                    break
+                self._send(item, part)
+        except Exception as exc:
+            _close(parts)
+            self._end_with_error(exc)
+            return
+        self.sender.send(flags=self.final)
+
+    async def run_async(self) -> None:
+        item = self.start()
+        if item is None:
+            return
+        model = self.model
+        parts: Any = None
+        try:
+            produced = model.infer(**model._one_values(item))
+            if inspect.isasyncgen(produced):
+                parts = produced
+            else:
+                value = await produced if inspect.isawaitable(produced) else produced
+                parts = _one_part(value)
+            while True:
+                if self._cancelled():
+                    await parts.aclose()
+                    self._end_cancelled()
+                    return
+                try:
+                    part = await parts.__anext__()
+                except StopAsyncIteration:
+                    break
+                self._send(item, part)
+        except Exception as exc:
+            if parts is not None:
+                await parts.aclose()
+            self._end_with_error(exc)
+            return
+        self.sender.send(flags=self.final)
+
+    def _cancelled(self) -> bool:
+        return bool(self.sender.is_cancelled())
+
+    def _send(self, item: _Decoded, part: Any) -> None:
+        box: List[Any] = [None]
+        self.model._finish_one(item, part, box)
+        self.sender.send(box[0])
+        self.sent += 1
+
+    def _end_with_error(self, exc: Exception) -> None:
+        model = self.model
+        if isinstance(exc, InputError):
+            response = model._error_response(str(exc), model._error_codes.INVALID_ARG)
+        else:
+            response = model._internal_error(exc, "running infer()")
+        self._end_with(response)
+
+    def _end_cancelled(self) -> None:
+        model = self.model
+        self._end_with(
+            model._error_response(cancelled_message(self.sent), model._error_codes.CANCELLED)
+        )
+
+    def _end_with(self, response: Any) -> None:
+        self.sender.send(response, flags=self.final)
+
+
+def _close(parts: Any) -> None:
+    close = getattr(parts, "close", None)
+    if close is not None:
+        close()
+
+
+async def _one_part(value: Any) -> Any:
+    yield value
