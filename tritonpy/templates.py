@@ -2,7 +2,13 @@
 them into a model repository under new names.
 
 Templates: ``image_preprocess``, ``classification_postprocess``, ``detection_postprocess``,
-``torch_model`` and ``ensemble_classifier`` (see each one's README.md).
+``torch_model``, ``ensemble_classifier``, ``text_stream`` (a streaming model) and
+``bls_router`` (a BLS pipeline; see each one's README.md).
+
+A template may bring the models it calls: each ``members/<role>/`` directory of a template is
+rendered with it as ``<name>_<role>``, and a config.pbtxt parameter of the template whose value
+is ``<template>_<role>`` becomes ``<name>_<role>`` (``tritonpy new reviews --template
+bls_router`` writes ``reviews``, ``reviews_short`` and ``reviews_long``).
 
 Example, a grayscale 8x8 preprocess model in ``model_repository/``::
 
@@ -73,8 +79,10 @@ __all__ = [
 TEMPLATES_ENV = "TRITONPY_TEMPLATES"
 #: the ensemble template whose members render_classifier_ensemble renders with it
 ENSEMBLE_TEMPLATE = "ensemble_classifier"
+#: the directory of a template holding the models rendered with it, one per role
+_MEMBERS_DIR = "members"
 
-_SKIPPED_DIRS = ("tests", "__pycache__", ".pytest_cache")
+_SKIPPED_DIRS = ("tests", "__pycache__", ".pytest_cache", _MEMBERS_DIR)
 _SKIPPED_FILES = ("README*", "train_*.py", "*.pyc")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 ParameterValue = Union[str, int, float]
@@ -175,27 +183,56 @@ def render_template(
     replaced, values as strings) and, for an ensemble, ``models`` renames the steps'
     ``model_name`` (``{"old name": "new name"}``). Every other field is kept; comments are not
     (the file is parsed and printed with protobuf). Tests, ``__pycache__``, training scripts
-    and READMEs are not copied. An existing ``repo/name`` is refused unless ``overwrite``; the
-    new directory appears complete or not at all.
+    and READMEs are not copied. The template's members (``members/<role>/``) are rendered
+    beside it as ``name_<role>`` (see the module documentation). An existing model directory
+    is refused unless ``overwrite``; each new directory appears complete or not at all.
     """
     source = template_dir(template)
     _check_name(name)
-    target = Path(repo) / name
-    if target.exists() and not overwrite:
-        raise TemplateExistsError(
-            f"cannot render template {template!r} as {name!r}: {target} already exists; "
-            f"choose another name, remove it, or pass overwrite=True (--force on the command line)"
-        )
+    members = _members(source)
+    renamed = {f"{template}_{role}": f"{name}_{role}" for role in members}
+    for model in (name, *renamed.values()):
+        _check_name(model)
+        if (Path(repo) / model).exists() and not overwrite:
+            raise TemplateExistsError(
+                f"cannot render template {template!r} as {name!r}: {Path(repo) / model} "
+                f"already exists; choose another name, remove it, or pass overwrite=True "
+                f"(--force on the command line)"
+            )
     config = _read_config(source / "config.pbtxt")
     config.name = name
+    for entry in config.parameters.values():
+        entry.string_value = renamed.get(entry.string_value, entry.string_value)
     for key, value in (parameters or {}).items():
         config.parameters[key].string_value = _parameter_text(template, key, value)
     if models:
         _rename_steps(template, config, models)
+    for role, member in members.items():
+        member_config = _read_config(member / "config.pbtxt")
+        member_config.name = f"{name}_{role}"
+        _write_model(template, member, member_config, Path(repo) / f"{name}_{role}")
+    return _write_model(template, source, config, Path(repo) / name)
+
+
+def _members(source: Path) -> Dict[str, Path]:
+    """Role -> directory of the models a template brings (``members/<role>/``)."""
+    folder = source / _MEMBERS_DIR
+    if not folder.is_dir():
+        return {}
+    return {
+        path.name: path
+        for path in sorted(folder.iterdir())
+        if (path / "config.pbtxt").is_file() and _NAME.match(path.name)
+    }
+
+
+def _write_model(template: str, source: Path, config: Any, target: Path) -> Path:
+    """Copy the model directory ``source`` to ``target`` with ``config`` as its config.pbtxt;
+    ``target`` appears complete or not at all."""
+    name = target.name
     text = f"# Rendered by tritonpy.templates from the template {template!r}.\n" + format_config(
         config
     )
-
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.rendering-", dir=target.parent))
     try:

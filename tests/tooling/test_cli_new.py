@@ -156,3 +156,25 @@ def test_demo_help_shows_the_demo_options(capsys: pytest.CaptureFixture[str]) ->
     assert out.startswith("usage: tritonpy demo")
     for option in ("--repo", "--protocol", "--concurrency", "--limit", "--keep"):
         assert option in out
+
+
+def test_new_bls_router_comes_with_its_members_and_checks_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["new", "reviews", "--template", "bls_router", "--repo", str(tmp_path)]) == 0
+    assert f"created {tmp_path / 'reviews'} from template 'bls_router'" in capsys.readouterr().out
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["reviews", "reviews_long", "reviews_short"]
+    config = load_config(tmp_path / "reviews" / "config.pbtxt")
+    assert config.parameters["short_model"].string_value == "reviews_short"
+    report = check_repository(tmp_path)
+    assert report.errors == [], report.render_text()
+
+
+def test_new_text_stream_renders_a_decoupled_model(tmp_path: Path) -> None:
+    args = ["new", "reader", "--template", "text_stream", "--repo", str(tmp_path)]
+    assert main([*args, "--param", "unit=word"]) == 0
+    config = load_config(tmp_path / "reader" / "config.pbtxt")
+    assert config.model_transaction_policy.decoupled
+    assert config.parameters["unit"].string_value == "word"
+    assert check_repository(tmp_path).errors == []

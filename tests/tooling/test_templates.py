@@ -13,6 +13,7 @@ from tritonclient.grpc import model_config_pb2
 
 import tritonpy as tp
 from tritonpy import templates
+from tritonpy.check import check_repository
 from tritonpy.templates import (
     TemplateError,
     TemplateExistsError,
@@ -28,10 +29,12 @@ from tritonpy.templates import (
 from tritonpy.testing import EnsembleHarness, ModelHarness
 
 TEMPLATES = [
+    "bls_router",
     "classification_postprocess",
     "detection_postprocess",
     "ensemble_classifier",
     "image_preprocess",
+    "text_stream",
     "torch_model",
 ]
 
@@ -278,3 +281,56 @@ def test_classifier_ensemble_untrained_loads_and_answers(tmp_path: Path) -> None
     second = torch.load(again.weights, weights_only=True)
     assert first.keys() == second.keys()
     assert all(torch.equal(first[key], second[key]) for key in first)
+
+
+# -- templates that bring their members: bls_router ------------------------------------------
+
+
+def test_bls_router_renders_with_its_members_and_routes_to_them(tmp_path: Path) -> None:
+    target = render_template("bls_router", "reviews", tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "reviews",
+        "reviews_long",
+        "reviews_short",
+    ]
+    assert not (target / "members").exists()  # members are models of their own, not files of it
+    config = read_config(target)
+    assert config.parameters["short_model"].string_value == "reviews_short"
+    assert config.parameters["long_model"].string_value == "reviews_long"
+    assert config.parameters["max_short_words"].string_value == "12"
+    assert read_config(tmp_path / "reviews_short").name == "reviews_short"
+    assert read_config(tmp_path / "reviews_long").name == "reviews_long"
+    report = check_repository(tmp_path)
+    assert report.errors == [], report.render_text()
+    texts = np.array([[b"nice"], [b"not bad. not slow. good. " * 3]], dtype=object)
+    with ModelHarness(target) as router:
+        for member in ("reviews_short", "reviews_long"):
+            router.register_bls_model(member, tmp_path / member)
+        out = router.infer({"TEXT": texts})
+    assert out["ROUTE"].ravel().tolist() == [b"reviews_short", b"reviews_long"]
+    assert out["LABEL"].ravel().tolist() == [b"positive", b"positive"]
+
+
+def test_bls_router_member_names_follow_a_parameter_set_at_render(tmp_path: Path) -> None:
+    target = render_template("bls_router", "r", tmp_path, parameters={"long_model": "mine"})
+    config = read_config(target)
+    assert config.parameters["short_model"].string_value == "r_short"
+    assert config.parameters["long_model"].string_value == "mine"
+
+
+def test_bls_router_refuses_an_existing_member_before_writing(tmp_path: Path) -> None:
+    (tmp_path / "reviews_long").mkdir()
+    with pytest.raises(TemplateExistsError, match="reviews_long already exists"):
+        render_template("bls_router", "reviews", tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reviews_long"]
+    render_template("bls_router", "reviews", tmp_path, overwrite=True)
+    assert (tmp_path / "reviews_long" / "1" / "model.py").is_file()
+
+
+def test_text_stream_renders_as_a_decoupled_model(tmp_path: Path) -> None:
+    target = render_template("text_stream", "reader", tmp_path, parameters={"unit": "word"})
+    with ModelHarness(target) as harness:
+        assert harness.decoupled
+        responses = harness.infer_stream({"TEXT": "one two three"})
+    assert [r["CHUNK"][0] for r in responses] == [b"one", b"two", b"three"]
+    assert check_repository(tmp_path).errors == []
