@@ -125,7 +125,7 @@ CASES: List[Any] = [
         "async-error",
         "cf_bls_async",
         {"X": np.array([-1], np.float32)},
-        ("INTERNAL", scale_error(-1.0)),
+        ("INTERNAL", f"[INTERNAL] {scale_error(-1.0)}"),
     ),
 ]
 IDS = [case[0] for case in CASES]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import shutil
 from pathlib import Path
 from typing import Any, Dict
 
@@ -16,6 +17,7 @@ from tritonpy._calls import CallError, error_code_name
 from tritonpy.errors import TritonRequestError
 from tritonpy.testing import ModelHarness, fake_pb_utils
 from tritonpy.testing._targets import RawTarget
+from tritonpy.testing.repository import RepositoryHarness
 
 pb = fake_pb_utils
 EXAMPLES = Path(__file__).parent / "nvidia_examples"
@@ -328,3 +330,70 @@ def test_unknown_target_kind_is_refused():
 
 def test_call_error_names_the_fix():
     assert issubclass(CallError, tp.TritonPyError)
+
+
+def test_call_async_in_an_async_infer(scale):
+    class Gather(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [-1])}
+        outputs = {"Y": tp.Tensor("FP32", [-1])}
+
+        async def infer(self, X):
+            first, second = await asyncio.gather(
+                self.call_async("scale", {"X": X}), self.call_async("scale", {"X": X + 1})
+            )
+            return {"Y": first["Y"] + second["Y"]}
+
+    with ModelHarness(Gather, targets={"scale": scale}) as h:
+        assert h.infer(x(1, 2))["Y"].tolist() == [6.0, 10.0]
+        with pytest.raises(TritonRequestError, match="expected values >= 0"):
+            h.infer(x(-5))
+
+
+# -- RepositoryHarness -------------------------------------------------------------------------
+
+BLS_MODELS = Path(__file__).parents[1] / "integration" / "bls_models"
+
+
+def test_repository_harness_serves_every_model_as_a_target():
+    with RepositoryHarness(BLS_MODELS) as repo:
+        assert "cf_bls_router" in repo.models and "cf_target_count" in repo.models
+        out = repo.infer("cf_bls_router", {"X": np.array([1, -5], np.float32)})
+        assert out["ROUTE"].tolist() == [b"cf_target_negate"]
+        assert out["Y"].tolist() == [-1.0, 5.0]
+        # loaded lazily: only what the call needed
+        assert sorted(repo._loaded) == ["cf_bls_router", "cf_target_negate"]
+        parts = repo.infer_stream("cf_target_count", {"N": np.array([2], np.int32)})
+        assert [p["I"].tolist() for p in parts] == [[0], [1]]
+        with pytest.raises(tp.TritonPyError, match="model 'nope' is not in repository"):
+            repo.harness("nope")
+    assert not pb.is_model_ready("cf_target_scale")
+
+
+def test_repository_harness_runs_an_ensemble_as_a_target(tmp_path):
+    for name in ("cf_target_scale", "cf_target_negate"):
+        shutil.copytree(BLS_MODELS / name, tmp_path / name)
+    (tmp_path / "twice").mkdir()
+    (tmp_path / "twice" / "config.pbtxt").write_text(
+        """name: "twice"
+platform: "ensemble"
+input [ { name: "A" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "B" data_type: TYPE_FP32 dims: [ -1 ] } ]
+ensemble_scheduling { step [
+  { model_name: "cf_target_scale" model_version: -1
+    input_map { key: "X" value: "A" } output_map { key: "Y" value: "mid" } },
+  { model_name: "cf_target_negate" model_version: -1
+    input_map { key: "X" value: "mid" } output_map { key: "Y" value: "B" } }
+] }
+"""
+    )
+
+    class UsesEnsemble(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [-1])}
+        outputs = {"Y": tp.Tensor("FP32", [-1])}
+
+        def infer(self, X):
+            return {"Y": self.call("twice", {"A": X})["B"]}
+
+    with RepositoryHarness(tmp_path) as repo, ModelHarness(UsesEnsemble) as h:
+        assert repo.models == ["cf_target_negate", "cf_target_scale", "twice"]
+        assert h.infer(x(1, 2))["Y"].tolist() == [-2.0, -4.0]
