@@ -147,17 +147,16 @@ def _check_buckets(buckets: Optional[Sequence[float]]) -> List[float]:
         )
     values: List[float] = []
     for bound in buckets:
-        if isinstance(bound, bool) or not isinstance(bound, (int, float)):
-            # numpy scalars are numbers too, but not int/float subclasses: accept what float()
-            # accepts without being a bool or text
-            try:
-                bound = float(bound)
-            except (TypeError, ValueError):
-                raise DeclarationError(
-                    f"tp.Histogram: bucket bounds must be numbers, got {bound!r} in "
-                    f"{list(buckets)!r}; {example}"
-                ) from None
-        values.append(float(bound))
+        try:
+            if isinstance(bound, (bool, str, bytes)):
+                raise TypeError
+            # float() also takes numpy scalars, which are not int/float subclasses
+            values.append(float(bound))
+        except (TypeError, ValueError):
+            raise DeclarationError(
+                f"tp.Histogram: bucket bounds must be numbers, got {bound!r} in "
+                f"{list(buckets)!r}; {example}"
+            ) from None
     if not values:
         raise DeclarationError(
             f"tp.Histogram: buckets must hold at least one upper bound, got []; {example}"
@@ -380,21 +379,28 @@ def _pb_utils(model: Any) -> Any:
     return pb if pb is not None else importlib.import_module("triton_python_backend_utils")
 
 
-def _family(pb: Any, owner: str, name: str, declaration: _Declaration) -> Any:
-    kinds = pb.MetricFamily
+def _family(pb: Any, where: str, name: str, declaration: _Declaration) -> Any:
+    """pb_utils.MetricFamily ``name``; ``where`` names the declaration in error messages."""
+    kinds = getattr(pb, "MetricFamily", None)
+    if kinds is None:
+        # custom metrics came to the Python backend with release 23.05 (server 2.34)
+        raise DeclarationError(
+            f"{where}: this Triton's pb_utils has no MetricFamily; custom metrics need Triton "
+            f"release 23.05 or later: upgrade the server or remove the metrics"
+        )
     kind = getattr(kinds, declaration.kind, None)
     if kind is None:
-        # MetricFamily.HISTOGRAM came with Triton 24.01 (python_backend r24.01)
+        # MetricFamily.HISTOGRAM came with release 24.08
         raise DeclarationError(
-            f"{owner}.metrics[{name!r}]: this Triton's pb_utils has no MetricFamily."
-            f"{declaration.kind}; {declaration.kind.lower()} metrics need Triton release 24.01 "
-            f"or later (server 2.42+): upgrade the server or declare a tp.Counter/tp.Gauge"
+            f"{where}: this Triton's pb_utils has no MetricFamily."
+            f"{declaration.kind}; histogram metrics need Triton release 24.08 or later: "
+            f"upgrade the server or declare a tp.Counter/tp.Gauge"
         )
     try:
         return kinds(name, declaration.help, kind)
     except Exception as exc:
         raise DeclarationError(
-            f"{owner}.metrics[{name!r}]: Triton refused to create the metric family {name!r} "
+            f"{where}: Triton refused to create the metric family {name!r} "
             f"({type(declaration).__name__}): {exc}. A family name is server-wide: another "
             f"model may have declared {name!r} with another kind; rename one of them"
         ) from None
@@ -422,7 +428,7 @@ def bind_metrics(model: Any) -> Tuple[Dict[str, Any], Optional[BuiltinMetrics]]:
     }
     bound: Dict[str, Any] = {}
     for name, declaration in getattr(cls, "metrics", {}).items():
-        family = _family(pb, cls.__name__, name, declaration)
+        family = _family(pb, f"{cls.__name__}.metrics[{name!r}]", name, declaration)
         metric = _labelled(family, declaration, dict(labels))
         bound[name] = _BOUND[declaration.kind](name, declaration, family, metric, dict(labels))
     builtin: Optional[BuiltinMetrics] = None
@@ -488,7 +494,7 @@ class BuiltinMetrics:
     REFUSED = Counter("requests refused with INVALID_ARG, per tritonpy model and input")
 
     def __init__(self, model: Any, pb: Any, labels: Dict[str, str]) -> None:
-        owner = type(model).__name__
+        owner = f"{type(model).__name__}.builtin_metrics"
         max_batch_size = int(getattr(model, "model_config", {}).get("max_batch_size", 0) or 0)
         self.rows: Optional[HistogramMetric] = None
         if max_batch_size > 0:
