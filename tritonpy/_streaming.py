@@ -13,8 +13,10 @@ after the parts already sent:
 
 * a bad input: ``INVALID_ARG`` (nothing computed);
 * ``InputError`` raised by ``infer``: ``INVALID_ARG``; any other exception: ``INTERNAL``;
-* the client cancelled: checked before each part; the generator is closed (its ``finally``
-  blocks run) and the stream ends with ``CANCELLED``.
+* the client cancelled: checked before each part is sent (after the generator produced it,
+  so a cancellation that arrives while a slow part is computed is seen before sending it);
+  the generator is closed (its ``finally`` blocks run: it is suspended at the ``yield`` of
+  the part that is not sent) and the stream ends with ``CANCELLED``.
 
 An ``async def infer`` that yields works the same; ``execute`` then returns a coroutine that
 Triton runs in the background on its event loop (decoupled async execute, 24.04+).
@@ -92,14 +94,14 @@ class _Stream:
             if not inspect.isgenerator(parts):
                 parts = iter((parts,))  # decoupled = True with a plain infer: one part
             while True:
-                if self._cancelled():
-                    _close(parts)
-                    self._end_cancelled()
-                    return
                 try:
                     part = next(parts)
                 except StopIteration:
                     break
+                if self._cancelled():
+                    _close(parts)
+                    self._end_cancelled()
+                    return
                 self._send(item, part)
         except Exception as exc:
             _close(parts)
@@ -121,14 +123,14 @@ class _Stream:
                 value = await produced if inspect.isawaitable(produced) else produced
                 parts = _one_part(value)
             while True:
-                if self._cancelled():
-                    await parts.aclose()
-                    self._end_cancelled()
-                    return
                 try:
                     part = await parts.__anext__()
                 except StopAsyncIteration:
                     break
+                if self._cancelled():
+                    await parts.aclose()
+                    self._end_cancelled()
+                    return
                 self._send(item, part)
         except Exception as exc:
             if parts is not None:

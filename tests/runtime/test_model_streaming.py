@@ -22,17 +22,17 @@ class Words(tp.Model):
         self.closed: List[int] = []
 
     def infer(self, TEXT: str) -> Iterator[Dict[str, Any]]:
-        sent = 0
+        resumed = 0  # parts the stream asked past: the ones it sent
         try:
             for index, word in enumerate(TEXT.split()):
                 if word == "BAD":
                     raise tp.InputError(f"word {index} is BAD; send words other than BAD")
                 if word == "CRASH":
                     raise ZeroDivisionError("division by zero")
-                sent += 1
                 yield {"WORD": word, "INDEX": np.array([index], np.int32)}
+                resumed += 1
         finally:
-            self.closed.append(sent)
+            self.closed.append(resumed)
 
 
 TritonPythonModel = Words
@@ -154,7 +154,8 @@ def test_cancellation_mid_stream_closes_the_generator() -> None:
     with ModelHarness(Words) as harness:
         parts = harness.infer_stream({"TEXT": "a b c d e f"}, cancel_after=2)
         assert words(parts) == [b"a", b"b"]
-        # the generator was closed before its third part: its finally block ran
+        # the generator was closed at its third yield (that part was not sent): its finally
+        # block ran
         assert harness.model.closed == [2]
 
 

@@ -350,10 +350,31 @@ class InferClient:
         outputs: Optional[Sequence[str]] = None,
         *,
         signature: Optional[ModelSignature] = None,
+        parameters: Optional[Mapping[str, Any]] = None,
     ) -> List[OutputTensor]:
         """Send one request; return the outputs in the order of ``outputs`` (default: the
-        model's declared outputs). An error response raises
-        :class:`~tritonpy.errors.TritonRequestError`."""
+        model's declared outputs). ``parameters``: the request parameters (``{str: bool |
+        int | str}``), which a model's ``infer(parameters=...)`` receives. An error response
+        raises :class:`~tritonpy.errors.TritonRequestError`."""
+        return self.infer_with_parameters(
+            model, inputs, outputs, signature=signature, parameters=parameters
+        )[0]
+
+    def infer_with_parameters(
+        self,
+        model: str,
+        inputs: Mapping[str, NDArray[Any]],
+        outputs: Optional[Sequence[str]] = None,
+        *,
+        signature: Optional[ModelSignature] = None,
+        parameters: Optional[Mapping[str, Any]] = None,
+    ) -> Tuple[List[OutputTensor], Dict[str, Any]]:
+        """:meth:`infer`, also returning the response parameters (``{}`` when it has none).
+
+        Example::
+
+            outs, params = client.infer_with_parameters("m", {"X": x}, parameters={"k": 1})
+        """
         sig = signature or self.signature(model)
         wanted = list(outputs) if outputs else list(sig.outputs)
         request_inputs = []
@@ -375,6 +396,7 @@ class InferClient:
             model,
             request_inputs,
             outputs=requested,
+            parameters=dict(parameters) if parameters else None,
             **({"client_timeout": self.timeout} if self.endpoint.protocol == "grpc" else {}),
         )
         found: List[OutputTensor] = []
@@ -385,6 +407,16 @@ class InferClient:
             meta = result.get_output(name)
             datatype = meta["datatype"] if isinstance(meta, dict) else meta.datatype
             found.append(OutputTensor(name, str(datatype), array))
+        return found, self._response_parameters(result)
+
+    def _response_parameters(self, result: Any) -> Dict[str, Any]:
+        response = result.get_response()
+        if isinstance(response, dict):  # HTTP: the JSON body
+            return dict(response.get("parameters") or {})
+        found: Dict[str, Any] = {}
+        for key, value in response.parameters.items():
+            kind = value.WhichOneof("parameter_choice")
+            found[key] = getattr(value, kind) if kind else None
         return found
 
     def close(self) -> None:
