@@ -13,6 +13,7 @@ import pytest
 from tritonpy.errors import TritonRequestError
 from tritonpy.testing import HarnessError, ModelHarness
 from tritonpy.testing import fake_pb_utils as pb
+from tritonpy.testing._hash_order import server_input_order, string_hash
 
 PLAIN = Path(__file__).parent.parent / "integration" / "plain_models"
 
@@ -154,3 +155,24 @@ def test_async_exec_needs_a_running_loop() -> None:
         return answer
 
     assert asyncio.run(inside()).has_error()
+
+
+def test_server_input_order_is_libstdcxx_unordered_map_order() -> None:
+    # reference values printed by a libstdc++ std::unordered_map<std::string, int> (g++ 12)
+    assert string_hash("A") == 6919333181322027406
+    assert server_input_order(["A", "B", "C"]) == ["B", "C", "A"]
+    assert server_input_order(["C", "B", "A"]) == ["B", "A", "C"]
+    assert server_input_order(["F32", "F16", "FLAGS", "I64"]) == ["FLAGS", "F16", "I64", "F32"]
+    assert server_input_order(["INPUT0", "INPUT1"]) == ["INPUT1", "INPUT0"]
+    names = [f"x{i}" for i in range(40)]  # past two rehashes (13, 29, 59 buckets)
+    assert sorted(server_input_order(names)) == sorted(names)
+
+
+def test_shape_error_names_the_input_the_server_names() -> None:
+    wrong = {"A": np.ones(3, np.float32), "B": np.ones(2, np.float32), "C": np.ones(1, np.float32)}
+    with ModelHarness(PLAIN / "pl_shapes") as h, pytest.raises(TritonRequestError) as failed:
+        h.infer(wrong)
+    assert failed.value.message == (
+        "[request id: <id_unknown>] unexpected shape for input 'B' for model 'pl_shapes'. "
+        "Expected [3], got [2]. "
+    )

@@ -12,6 +12,7 @@ from ..dtypes import DTYPES, dtype_of_numpy
 from ..errors import TritonRequestError
 from ._config import _CONFIG_TO_WIRE
 from ._errors import HarnessError
+from ._hash_order import server_input_order
 
 NDArray = Any  # numpy arrays (kept loose: the harness runs on numpy 1.21+)
 
@@ -136,7 +137,9 @@ def _validate_request(
         )
     mbs = int(config.get("max_batch_size", 0))
     batch_size: Optional[int] = None
-    for input_name, array in arrays.items():
+    # in the order the server walks its map of inputs: with several wrong, it names the first
+    for input_name in server_input_order(arrays):
+        array = arrays[input_name]
         io = inputs.get(input_name)
         if io is None:
             raise TritonRequestError(
