@@ -407,6 +407,64 @@ def test_each_hostile_element_gets_its_own_answer(codec: str, mbs: int) -> None:
             assert result.message.startswith("input 'IN', "), (item[:20], result.message)
 
 
+@pytest.fixture(scope="module")
+def encoded_images() -> Dict[str, bytes]:
+    """A small image in every format OpenCV writes here (floats for PFM and HDR)."""
+    cv2 = pytest.importorskip("cv2", reason="tp.Image needs OpenCV (the image extra)")
+    pixels = np.random.default_rng(1).integers(0, 255, (20, 30, 3), dtype=np.uint8)
+    encoded = {}
+    for ext in [".png", ".jpg", ".bmp", ".ppm", ".pam", ".pfm", ".webp", ".tiff", ".sr", ".hdr"]:
+        source = pixels.astype(np.float32) / 255 if ext in (".pfm", ".hdr") else pixels
+        encoded[ext] = cv2.imencode(ext, source)[1].tobytes()
+    return encoded
+
+
+mutations = st.lists(
+    st.tuples(
+        st.sampled_from(["set", "cut", "insert"]),
+        st.floats(0, 1),
+        st.binary(min_size=1, max_size=8),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def mutate(data: bytes, steps: List[Tuple[str, float, bytes]]) -> bytes:
+    """Bytes overwritten, the tail cut off, or bytes inserted, at relative positions."""
+    out = bytearray(data)
+    for kind, where, chunk in steps:
+        if not out:
+            break
+        position = min(int(where * len(out)), len(out) - 1)
+        if kind == "set":
+            out[position : position + len(chunk)] = chunk
+        elif kind == "cut":
+            del out[position:]
+        else:
+            out[position:position] = chunk
+    return bytes(out)
+
+
+@given(data=st.data())
+@FUZZ
+def test_mutated_images_of_every_format_answer_every_request(
+    encoded_images: Dict[str, bytes], data: Any
+) -> None:
+    """Real images with bytes flipped, cut or inserted: decoded, or refused as INVALID_ARG."""
+    color = data.draw(st.sampled_from(["RGB", "GRAY"]), label="color")
+    harness = harness_for(
+        ("element", "Image" if color == "RGB" else "ImageGray", (1,), 4),
+        lambda: counting(ELEMENT_CODECS["Image" if color == "RGB" else "ImageGray"]((1,)), 4),
+    )
+    ext = data.draw(st.sampled_from(sorted(encoded_images)), label="format")
+    image = mutate(encoded_images[ext], data.draw(mutations, label="mutations"))
+    result = infer_one(harness, {"IN": np.array([[image]], dtype=object)})
+    assert_answered(result)
+    if isinstance(result, dict):
+        assert result["N"].tolist() == [[1]]
+
+
 # -- image headers --------------------------------------------------------------------------
 
 ENCODED_FORMATS = [".png", ".jpg", ".bmp", ".ppm", ".pgm", ".pbm", ".pam", ".pfm", ".webp"]
