@@ -9,7 +9,9 @@ so every execute() sees one request on both sides and the rows histogram cannot 
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple, Union
@@ -18,6 +20,7 @@ import numpy as np
 import pytest
 
 from tritonpy import TritonRequestError
+from tritonpy.errors import DeclarationError
 from tritonpy.metrics import CounterMetric, GaugeMetric, HistogramMetric, RefusedCounter
 from tritonpy.server import TritonServer
 from tritonpy.server.client import InferClient
@@ -254,3 +257,56 @@ def test_server_lists_each_family_with_its_kind(server: TritonServer) -> None:
         "tritonpy_infer_seconds": "histogram",
         "tritonpy_requests_refused": "counter",
     }
+
+
+CLASH = """
+import tritonpy as tp
+from tritonpy.metrics import Gauge
+
+
+class Clash(tp.Model):
+    inputs = {"X": tp.Tensor("FP32", [1])}
+    outputs = {"Y": tp.Tensor("FP32", [1])}
+    metrics = {"cf_rows": Gauge("cf_rows again, as a gauge")}
+
+    def infer(self, X):
+        return {"Y": X}
+
+
+TritonPythonModel = Clash
+"""
+
+
+def write_clash(repository: Path) -> Path:
+    model = repository / "cf_metrics_clash"
+    (model / "1").mkdir(parents=True, exist_ok=True)
+    # an explicit instance group: without one, 24.10 names the instance cf_metrics_clash_0
+    # where the fake says cf_metrics_clash_0_0 (reported to the fake's owner)
+    (model / "config.pbtxt").write_text(
+        'name: "cf_metrics_clash"\nbackend: "python"\ninstance_group [{ kind: KIND_CPU }]\n'
+    )
+    (model / "1" / "model.py").write_text(CLASH)
+    return model
+
+
+def load_error(server: TritonServer, model: str) -> str:
+    request = urllib.request.Request(
+        f"{server.http_url}/v2/repository/models/{model}/load", data=b"{}", method="POST"
+    )
+    try:
+        urllib.request.urlopen(request, timeout=120).close()
+    except urllib.error.HTTPError as exc:
+        return str(json.loads(exc.read().decode())["error"])
+    raise AssertionError(f"the server loaded {model}")
+
+
+def test_a_family_of_another_kind_fails_the_load_on_both(
+    server: TritonServer, tmp_path: Path
+) -> None:
+    with ModelHarness(MODELS / "cf_metrics"):
+        with pytest.raises(DeclarationError) as raised:
+            ModelHarness(write_clash(tmp_path))
+    expected = str(raised.value)
+    assert "Family name already exists with different type" in expected
+    message = load_error(server, write_clash(server.served_repository).name)
+    assert expected in message, message
