@@ -26,7 +26,9 @@ from .errors import (
     TritonPyError,
     TritonRequestError,
 )
+from .metrics import Counter, Gauge, Histogram, MetricError
 from .model import Model
+from .response import Response
 
 __version__ = "0.1.0.dev0"
 
@@ -36,15 +38,20 @@ __all__ = [
     "MISSING",
     "Bytes",
     "Codec",
+    "Counter",
     "DType",
     "DeclarationError",
     "ElementCodec",
+    "Gauge",
+    "Histogram",
     "Image",
     "InputError",
+    "MetricError",
     "MissingDependencyError",
     "Model",
     "OutputError",
     "Padded",
+    "Response",
     "Tensor",
     "Text",
     "ToolError",
