@@ -66,7 +66,8 @@ class Padded:
     def mask(self) -> NDArray[Any]:
         """Boolean mask, True where ``values`` holds real (not padding) data. For rows that
         vary along several axes the mask covers every varying axis."""
-        lengths = self.lengths.reshape(len(self.lengths), -1)
+        # (rows, k) spelt out: -1 cannot be inferred for zero rows
+        lengths = self.lengths.reshape(len(self.lengths), len(self.axes))
         shape = self.values.shape
         mask = np.ones(shape, dtype=bool)
         for column, axis in enumerate(self.axes):
@@ -119,10 +120,10 @@ def pad_rows(
 def trim_padded(part: Padded) -> NDArray[Any]:
     """Cut a (per-request) slice of a padded batch back to the largest true length of its
     rows along each padded axis."""
-    lengths = part.lengths.reshape(len(part.lengths), -1)
+    lengths = part.lengths.reshape(len(part.lengths), len(part.axes))  # zero rows too
     index: List[Any] = [slice(None)] * part.values.ndim
     for column, axis in enumerate(part.axes):
-        keep = int(lengths[:, column].max()) if len(lengths) else 0
+        keep = int(lengths[:, column].max()) if len(lengths) else part.values.shape[axis]
         index[axis] = slice(0, keep)
     trimmed: NDArray[Any] = part.values[tuple(index)]
     return trimmed
