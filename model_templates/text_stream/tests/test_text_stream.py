@@ -77,3 +77,9 @@ def test_empty_text_is_invalid_arg_before_any_chunk():
 def test_an_unknown_unit_fails_the_load():
     with pytest.raises(tp.DeclarationError, match="parameter 'unit' is 'paragraph'"):
         ModelHarness(MODEL_DIR, config=config("paragraph"))
+
+
+def test_a_cancelled_stream_stops_at_the_next_chunk():
+    with ModelHarness(MODEL_DIR) as harness:
+        responses = harness.infer_stream({"TEXT": "A. B. C. D."}, cancel_after=2)
+    assert chunks(responses) == ["A.", "B."]
