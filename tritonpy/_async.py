@@ -12,22 +12,22 @@ import asyncio
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Dict, List, Sequence
 
+from ._decoded import groups
 from .errors import InputError
 
 if TYPE_CHECKING:
-    from .model import Model, _Decoded
+    from ._decoded import Decoded
+    from .model import Model
 
 __all__ = ["execute_async"]
 
 
 async def execute_async(model: Model, requests: Sequence[Any]) -> List[Any]:
     """Serve one batch of requests with an ``async def infer``: one response per request."""
-    from .model import _groups
-
     responses, ready = model._decode_all(requests)
     if model._merge and len(ready) > 1:
         # groups of different shapes are independent: await them together
-        await asyncio.gather(*(_run_group(model, g, responses) for g in _groups(ready)))
+        await asyncio.gather(*(_run_group(model, g, responses) for g in groups(ready)))
     else:
         await asyncio.gather(*(_run_one(model, item, responses) for item in ready))
     return responses
@@ -40,7 +40,7 @@ async def _timed_infer(model: Model, values: Dict[str, Any]) -> Any:
     return result
 
 
-async def _run_group(model: Model, members: List[_Decoded], responses: List[Any]) -> None:
+async def _run_group(model: Model, members: List[Decoded], responses: List[Any]) -> None:
     if len(members) == 1:
         await _run_one(model, members[0], responses)
         return
@@ -54,7 +54,7 @@ async def _run_group(model: Model, members: List[_Decoded], responses: List[Any]
     await asyncio.gather(*(_run_one(model, member, responses) for member in members))
 
 
-async def _run_one(model: Model, item: _Decoded, responses: List[Any]) -> None:
+async def _run_one(model: Model, item: Decoded, responses: List[Any]) -> None:
     try:
         result = await _timed_infer(model, model._one_values(item))
         model._finish_one(item, result, responses)

@@ -32,7 +32,8 @@ from ._declarations import INFER_ASYNC, INFER_ASYNC_GENERATOR
 from .errors import InputError
 
 if TYPE_CHECKING:
-    from .model import Model, _Decoded
+    from ._decoded import Decoded
+    from .model import Model
 
 __all__ = ["cancelled_message", "execute_decoupled"]
 
@@ -73,7 +74,7 @@ class _Stream:
         self.final = model._pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL
         self.sent = 0
 
-    def start(self) -> Optional[_Decoded]:
+    def start(self) -> Optional[Decoded]:
         """Decode the request; on a bad input send the error (FINAL) and return None."""
         model = self.model
         try:
@@ -86,7 +87,7 @@ class _Stream:
             self._end_with(model._internal_error(exc, "decoding the inputs"))
         return None
 
-    def run(self, item: _Decoded) -> None:
+    def run(self, item: Decoded) -> None:
         model = self.model
         parts: Any = None
         try:
@@ -142,7 +143,7 @@ class _Stream:
     def _cancelled(self) -> bool:
         return bool(self.sender.is_cancelled())
 
-    def _send(self, item: _Decoded, part: Any) -> None:
+    def _send(self, item: Decoded, part: Any) -> None:
         box: List[Any] = [None]
         self.model._finish_one(item, part, box)
         self.sender.send(box[0])

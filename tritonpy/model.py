@@ -32,7 +32,6 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
-    Set,
     Tuple,
     Union,
 )
@@ -48,6 +47,7 @@ from ._declarations import (
     check_instance_codecs,
     validate_declarations,
 )
+from ._decoded import Decoded, groups, request_parameters, union_requested
 from .codecs.base import Codec
 from .errors import DeclarationError, InputError, OutputError, TritonPyError
 from .metrics import bind_metrics
@@ -59,28 +59,6 @@ _SCHEDULERS = ("sequence_batching", "ensemble_scheduling")
 #: with check_cancellation = "auto", requests are checked while infer() takes this long or more
 AUTO_CANCELLATION_SECONDS = 0.002
 _ABSENT = "<absent>"
-
-
-class _Decoded:
-    """One request after decoding: its input values, row count and requested outputs."""
-
-    __slots__ = ("index", "key", "parameters", "requested", "rows", "values")
-
-    def __init__(
-        self,
-        index: int,
-        values: Dict[str, Any],
-        rows: int,
-        requested: Optional[FrozenSet[str]],
-        key: Hashable,
-        parameters: Optional[Dict[str, Any]] = None,
-    ) -> None:
-        self.index = index
-        self.values = values
-        self.rows = rows
-        self.requested = requested  # None: every output
-        self.key = key
-        self.parameters = parameters  # the request parameters, when infer asks for them
 
 
 class Model(ModelCalls, ModelContext):
@@ -277,7 +255,7 @@ class Model(ModelCalls, ModelContext):
             return self._execute_special(requests)
         responses, ready = self._decode_all(requests)
         if self._merge and len(ready) > 1:
-            for members in _groups(ready):
+            for members in groups(ready):
                 self._run_group(members, responses)
         else:
             for item in ready:
@@ -294,10 +272,10 @@ class Model(ModelCalls, ModelContext):
 
         return execute_async(self, requests)
 
-    def _decode_all(self, requests: Sequence[Any]) -> Tuple[List[Any], List[_Decoded]]:
+    def _decode_all(self, requests: Sequence[Any]) -> Tuple[List[Any], List[Decoded]]:
         """Decode every request: (responses with the refused ones filled, the decoded)."""
         responses: List[Any] = [None] * len(requests)
-        ready: List[_Decoded] = []
+        ready: List[Decoded] = []
         check = self._check_cancellation
         if check is None:
             check = self._infer_seconds >= AUTO_CANCELLATION_SECONDS
@@ -323,7 +301,7 @@ class Model(ModelCalls, ModelContext):
         self.teardown()
 
     # -- internals ---------------------------------------------------------------------------
-    def _decode(self, index: int, request: Any) -> _Decoded:
+    def _decode(self, index: int, request: Any) -> Decoded:
         batched = self.batched
         tensors = {tensor.name(): tensor for tensor in request.inputs()}
         values: Dict[str, Any] = {}
@@ -371,10 +349,10 @@ class Model(ModelCalls, ModelContext):
             if requested_names and len(requested_names) < len(self._output_plan)
             else None
         )
-        parameters = _request_parameters(request) if self._wants_parameters else None
-        return _Decoded(index, values, max(rows, 0), requested, key, parameters)
+        parameters = request_parameters(request) if self._wants_parameters else None
+        return Decoded(index, values, max(rows, 0), requested, key, parameters)
 
-    def _run_group(self, members: List[_Decoded], responses: List[Any]) -> None:
+    def _run_group(self, members: List[Decoded], responses: List[Any]) -> None:
         if len(members) == 1:
             self._run_one(members[0], responses)
             return
@@ -390,7 +368,7 @@ class Model(ModelCalls, ModelContext):
         for member in members:
             self._run_one(member, responses)
 
-    def _merged_values(self, members: List[_Decoded]) -> Dict[str, Any]:
+    def _merged_values(self, members: List[Decoded]) -> Dict[str, Any]:
         merged = {
             name: None
             if members[0].values[name] is None
@@ -403,12 +381,12 @@ class Model(ModelCalls, ModelContext):
             self._builtin.batch_rows(sum(m.rows for m in members))
         return merged
 
-    def _split_group(self, members: List[_Decoded], result: Any, responses: List[Any]) -> None:
+    def _split_group(self, members: List[Decoded], result: Any, responses: List[Any]) -> None:
         parameters: Optional[Mapping[str, Any]] = None
         if isinstance(result, Response):
             result, parameters = result.outputs, result.parameters
         counts = [m.rows for m in members]
-        encoded = self._encode(result, _union_requested(members), sum(counts))
+        encoded = self._encode(result, union_requested(members), sum(counts))
         splits = {
             name: codec.split(encoded[name], counts) for name, codec in self._outputs_in(encoded)
         }
@@ -425,7 +403,7 @@ class Model(ModelCalls, ModelContext):
             f"running them one by one"
         )
 
-    def _run_one(self, item: _Decoded, responses: List[Any]) -> None:
+    def _run_one(self, item: Decoded, responses: List[Any]) -> None:
         try:
             self._finish_one(item, self._timed_infer(self._one_values(item)), responses)
         except InputError as exc:
@@ -433,7 +411,7 @@ class Model(ModelCalls, ModelContext):
         except Exception as exc:
             responses[item.index] = self._internal_error(exc, "running infer()")
 
-    def _one_values(self, item: _Decoded) -> Dict[str, Any]:
+    def _one_values(self, item: Decoded) -> Dict[str, Any]:
         """The values ``infer`` gets for one request alone."""
         values = item.values
         if self.batched:
@@ -454,7 +432,7 @@ class Model(ModelCalls, ModelContext):
             }
         return values
 
-    def _finish_one(self, item: _Decoded, result: Any, responses: List[Any]) -> None:
+    def _finish_one(self, item: Decoded, result: Any, responses: List[Any]) -> None:
         parameters: Optional[Mapping[str, Any]] = None
         if isinstance(result, Response):
             result, parameters = result.outputs, result.parameters
@@ -538,28 +516,3 @@ class Model(ModelCalls, ModelContext):
             f"{traceback.format_exc()}"
         )
         return self._error_response(message, self._error_codes.INTERNAL)
-
-
-def _groups(ready: Sequence[_Decoded]) -> List[List[_Decoded]]:
-    """Requests that can merge, by group key (ragged shapes, optional inputs), in order."""
-    groups: Dict[Hashable, List[_Decoded]] = {}
-    for item in ready:
-        groups.setdefault(item.key, []).append(item)
-    return list(groups.values())
-
-
-def _request_parameters(request: Any) -> Dict[str, Any]:
-    """The request's parameters as a dict (pb_utils hands them over as JSON text)."""
-    text = request.parameters()
-    parsed = json.loads(text) if text else {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def _union_requested(members: Sequence[_Decoded]) -> Optional[FrozenSet[str]]:
-    """The outputs any member asked for; None when one of them wants every output."""
-    names: Set[str] = set()
-    for member in members:
-        if member.requested is None:
-            return None
-        names |= member.requested
-    return frozenset(names)

@@ -1,0 +1,56 @@
+"""One request inside ``Model.execute``: its decoded values, rows, requested outputs, merge
+key and parameters; and the small helpers the plain, async and streaming paths share."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, FrozenSet, Hashable, List, Optional, Sequence, Set
+
+__all__ = ["Decoded", "groups", "request_parameters", "union_requested"]
+
+
+class Decoded:
+    """One request after decoding: its input values, row count and requested outputs."""
+
+    __slots__ = ("index", "key", "parameters", "requested", "rows", "values")
+
+    def __init__(
+        self,
+        index: int,
+        values: Dict[str, Any],
+        rows: int,
+        requested: Optional[FrozenSet[str]],
+        key: Hashable,
+        parameters: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        self.index = index
+        self.values = values
+        self.rows = rows
+        self.requested = requested  # None: every output
+        self.key = key
+        self.parameters = parameters  # the request parameters, when infer asks for them
+
+
+def groups(ready: Sequence[Decoded]) -> List[List[Decoded]]:
+    """Requests that can merge, by group key (ragged shapes, optional inputs), in order."""
+    found: Dict[Hashable, List[Decoded]] = {}
+    for item in ready:
+        found.setdefault(item.key, []).append(item)
+    return list(found.values())
+
+
+def request_parameters(request: Any) -> Dict[str, Any]:
+    """The request's parameters as a dict (pb_utils hands them over as JSON text)."""
+    text = request.parameters()
+    parsed = json.loads(text) if text else {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def union_requested(members: Sequence[Decoded]) -> Optional[FrozenSet[str]]:
+    """The outputs any member asked for; None when one of them wants every output."""
+    names: Set[str] = set()
+    for member in members:
+        if member.requested is None:
+            return None
+        names |= member.requested
+    return frozenset(names)
