@@ -55,7 +55,10 @@ def _check_model(entry: ModelEntry, cls: Any) -> Iterator[Finding]:
         yield from _check_section(entry, section, config, declared, owner)
     yield from _check_batch_size(entry, config.max_batch_size, declared.max_batch_size, owner)
     wanted = declared_decoupled(cls) or False
-    if config.model_transaction_policy.decoupled != wanted:
+    configured = config.model_transaction_policy.decoupled
+    if wanted and not config.HasField("model_transaction_policy"):
+        configured = True  # auto-complete sets it (a streaming infer implies decoupled)
+    if configured != wanted:
         yield error(
             entry,
             "TP207",
