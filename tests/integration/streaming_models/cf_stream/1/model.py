@@ -1,5 +1,5 @@
 """Streams the words of TEXT, one response each (WORD, INDEX). BAD -> InputError, CRASH ->
-ZeroDivisionError mid-stream; a first word SLOW makes each next part take 0.3 s (time for a
+ZeroDivisionError mid-stream; a first word SLOW makes each next part take 0.5 s (time for a
 client's cancellation to arrive); STATUS yields how many parts the last closed stream had
 sent when it was closed (its finally block ran)."""
 
@@ -36,7 +36,7 @@ class Stream(tp.Model):
                 yield {"WORD": word, "INDEX": np.array([index], np.int32)}
                 resumed += 1
                 if slow:
-                    time.sleep(0.3)
+                    time.sleep(0.5)
         finally:
             self.last_closed = resumed
 
