@@ -285,3 +285,24 @@ def test_harness_refuses_response_parameters_as_24_10_does() -> None:
             harness.infer({"X": np.zeros((1, 1), np.int32)}, parameters={"respond": True})
     assert caught.value.code == "INTERNAL"
     assert caught.value.message.startswith("response parameters ['rows']")
+
+
+@pytest.mark.parametrize("model", sorted(p.name for p in MODELS.iterdir() if p.is_dir()))
+def test_auto_completed_policy_matches_the_server(server: TritonServer, model: str) -> None:
+    """Two-line config.pbtxt files: the server's auto-completed decoupled policy, batch size
+    and tensors are the harness's."""
+    client = InferClient(server.http_url, "http")
+    try:
+        served = client.model_config(model)
+    finally:
+        client.close()
+    with ModelHarness(MODELS / model) as harness:
+        local = harness.config
+
+    def summary(config: Dict[str, Any]) -> Tuple[Any, ...]:
+        policy = config.get("model_transaction_policy") or {}
+        names = tuple(t["name"] for t in config.get("input", []) + config.get("output", []))
+        return (bool(policy.get("decoupled")), int(config["max_batch_size"]), names)
+
+    assert summary(served) == summary(local)
+    assert summary(local)[0] == model.endswith("stream")
