@@ -141,6 +141,10 @@ class _Stream:
         self.sender.send(flags=self.final)
 
     def _cancelled(self) -> bool:
+        # streams check by default ("auto"): a part is worth one round trip to the server;
+        # check_cancellation = False turns it off
+        if self.model._check_cancellation is False:
+            return False
         return bool(self.sender.is_cancelled())
 
     def _send(self, item: Decoded, part: Any) -> None:

@@ -208,3 +208,13 @@ def test_a_declared_decoupled_plain_infer_sends_one_part() -> None:
     with ModelHarness(One) as harness:
         parts = harness.infer_stream({"X": np.array([1], np.int32)})
     assert [p["Y"].tolist() for p in parts] == [[2]]
+
+
+def test_check_cancellation_false_streams_to_the_end() -> None:
+    class Unchecked(Words):
+        check_cancellation = False
+
+    with ModelHarness(Unchecked) as harness:
+        parts = harness.infer_stream({"TEXT": "a b c d"}, cancel_after=2)
+        assert words(parts) == [b"a", b"b"]  # the client read two, then left
+        assert harness.model.closed == [4]  # the model never asked, and produced all four
