@@ -54,6 +54,18 @@ CASES: List[Tuple[str, str, List[Inputs]]] = [
             {"A": np.ones(2, F32), "C": np.ones(1, F32), "B": np.ones(3, F32)},
         ],
     ),
+    ("request-accessors", "pl_surface", [{"OP": np.array([b"request"], object)}]),
+    ("model-loading-api", "pl_surface", [{"OP": np.array([b"models"], object)}]),
+    (
+        "metric-family",
+        "pl_surface",
+        [
+            {"OP": np.array([op.encode()], object)}
+            for op in ("metrics", "metric_kinds", "metric_names", "metric_deleted")
+        ],
+    ),
+    ("logger", "pl_surface", [{"OP": np.array([b"logger"], object)}]),
+    ("reschedule-iterative", "pl_reschedule", [{"KEY": one(1)}, {"KEY": one(2)}]),
     ("decoupled-refused", "pl_decoupled", [{"COUNT": one(1), "MODE": one(0)}]),
     (
         "bls",
@@ -74,20 +86,17 @@ DECOUPLED_GRPC = "ModelInfer RPC doesn't support models with decoupled transacti
 DECOUPLED_HTTP = "HTTP end point doesn't support models with decoupled transaction policy"
 
 
+#: the models each model calls (BLS) or loads: the harness registers them as targets
+TARGETS = {"pl_bls": ("pl_decoupled", "pl_instance"), "pl_surface": ("pl_instance",)}
+
+
 def plain(outputs: Dict[str, np.ndarray]) -> Dict[str, List[Any]]:
     return {name: [str(array.dtype), array.tolist()] for name, array in outputs.items()}
 
 
 def run_harness(model: str, requests: List[Inputs]) -> List[Result]:
     results: List[Result] = []
-    targets = (
-        {}
-        if model != "pl_bls"
-        else {
-            "pl_decoupled": MODELS / "pl_decoupled",
-            "pl_instance": MODELS / "pl_instance",
-        }
-    )
+    targets = {name: MODELS / name for name in TARGETS.get(model, ())}
     with ModelHarness(MODELS / model, targets=targets) as harness:
         for inputs in requests:
             try:

@@ -439,7 +439,8 @@ def test_logger_records_and_logs(caplog):
 
 
 def test_counter():
-    m = pb.MetricFamily("req_total", "requests", pb.MetricFamily.COUNTER).Metric({"a": "b"})
+    family = pb.MetricFamily("req_total", "requests", pb.MetricFamily.COUNTER)
+    m = family.Metric({"a": "b"})
     m.increment(2)
     assert m.value() == 2.0
     with pytest.raises(pb.TritonModelException, match="incremented monotonically"):
@@ -451,7 +452,8 @@ def test_counter():
 
 
 def test_gauge_and_histogram():
-    g = pb.MetricFamily("temp", "t", pb.MetricFamily.GAUGE).Metric()
+    gauges = pb.MetricFamily("temp", "t", pb.MetricFamily.GAUGE)
+    g = gauges.Metric()
     g.increment(2)
     g.increment(-5)
     assert g.value() == -3.0
@@ -465,22 +467,48 @@ def test_gauge_and_histogram():
     assert h.observations == [1.5]
     with pytest.raises(pb.TritonModelException, match="HISTOGRAM does not support Value"):
         h.value()
-    with pytest.raises(pb.TritonModelException, match="HISTOGRAM does not support Increment"):
+    # tritonserver 24.10 aborts on this one (measured): the fake says so
+    with pytest.raises(pb.errors.ServerAbort, match="increment\\(\\) on a HISTOGRAM metric"):
         h.increment(1)
+    with pytest.raises(pb.errors.ServerAbort, match="observe\\(\\) on a GAUGE metric"):
+        g.observe(1)
     with pytest.raises(pb.TritonModelException, match="Unexpected buckets found"):
         pb.MetricFamily("c2", "c", pb.MetricFamily.COUNTER).Metric(buckets=[1.0])
 
 
 def test_metric_family_rules():
-    pb.MetricFamily("fam", "d", pb.MetricFamily.COUNTER)
+    first = pb.MetricFamily("fam", "d", pb.MetricFamily.COUNTER)
     with pytest.raises(pb.TritonModelException, match="already exists with different type"):
         pb.MetricFamily("fam", "d", pb.MetricFamily.GAUGE)
     with pytest.raises(pb.TritonModelException, match="Invalid metric name"):
         pb.MetricFamily("bad name", "d", pb.MetricFamily.GAUGE)
-    a = pb.MetricFamily("fam", "d", pb.MetricFamily.COUNTER).Metric({"k": "v"})
-    b = pb.MetricFamily("fam", "d", pb.MetricFamily.COUNTER).Metric({"k": "v"})
+    # two live families of one name share their metrics
+    second = pb.MetricFamily("fam", "d", pb.MetricFamily.COUNTER)
+    a, b = first.Metric({"k": "v"}), second.Metric({"k": "v"})
     a.increment(1)
     assert b.value() == 1.0
+
+
+def test_a_deleted_family_clears_its_metrics_as_in_the_stub():
+    # measured on tritonserver 24.10: a Metric whose MetricFamily object was deleted refuses
+    # every operation; a family made again later starts from zero
+    orphan = pb.MetricFamily("gone_total", "d", pb.MetricFamily.COUNTER).Metric({"k": "v"})
+    with pytest.raises(pb.TritonModelException) as cleared:
+        orphan.value()
+    assert str(cleared.value) == (
+        "Failed to get metric value: Invalid metric operation as the corresponding "
+        "'MetricFamily' has been deleted. The 'MetricFamily' object should be deleted AFTER "
+        "its corresponding 'Metric' objects have been deleted."
+    )
+    with pytest.raises(pb.TritonModelException, match=r"^Failed to increment metric value: Inv"):
+        orphan.increment(1)
+    family = pb.MetricFamily("gone_total", "d", pb.MetricFamily.COUNTER)
+    counter = family.Metric({"k": "v"})
+    counter.increment(2)
+    del family
+    assert "gone_total" not in pb._families
+    again = pb.MetricFamily("gone_total", "d", pb.MetricFamily.GAUGE)  # another kind: allowed
+    assert again.Metric({"k": "v"}).value() == 0.0
 
 
 # -- ModelConfig (auto-complete) ----------------------------------------------------------

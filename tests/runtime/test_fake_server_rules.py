@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tritonpy.errors import TritonRequestError
-from tritonpy.testing import HarnessError, ModelHarness
+from tritonpy.testing import HarnessError, ModelBugError, ModelHarness
 from tritonpy.testing import fake_pb_utils as pb
 from tritonpy.testing._hash_order import server_input_order, string_hash
 
@@ -176,3 +176,86 @@ def test_shape_error_names_the_input_the_server_names() -> None:
         "[request id: <id_unknown>] unexpected shape for input 'B' for model 'pl_shapes'. "
         "Expected [3], got [2]. "
     )
+
+
+def test_rescheduled_requests_run_again_with_iterative_sequence_batching() -> None:
+    with ModelHarness(PLAIN / "pl_reschedule") as h:
+        assert h.infer({"KEY": one(1)})["RUNS"].tolist() == [3]
+        both = h.infer_requests([{"KEY": one(2)}, {"KEY": one(3)}])
+        assert [r["RUNS"].tolist() for r in both] == [[3], [3]]  # type: ignore[index]
+        assert h.execute_calls == 3 + 3  # three rounds each time
+
+
+def test_rescheduling_without_iterative_sequence_names_the_rule() -> None:
+    # the real server never answers such a request (measured: the client times out)
+    with ModelHarness(PLAIN / "pl_reschedule_plain") as h:
+        with pytest.raises(ModelBugError, match="iterative_sequence: true"):
+            h.infer({"KEY": one(1)})
+
+
+def test_surface_request_accessors() -> None:
+    with ModelHarness(PLAIN / "pl_surface") as h:
+        result = h.infer({"OP": [b"request"]})["RESULT"].tolist()
+    assert result == [b"0", b"0", b"", b"False", b"False", b"{'RESULT'}", b"{}", b"0"]
+
+
+def test_surface_model_loading_api() -> None:
+    with ModelHarness(PLAIN / "pl_instance") as target:
+        with ModelHarness(PLAIN / "pl_surface", targets={"pl_instance": target}) as h:
+            result = h.infer({"OP": [b"models"]})["RESULT"].tolist()
+    assert result == [
+        b"True",
+        b"True",
+        b"False",
+        b"False",
+        b"None",
+        b"False",
+        b"None",
+        b"True",
+        b"None",
+        b"TritonModelException: Failed to load model: Failed to process the request for model "
+        b"'pl_surface_0_0', message: failed to load 'nope', failed to poll from model "
+        b"repository",
+    ]
+
+
+def test_surface_metrics_messages_and_lifetime() -> None:
+    def ask(op: str) -> list:
+        return h.infer({"OP": [op.encode()]})["RESULT"].tolist()
+
+    with ModelHarness(PLAIN / "pl_surface") as h:
+        assert ask("metrics") == [b"2.0", b"7.5"]  # the change of the counter
+        assert ask("metrics") == [b"2.0", b"7.5"]
+        # the model keeps its families: values persist from one call to the next
+        (counts,) = pb._families["pl_surface_count"]._metrics.values()
+        assert counts.value == 4.0
+        kinds = ask("metric_kinds")
+        names = ask("metric_names")
+        deleted = ask("metric_deleted")
+    where = b"Failed to process the request for model 'pl_surface_0_0', message: "
+    assert kinds[0] == (
+        b"TritonModelException: Failed to increment metric value: " + where + b"TRITONSERVER_"
+        b"METRIC_KIND_COUNTER can only be incremented monotonically by non-negative values."
+    )
+    assert kinds[3:] == [
+        b"TritonModelException: Failed to create metric. Missing required buckets.",
+        b"TritonModelException: Failed to create metric. Unexpected buckets found.",
+    ]
+    assert names == [
+        b"TritonModelException: Error when creating MetricFamily: " + where + b"Family name "
+        b"already exists with different type",
+        b"TritonModelException: Error when creating MetricFamily: " + where + b"Invalid metric "
+        b"name",
+    ]
+    assert deleted[0].endswith(
+        b"should be deleted AFTER its corresponding 'Metric' objects have been deleted."
+    )
+
+
+@pytest.mark.parametrize("op", ["crash_observe_gauge", "crash_increment_histogram"])
+def test_metric_calls_that_abort_the_server_are_model_bugs(op: str) -> None:
+    # measured: tritonserver 24.10 itself ends (boost lock_exception); the model's
+    # `except Exception` cannot hide it under the harness either
+    with ModelHarness(PLAIN / "pl_surface") as h, pytest.raises(ModelBugError) as bug:
+        h.infer({"OP": [op.encode()]})
+    assert "tritonserver 24.10 aborts, the whole server process ends" in str(bug.value)

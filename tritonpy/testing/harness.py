@@ -66,6 +66,7 @@ from ._requests import (
     _to_client_array,
     _validate_request,
 )
+from ._reschedule import execute_with_rescheduling
 from ._responses import (
     Outputs,
     _check_responses,
@@ -74,6 +75,7 @@ from ._responses import (
     decoupled_refused,
 )
 from ._targets import bls_handler
+from .fake_pb_utils import errors as pb_errors
 from .fake_pb_utils import metrics as _pb_metrics
 from .fake_pb_utils import models as _pb_models
 
@@ -268,6 +270,8 @@ class ModelHarness:
         except ProcessEnded as ended:
             self._ended = ended
             raise self._process_died() from None
+        except pb_errors.ServerAbort as abort:
+            raise ModelBugError(f"model '{getattr(self, 'name', '?')}': {abort}") from None
         finally:
             _pb_metrics._instance_name, _pb_models._model_dir = previous_instance, previous_dir
             for entry in added:
@@ -373,6 +377,10 @@ class ModelHarness:
                     f"message: {type(exc).__name__}: {exc}\n\nAt:\n{frames}",
                 ) from exc
 
+    def _run(self, requests: List[pb.InferenceRequest]) -> Any:
+        """``execute``, and again for the requests the model rescheduled."""
+        return execute_with_rescheduling(self.name, self.config, requests, self._execute)
+
     # -- public API ------------------------------------------------------------------------
     def infer(
         self,
@@ -393,7 +401,7 @@ class ModelHarness:
         request, requested = self._build_request(
             inputs, requested_outputs, parameters, request_id, correlation_id, flags
         )
-        returned = self._execute([request])
+        returned = self._run([request])
         (response,) = _check_responses(self.name, [request], returned, self.stream_timeout)
         return _client_outputs(response, requested)
 
@@ -432,7 +440,7 @@ class ModelHarness:
             batch = [r for _, r, _ in pending]
             try:
                 responses = _check_responses(
-                    self.name, batch, self._execute(batch), self.stream_timeout
+                    self.name, batch, self._run(batch), self.stream_timeout
                 )
             except TritonRequestError as exc:
                 for idx, _, _ in pending:
@@ -480,7 +488,7 @@ class ModelHarness:
                     "responses >= 1; use cancel=True to cancel before execute()"
                 )
             request.get_response_sender()._cancel_after = cancel_after
-        returned = self._execute([request])
+        returned = self._run([request])
         if returned is not None:
             if self.decoupled:
                 raise ModelBugError(
@@ -496,7 +504,13 @@ class ModelHarness:
     def register_bls_model(self, name: str, target: Any) -> None:
         """Make BLS requests to ``name`` run on ``target``: another ModelHarness, or a callable
         taking the pb_utils.InferenceRequest and returning an InferenceResponse."""
-        pb.register_bls_model(name, bls_handler(target))
+        handler = bls_handler(target)
+        version = _target_version(target)
+        if version is not None and not hasattr(handler, "model_version"):
+            # is_model_ready(name, version) answers for the version the target has
+            with suppress(AttributeError):
+                handler.model_version = version  # type: ignore[attr-defined]
+        pb.register_bls_model(name, handler)
         self._bls_names.append(name)
 
     def close(self) -> None:
@@ -541,6 +555,18 @@ class ModelHarness:
         name, version = getattr(self, "name", "?"), getattr(self, "version", "?")
         directory = str(getattr(self, "model_dir", "?"))
         return f"ModelHarness({name!r}, version={version}, dir={directory!r})"
+
+
+def _target_version(target: Any) -> Optional[int]:
+    """The version a BLS target serves (None: a callable, which answers any)."""
+    if isinstance(target, ModelHarness):
+        return target.version
+    if isinstance(target, type):
+        return 1  # a harness on a class serves version 1
+    if isinstance(target, (str, os.PathLike)):
+        with suppress(OSError, ModelLoadError):
+            return pick_version(Path(os.fspath(target)), None, "model.py")
+    return None
 
 
 async def _await(awaitable: Any) -> Any:

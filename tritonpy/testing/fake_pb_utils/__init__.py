@@ -53,6 +53,7 @@ from .metrics import _families as _families
 from .metrics import clear_metrics as clear_metrics
 from .models import BLSHandler as BLSHandler
 from .models import _bls_models as _bls_models
+from .models import _unloaded as _unloaded
 from .models import get_model_dir, is_model_ready, load_model, unload_model
 from .models import register_bls_model as register_bls_model
 from .models import unregister_bls_model as unregister_bls_model
@@ -88,6 +89,7 @@ def reset() -> None:
     clear_logs()
     clear_metrics()
     _bls_models.clear()
+    _unloaded.clear()
 
 
 # Names that exist in the real module's Python file but are imports there.

@@ -10,6 +10,12 @@ class TritonModelException(Exception):
     """The exception the real stub raises for misuse of pb_utils objects."""
 
 
+class ServerAbort(BaseException):
+    """Not in the real module: a call that makes tritonserver itself abort (measured). A
+    BaseException, so that a model's ``except Exception`` cannot swallow it, as it could not
+    outlive the server; the harness turns it into a ModelBugError naming the rule."""
+
+
 class ErrorCode(enum.IntEnum):
     """TRITONSERVER_Error_Code values, as ``TritonError.<NAME>`` exposes them."""
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import enum
 import re
+import weakref
 from typing import Dict, FrozenSet, List, Optional, Tuple, Union
 
-from .errors import TritonModelException
+from .errors import ServerAbort, TritonModelException
 
 #: the model instance name put into metric error messages (the harness sets it)
 _instance_name: str = "model_0"
@@ -26,61 +27,120 @@ _KIND_NAMES = {
     MetricKind.HISTOGRAM: "TRITONSERVER_METRIC_KIND_HISTOGRAM",
 }
 
-_families: Dict[str, MetricFamily] = {}
-
 
 def _server_message(what: str, message: str) -> str:
     return f"{what}: Failed to process the request for model '{_instance_name}', message: {message}"
 
 
-class LabelledMetric:
-    """One labelled metric of a :class:`MetricFamily`."""
+class _Cell:
+    """The value of one labelled metric, shared by every Metric handle on it."""
 
-    def __init__(
-        self,
-        family: MetricFamily,
-        labels: Dict[str, str],
-        buckets: Optional[List[float]],
-    ) -> None:
-        self._family = family
+    def __init__(self, labels: Dict[str, str], buckets: Optional[List[float]]) -> None:
         self.labels = dict(labels)
         self.buckets = list(buckets) if buckets is not None else None
-        self._value = 0.0
-        #: every value passed to observe() (histograms), for tests
+        self.value = 0.0
         self.observations: List[float] = []
 
-    def _unsupported(self, what: str, op: str) -> TritonModelException:
-        kind = _KIND_NAMES[self._family.kind]
-        return TritonModelException(_server_message(what, f"{kind} does not support {op}"))
+
+class _FamilyState:
+    """What live MetricFamily objects of one name share (the server's family): it goes away
+    with the last of them, and a family created later starts from zero (measured, 24.10)."""
+
+    def __init__(self, name: str, description: str, kind: MetricKind) -> None:
+        self.name = name
+        self.description = description
+        self.kind = kind
+        self._metrics: Dict[FrozenSet[Tuple[str, str]], _Cell] = {}
+        self.live = 0
+
+
+#: live metric families by name (the harness and tests read them)
+_families: Dict[str, _FamilyState] = {}
+
+
+class LabelledMetric:
+    """One labelled metric of a :class:`MetricFamily` (what ``family.Metric()`` returns).
+
+    As in the stub, it is cleared when the MetricFamily object that made it is deleted: keep
+    the family alive as long as its metrics."""
+
+    def __init__(self, family: MetricFamily, cell: _Cell) -> None:
+        self._kind = family.kind
+        self._cell = cell
+        self._cleared = False
+
+    @property
+    def labels(self) -> Dict[str, str]:
+        return self._cell.labels
+
+    @property
+    def buckets(self) -> Optional[List[float]]:
+        return self._cell.buckets
+
+    @property
+    def observations(self) -> List[float]:
+        """Every value passed to observe() (histograms), for tests."""
+        return self._cell.observations
+
+    def _check(self, what: str, op: str, allowed: bool) -> None:
+        if self._cleared:  # checked first, as in the stub (Metric::CheckIfCleared)
+            raise TritonModelException(
+                f"{what}: Invalid metric operation as the corresponding 'MetricFamily' has "
+                "been deleted. The 'MetricFamily' object should be deleted AFTER its "
+                "corresponding 'Metric' objects have been deleted."
+            )
+        if not allowed:
+            kind = _KIND_NAMES[self._kind]
+            raise TritonModelException(_server_message(what, f"{kind} does not support {op}"))
+
+    def _abort(self, op: str, instead: str) -> ServerAbort:
+        kind = _KIND_NAMES[self._kind].rsplit("_", 1)[-1]
+        return ServerAbort(
+            f"{op}() on a {kind} metric: tritonserver 24.10 aborts, the whole server process "
+            f"ends (terminate: boost::interprocess::lock_exception; measured, not every time) "
+            f"instead of raising 'does not support {op.capitalize()}'. Call {instead}, or "
+            f"declare the metric with the kind that supports {op}()"
+        )
 
     def increment(self, value: float) -> None:
-        kind = self._family.kind
-        if kind == MetricKind.HISTOGRAM:
-            raise self._unsupported("Failed to increment metric value", "Increment")
-        if kind == MetricKind.COUNTER and value < 0:
+        what = "Failed to increment metric value"
+        if self._kind == MetricKind.HISTOGRAM and not self._cleared:
+            raise self._abort("increment", "observe()")
+        self._check(what, "Increment", self._kind != MetricKind.HISTOGRAM)
+        if self._kind == MetricKind.COUNTER and value < 0:
             raise TritonModelException(
                 _server_message(
-                    "Failed to increment metric value",
+                    what,
                     "TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by "
                     "non-negative values.",
                 )
             )
-        self._value += float(value)
+        self._cell.value += float(value)
 
     def set(self, value: float) -> None:
-        if self._family.kind != MetricKind.GAUGE:
-            raise self._unsupported("Failed to set metric value", "Set")
-        self._value = float(value)
+        self._check("Failed to set metric value", "Set", self._kind == MetricKind.GAUGE)
+        self._cell.value = float(value)
 
     def observe(self, value: float) -> None:
-        if self._family.kind != MetricKind.HISTOGRAM:
-            raise self._unsupported("Failed to observe metric value", "Observe")
-        self.observations.append(float(value))
+        if self._kind == MetricKind.GAUGE and not self._cleared:
+            raise self._abort("observe", "set()")
+        allowed = self._kind == MetricKind.HISTOGRAM
+        self._check("Failed to observe metric value", "Observe", allowed)
+        self._cell.observations.append(float(value))
 
     def value(self) -> float:
-        if self._family.kind == MetricKind.HISTOGRAM:
-            raise self._unsupported("Failed to get metric value", "Value")
-        return self._value
+        self._check("Failed to get metric value", "Value", self._kind != MetricKind.HISTOGRAM)
+        return self._cell.value
+
+
+def _release(state: _FamilyState, made: List[LabelledMetric]) -> None:
+    """A MetricFamily object is gone: its metrics are cleared; the last one of its name takes
+    the family with it."""
+    for metric in made:
+        metric._cleared = True
+    state.live -= 1
+    if state.live <= 0 and _families.get(state.name) is state:
+        del _families[state.name]
 
 
 class MetricFamily:
@@ -96,21 +156,24 @@ class MetricFamily:
             raise TritonModelException(
                 _server_message("Error when creating MetricFamily", "Invalid metric name")
             )
-        existing = _families.get(name)
-        if existing is not None and existing.kind != kind_:
+        state = _families.get(name)
+        if state is not None and state.kind != kind_:
             raise TritonModelException(
                 _server_message(
                     "Error when creating MetricFamily",
                     "Family name already exists with different type",
                 )
             )
+        if state is None:
+            state = _families[name] = _FamilyState(name, description, kind_)
+        state.live += 1
         self.name = name
         self.description = description
         self.kind: MetricKind = kind_
-        self._metrics: Dict[FrozenSet[Tuple[str, str]], LabelledMetric] = (
-            existing._metrics if existing is not None else {}
-        )
-        _families[name] = self
+        self._state = state
+        self._metrics = state._metrics
+        self._made: List[LabelledMetric] = []
+        weakref.finalize(self, _release, state, self._made)
 
     def Metric(
         self,
@@ -122,10 +185,11 @@ class MetricFamily:
         if self.kind != MetricKind.HISTOGRAM and buckets is not None:
             raise TritonModelException("Failed to create metric. Unexpected buckets found.")
         key = frozenset((labels or {}).items())
-        metric = self._metrics.get(key)
-        if metric is None:
-            metric = LabelledMetric(self, dict(labels or {}), buckets)
-            self._metrics[key] = metric
+        cell = self._metrics.get(key)
+        if cell is None:
+            cell = self._metrics[key] = _Cell(dict(labels or {}), buckets)
+        metric = LabelledMetric(self, cell)
+        self._made.append(metric)
         return metric
 
 

@@ -3,7 +3,7 @@ model repository; the fake has this registry)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set
 
 from .errors import TritonModelException
 
@@ -16,15 +16,28 @@ BLSHandler = Callable[["InferenceRequest"], Any]
 _bls_models: Dict[str, BLSHandler] = {}
 
 
+#: registered models that unload_model() took down (load_model() brings them back)
+_unloaded: Set[str] = set()
+
+
 def register_bls_model(name: str, handler: BLSHandler) -> None:
     """Not in the real module: make ``InferenceRequest(model_name=name).exec()`` call
-    ``handler(request)`` and ``is_model_ready(name)`` return True."""
+    ``handler(request)`` and ``is_model_ready(name)`` return True. A handler with a
+    ``model_version`` attribute is ready for that version only (the server's models have
+    versions; a plain callable is ready for any)."""
     _bls_models[name] = handler
+    _unloaded.discard(name)
 
 
 def unregister_bls_model(name: str) -> None:
     """Not in the real module: undo :func:`register_bls_model`."""
     _bls_models.pop(name, None)
+    _unloaded.discard(name)
+
+
+def _handler(name: str) -> Optional[BLSHandler]:
+    """The handler of a loaded model, None if it is unknown or unloaded."""
+    return None if name in _unloaded else _bls_models.get(name)
 
 
 _model_dir: str = ""
@@ -36,21 +49,29 @@ def get_model_dir() -> str:
 
 
 def load_model(model_name: str, config: str = "", files: Optional[Dict[str, bytes]] = None) -> None:
+    """Load a registered model again (the fake's repository is its BLS registry); an unknown
+    one fails with the server's message (measured, 24.10)."""
     if model_name in _bls_models:
+        _unloaded.discard(model_name)
         return
+    # the instance name is the one metric messages carry (the harness sets it)
+    from .metrics import _instance_name
+
     raise TritonModelException(
-        f"Failed to load model '{model_name}': the fake pb_utils has no model repository; "
-        f"register the model with ModelHarness.register_bls_model('{model_name}', handler)"
+        f"Failed to load model: Failed to process the request for model '{_instance_name}', "
+        f"message: failed to load '{model_name}', failed to poll from model repository"
     )
 
 
 def unload_model(model_name: str, unload_dependents: bool = False) -> None:
-    if model_name not in _bls_models:
-        raise TritonModelException(
-            f"Failed to unload model '{model_name}': no such model in the fake pb_utils registry"
-        )
-    _bls_models.pop(model_name)
+    """As the server: unloading a model it does not have is no error (measured, 24.10)."""
+    if model_name in _bls_models:
+        _unloaded.add(model_name)
 
 
 def is_model_ready(model_name: str, model_version: str = "") -> bool:
-    return model_name in _bls_models
+    handler = _handler(model_name)
+    if handler is None:
+        return False
+    version = getattr(handler, "model_version", None)
+    return not model_version or version is None or str(version) == str(model_version)

@@ -11,7 +11,7 @@ import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .errors import TritonError, TritonModelException
-from .models import _bls_models
+from .models import _handler
 from .tensor import Tensor
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
@@ -270,7 +270,7 @@ class InferenceRequest:
 
         The fake has no server, so the target must be registered with
         :func:`register_bls_model` (``ModelHarness.register_bls_model``)."""
-        handler = _bls_models.get(self._model_name)
+        handler = _handler(self._model_name)
         if handler is None:
             # the server's answer for a model it does not have (measured, r24.10): an error
             # response, not an exception. Under the harness, register the target with

@@ -1,0 +1,81 @@
+"""Request rescheduling (``request.set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)``)
+as tritonserver 24.10 does it.
+
+With ``sequence_batching { iterative_sequence: true }`` the server runs a rescheduled request
+again in a later ``execute`` (the same request: a decoupled model keeps sending through the same
+response sender; a non-decoupled one returns ``None`` in its place until it answers). Without
+it, the server never answers the request: the client waits forever (measured), so the harness
+raises an error naming the rule instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional
+
+from . import fake_pb_utils as pb
+from ._errors import ModelBugError
+
+__all__ = ["execute_with_rescheduling"]
+
+#: more rounds than any test needs: a model that reschedules forever is a bug
+MAX_ROUNDS = 1000
+
+
+def _iterative(config: Dict[str, Any]) -> bool:
+    return bool((config.get("sequence_batching") or {}).get("iterative_sequence", False))
+
+
+def _rescheduled(requests: List[pb.InferenceRequest]) -> List[int]:
+    flag = pb.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
+    return [i for i, r in enumerate(requests) if r._release_flags_value() == flag]
+
+
+def execute_with_rescheduling(
+    name: str,
+    config: Dict[str, Any],
+    requests: List[pb.InferenceRequest],
+    execute: Callable[[List[pb.InferenceRequest]], Any],
+) -> Any:
+    """``execute(requests)``, then again on the rescheduled ones until none is; returns what
+    the model returned, with each rescheduled slot filled by its final answer."""
+    returned = execute(requests)
+    pending = _rescheduled(requests)
+    rounds = 0
+    while pending:
+        if not _iterative(config):
+            raise ModelBugError(
+                f"model '{name}' released request(s) with "
+                "TRITONSERVER_REQUEST_RELEASE_RESCHEDULE but its configuration has no "
+                "sequence_batching { iterative_sequence: true }: Triton never answers such "
+                "a request (the client waits forever). Add that to config.pbtxt, or answer "
+                "the request instead of rescheduling it"
+            )
+        rounds += 1
+        if rounds > MAX_ROUNDS:
+            raise ModelBugError(
+                f"model '{name}' rescheduled a request {MAX_ROUNDS} times in a row; "
+                "a rescheduled request must end with a response"
+            )
+        if isinstance(returned, (list, tuple)):
+            for index in pending:
+                if returned[index] is not None:
+                    raise ModelBugError(
+                        f"model '{name}': Expected a None object in the execute function "
+                        "return list for reschduled request, found type "
+                        f"'{type(returned[index])}' (the stub's words: return None in the "
+                        "place of a rescheduled request)"
+                    )
+        again = [requests[i] for i in pending]
+        for request in again:
+            request.set_release_flags(pb.TRITONSERVER_REQUEST_RELEASE_ALL)
+        answer = execute(again)
+        if isinstance(returned, (list, tuple)):
+            merged: List[Optional[Any]] = list(returned)
+            answers = list(answer) if isinstance(answer, (list, tuple)) else []
+            if len(answers) != len(again):
+                return answer  # the harness's checks report the wrong count
+            for index, item in zip(pending, answers):
+                merged[index] = item
+            returned = merged
+        pending = [pending[i] for i in _rescheduled(again)]
+    return returned
