@@ -199,3 +199,39 @@ def test_real_server_agrees_with_the_harness(
         assert got[name].dtype == want[name].dtype, name
         assert got[name].shape == want[name].shape, name
         assert got[name].tolist() == want[name].tolist(), name
+
+
+# -- streams: a streaming model relaying the parts of a streaming target -------------------------
+# Not run on the server: a target ending its stream with an error (a tritonpy generator that
+# raises sends the error with the FINAL flag) leaves a 24.10 BLS caller waiting forever
+# (measured); the harness refuses it with a ModelBugError (tests/runtime/test_calls.py).
+
+STREAMS: List[Any] = [
+    ("relay", "cf_bls_relay", "one two three", [b"ONE", b"TWO", b"THREE"]),
+    ("relay-async", "cf_bls_relay_async", "ab cd", [b"ba", b"dc"]),
+]
+
+
+def text(value: str) -> Dict[str, np.ndarray]:
+    return {"TEXT": np.array([value.encode()], object)}
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize(("case", "model", "value", "words"), STREAMS, ids=[s[0] for s in STREAMS])
+def test_streamed_bls_agrees(
+    repo: RepositoryHarness,
+    server: TritonServer,
+    protocol: str,
+    case: str,
+    model: str,
+    value: str,
+    words: List[bytes],
+) -> None:
+    from tritonpy.server.streaming import stream_infer
+
+    parts = repo.infer_stream(model, text(value))
+    assert [p["WORD"].ravel().tolist() for p in parts] == [[w] for w in words]
+    url = server.http_url if protocol == "http" else server.grpc_url
+    result = stream_infer(url, model, text(value), protocol=protocol)
+    assert result.error is None
+    assert [p["WORD"].ravel().tolist() for p in result.responses] == [[w] for w in words]

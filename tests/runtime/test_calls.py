@@ -397,3 +397,14 @@ ensemble_scheduling { step [
     with RepositoryHarness(tmp_path) as repo, ModelHarness(UsesEnsemble) as h:
         assert repo.models == ["cf_target_negate", "cf_target_scale", "twice"]
         assert h.infer(x(1, 2))["Y"].tolist() == [-2.0, -4.0]
+
+
+def test_a_stream_ending_with_an_error_flagged_final_is_refused_instead_of_hanging():
+    """24.10 (measured): a BLS caller of a decoupled target that sends its error response
+    with the FINAL flag waits forever; the harness names the rule instead."""
+    with RepositoryHarness(BLS_MODELS) as repo:
+        text = {"TEXT": np.array([b"one bad two"], object)}
+        with pytest.raises(TritonRequestError) as info:
+            repo.infer_stream("cf_bls_relay", text)
+    assert "ended its stream with an error response carrying the FINAL flag" in str(info.value)
+    assert "waits forever" in str(info.value)

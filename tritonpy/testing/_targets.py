@@ -18,6 +18,9 @@ with code ``INTERNAL``; errors the server finds before the target runs (data typ
 unknown input or output) read ``Model <name> - Error when running inference: <server
 message>``; a decoupled target's responses end with an empty response (the FINAL flag), and an
 error response it sends after some parts does not reach the caller: the stream just ends.
+An error response sent *with* the FINAL flag never reaches the caller either, and neither
+does the end of the stream: the caller waits forever. The harness raises
+:class:`~tritonpy.testing.ModelBugError` naming that rule instead of hanging.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ import numpy as np
 
 from ..errors import InputError, TritonRequestError
 from . import fake_pb_utils as pb
+from ._errors import ModelBugError
 from ._requests import _check_requested_outputs, _client_view, _validate_request
 from ._responses import _collect_sent, _response_from
 
 if TYPE_CHECKING:
     from .harness import ModelHarness
 
-__all__ = ["RawTarget", "bls_handler", "server_error"]
+__all__ = ["RawTarget", "bls_handler", "final_error_hangs", "server_error"]
 
 Handler = Callable[[pb.InferenceRequest], Any]
 
@@ -135,13 +139,32 @@ def _stream(
         return [_model_error(exc.message)]
     if returned is not None:  # the harness reports this contract breach itself
         harness.infer_stream(inputs, requested_outputs=names)
+    _collect_sent(harness.name, inner, harness.stream_timeout)
     parts: List[pb.InferenceResponse] = []
-    for response in _collect_sent(harness.name, inner, harness.stream_timeout):
+    sent = inner._sender.sent if inner._sender is not None else []
+    for response, flags in sent:
+        if response is None:
+            continue
         if response.has_error():
+            if flags & pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+                raise ModelBugError(final_error_hangs(harness.name, response))
             break  # 24.10 does not hand a decoupled target's error response to the caller
         parts.append(response)
     parts.append(pb.InferenceResponse())  # the FINAL flag arrives as an empty response
     return parts
+
+
+def final_error_hangs(model: str, response: pb.InferenceResponse) -> str:
+    """Why a BLS caller of ``model`` would wait forever (measured on 24.10)."""
+    error = response.error()
+    message = error.message() if error is not None else ""
+    return (
+        f"model '{model}' ended its stream with an error response carrying the FINAL flag "
+        f"({message!r}); Triton 24.10 never delivers that response to a BLS caller, whose "
+        f"call_stream() / exec(decoupled=True) then waits forever. Send the error response "
+        f"without flags, then close the stream with send(flags="
+        f"pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)"
+    )
 
 
 def _callable_handler(fn: Callable[[Dict[str, Any]], Any]) -> Handler:
