@@ -186,8 +186,13 @@ class ModelCalls:
             if _is_text(value) or _is_text(_first_leaf(value)):
                 encoded.arrays[name] = _bytes_array(value, model, name)
                 continue
-            if isinstance(value, np.generic):
-                value = value.item()
+            if isinstance(value, np.generic):  # a numpy scalar keeps its dtype
+                value = np.asarray(value).reshape(1)
+                if value.dtype.kind in ("U", "S"):
+                    encoded.arrays[name] = _bytes_array(value.tolist(), model, name)
+                else:
+                    encoded.arrays[name] = value
+                continue
             scalar = not isinstance(value, (list, tuple))
             plain = [value] if scalar else value
             source = np.asarray(plain)

@@ -408,3 +408,12 @@ def test_a_stream_ending_with_an_error_flagged_final_is_refused_instead_of_hangi
             repo.infer_stream("cf_bls_relay", text)
     assert "ended its stream with an error response carrying the FINAL flag" in str(info.value)
     assert "waits forever" in str(info.value)
+
+
+def test_numpy_scalars_keep_their_dtype(scale):
+    def plan(model, X):
+        return model.call("scale", {"X": np.float32(1.5)})["Y"]
+
+    with caller(plan, scale=scale) as h:
+        assert h.infer(x(0))["Y"].tolist() == [3.0]
+        assert h.model._call_dtypes == {}  # sent as FP32 at once: nothing to learn
