@@ -5,6 +5,7 @@ each case runs through ModelHarness and through a real tritonserver over HTTP an
 from __future__ import annotations
 
 import queue
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
@@ -16,6 +17,7 @@ from tritonpy import TritonRequestError
 from tritonpy.server import TritonServer
 from tritonpy.server.client import InferClient
 from tritonpy.testing import ModelHarness
+from tritonpy.testing import fake_pb_utils as pb
 
 pytestmark = pytest.mark.integration
 
@@ -126,8 +128,13 @@ def run_server(
 
 
 @pytest.fixture(scope="module")
-def server(triton_server_factory: Callable[..., TritonServer]) -> TritonServer:
-    return triton_server_factory(MODELS, startup_timeout=180)
+def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("plain-server") / "server.log"
+
+
+@pytest.fixture(scope="module")
+def server(triton_server_factory: Callable[..., TritonServer], server_log: Path) -> TritonServer:
+    return triton_server_factory(MODELS, startup_timeout=180, log_file=server_log)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -223,3 +230,33 @@ def test_cancel_mid_stream(server: TritonServer) -> None:
     inputs = {"COUNT": one(5), "MODE": one(3)}
     assert stream_server(server, inputs, cancel_after=1) == [[0]]
     assert stream_harness(inputs, cancel_after=1) == [[0]]
+
+
+# -- the logger ---------------------------------------------------------------------------------
+
+LOG_LINE = re.compile(r'^([IWE])\d{4} [\d:.]+ +\d+ (model\.py:\d+\] ".*surface.*")$')
+
+
+def test_logger_lines_agree(server: TritonServer, server_log: Path) -> None:
+    """What pb_utils.Logger writes to the server log: level, model.py line and message (the
+    stub sends log lines to the server asynchronously: wait for the last one)."""
+    inputs = {"OP": np.array([b"logger"], object)}
+    with ModelHarness(MODELS / "pl_surface") as harness:
+        pb.clear_logs()
+        harness.infer(inputs)
+        expected = [r.server_line() for r in pb.log_records if r.level != pb.LogLevel.VERBOSE]
+    assert len(expected) == 5
+    client = InferClient(server.http_url, "http")
+    client.infer("pl_surface", inputs)
+    client.close()
+    deadline = time.monotonic() + 30
+    while True:
+        found = []
+        for line in server_log.read_text(errors="replace").splitlines():
+            match = LOG_LINE.match(line)
+            if match:
+                found.append(f"{match.group(1)} {match.group(2)}")
+        if len(found) >= len(expected) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert found[-len(expected) :] == expected

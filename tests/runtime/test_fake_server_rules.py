@@ -259,3 +259,14 @@ def test_metric_calls_that_abort_the_server_are_model_bugs(op: str) -> None:
     with ModelHarness(PLAIN / "pl_surface") as h, pytest.raises(ModelBugError) as bug:
         h.infer({"OP": [op.encode()]})
     assert "tritonserver 24.10 aborts, the whole server process ends" in str(bug.value)
+
+
+def test_logger_records_the_models_line_as_the_server_log_shows_it() -> None:
+    pb.clear_logs()
+    with ModelHarness(PLAIN / "pl_surface") as h:
+        h.infer({"OP": [b"logger"]})
+    lines = [r.server_line() for r in pb.log_records]
+    # measured on 24.10: 'I1201 03:33:54.536511 14798 model.py:42] "surface info"', ...
+    assert lines[0].startswith("I model.py:") and lines[0].endswith('] "surface info"')
+    assert [line[0] for line in lines] == ["I", "W", "E", "I", "I", "I"]  # VERBOSE shows as I
+    assert pb.log_records[3].level == pb.LogLevel.VERBOSE

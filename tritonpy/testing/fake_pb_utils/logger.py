@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import enum
 import logging
-from typing import List, NamedTuple, Union
+import os
+import sys
+from typing import List, NamedTuple, Tuple, Union
 
 _log = logging.getLogger("tritonpy.fake_pb_utils")
 
@@ -19,6 +21,16 @@ class LogLevel(enum.IntEnum):
 class LogRecord(NamedTuple):
     level: LogLevel
     message: str
+    #: where the model called the logger (the server's log line shows ``model.py:42``)
+    filename: str = ""
+    lineno: int = 0
+
+    def server_line(self) -> str:
+        """The record as tritonserver 24.10 writes it after its timestamp and thread id
+        (``I... model.py:42] "message"``): level letter, file name, line, quoted message.
+        VERBOSE lines appear only with ``--log-verbose`` >= 1 there."""
+        letter = {LogLevel.WARNING: "W", LogLevel.ERROR: "E"}.get(self.level, "I")
+        return f'{letter} {os.path.basename(self.filename)}:{self.lineno}] "{self.message}"'
 
 
 #: every message logged through :class:`Logger`, in order; clear it with :func:`clear_logs`.
@@ -40,6 +52,14 @@ def clear_logs() -> None:
 _Level = LogLevel
 
 
+def _caller() -> Tuple[str, int]:
+    """The model's frame that called the logger (the stub takes the caller's frame too)."""
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame.f_code.co_filename, frame.f_lineno
+
+
 class Logger:
     """``pb_utils.Logger``: the server log. Here: logging logger ``tritonpy.fake_pb_utils``
     plus :data:`log_records`."""
@@ -53,7 +73,8 @@ class Logger:
     @staticmethod
     def log(msg: str, level: Union[int, _Level] = _Level.INFO) -> None:
         lvl = _Level(int(level))
-        log_records.append(LogRecord(lvl, str(msg)))
+        filename, lineno = _caller()
+        log_records.append(LogRecord(lvl, str(msg), filename, lineno))
         _log.log(_PY_LEVELS[lvl], "%s", msg)
 
     @staticmethod
