@@ -109,6 +109,40 @@ CASES: List[Any] = [
         },
     ),
     (
+        "unknown-input",
+        "cf_bls_calls",
+        calls("unknown-input", 1),
+        {
+            "INFO": [
+                (
+                    "INTERNAL: "
+                    + refused(
+                        "cf_target_negate",
+                        "[request id: <id_unknown>] expected 1 inputs but got 2 inputs for model "
+                        "'cf_target_negate'. Got input(s) ['Z','X'], but missing required "
+                        "input(s) ]. Please provide all required input(s).",
+                    )
+                ).encode()
+            ]
+        },
+    ),
+    (
+        "unexpected-input",
+        "cf_bls_calls",
+        calls("unexpected-input", 1),
+        {
+            "INFO": [
+                (
+                    "INTERNAL: "
+                    + refused(
+                        "cf_target_shout",
+                        "unexpected inference input 'Z' for model 'cf_target_shout'",
+                    )
+                ).encode()
+            ]
+        },
+    ),
+    (
         "route-scale",
         "cf_bls_router",
         {"X": np.array([1, 2], np.float32)},

@@ -37,6 +37,10 @@ class Calls(tp.Model):
             self.call("cf_no_such_model", {"X": X})
         if case == "wrong-dtype":
             self.call("cf_target_scale", {"X": X.astype(np.float64)})
+        if case == "unknown-input":
+            self.call("cf_target_negate", {"X": X, "Z": X})
+        if case == "unexpected-input":
+            self.call("cf_target_shout", {"TEXT": "a", "Z": "b"})
         if case == "wrong-output":
             self.call("cf_target_scale", {"X": X}, outputs=["NOPE"])
         raise tp.InputError(f"input 'CASE': unknown case {case!r}")

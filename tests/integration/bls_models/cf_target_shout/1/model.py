@@ -4,11 +4,11 @@ import tritonpy as tp
 
 
 class Shout(tp.Model):
-    inputs = {"TEXT": tp.Text()}
+    inputs = {"TEXT": tp.Text(), "SUFFIX": tp.Text(default="!")}
     outputs = {"LOUD": tp.Text()}
 
-    def infer(self, TEXT):
-        return {"LOUD": TEXT.upper() + "!"}
+    def infer(self, TEXT, SUFFIX):
+        return {"LOUD": TEXT.upper() + SUFFIX}
 
 
 TritonPythonModel = Shout
