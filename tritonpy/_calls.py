@@ -252,7 +252,8 @@ class ModelCalls:
         ``inputs`` maps input names to numpy arrays, str/bytes, numbers or lists of them (see
         the module documentation for how each is encoded); ``outputs`` names the outputs
         wanted (None: all); ``version`` -1 is the version Triton's policy picks; ``timeout_ms``
-        0 is no timeout. An error response raises :class:`tritonpy.TritonRequestError`.
+        is Triton's request timeout (0: none), which bounds the wait in the target's queue, not
+        its run. An error response raises :class:`tritonpy.TritonRequestError`.
 
         Example::
 
