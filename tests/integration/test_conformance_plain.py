@@ -32,12 +32,15 @@ def one(value: int) -> np.ndarray:
     return np.array([value], np.int32)
 
 
-def bls(target: str, count: int, use_async: bool) -> Inputs:
-    return {
+def bls(target: str, count: int, use_async: bool, stream: Optional[bool] = None) -> Inputs:
+    inputs = {
         "TARGET": np.array([target.encode()], object),
         "COUNT": one(count),
         "ASYNC": np.array([use_async]),
     }
+    if stream is not None:  # exec(decoupled=stream) whatever the target is
+        inputs["STREAM"] = np.array([stream])
+    return inputs
 
 
 F32 = np.float32
@@ -79,6 +82,10 @@ CASES: List[Tuple[str, str, List[Inputs]]] = [
             bls("pl_instance", 3, True),
             bls("nope", 1, False),
             bls("nope", 1, True),
+            bls("nope", 1, False, stream=True),
+            bls("pl_decoupled", 2, False, stream=False),
+            bls("pl_decoupled", 2, True, stream=False),
+            bls("pl_instance", 2, False, stream=True),
         ],
     ),
 ]

@@ -270,3 +270,21 @@ def test_logger_records_the_models_line_as_the_server_log_shows_it() -> None:
     assert lines[0].startswith("I model.py:") and lines[0].endswith('] "surface info"')
     assert [line[0] for line in lines] == ["I", "W", "E", "I", "I", "I"]  # VERBOSE shows as I
     assert pb.log_records[3].level == pb.LogLevel.VERBOSE
+
+
+def test_bls_exec_without_decoupled_on_a_decoupled_target() -> None:
+    targets = {"pl_decoupled": PLAIN / "pl_decoupled"}
+    with ModelHarness(PLAIN / "pl_bls", targets=targets) as h:
+        inputs = {
+            "TARGET": [b"pl_decoupled"],
+            "COUNT": one(2),
+            "ASYNC": np.array([False]),
+            "STREAM": np.array([False]),
+        }
+        out = h.infer(inputs)
+    assert out["ERROR"].tolist() == [
+        b"code 1: Model pl_decoupled - Error when running inference: Model pl_decoupled is "
+        b"using the decoupled. The current BLS request call doesn't support models using the "
+        b"decoupled transaction policy. Please use 'decoupled=True' argument to the 'exec' or "
+        b"'async_exec' calls for decoupled models.'"
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import functools
+import inspect
 import json
 import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
@@ -41,6 +42,15 @@ def _not_ready(model_name: str) -> str:
     return (
         f"Model {model_name} - Error when running inference: Failed for execute the inference "
         f"request. Model '{model_name}' is not ready."
+    )
+
+
+def _not_decoupled_call(model_name: str) -> str:
+    return (
+        f"Model {model_name} - Error when running inference: Model {model_name} is using the "
+        "decoupled. The current BLS request call doesn't support models using the decoupled "
+        "transaction policy. Please use 'decoupled=True' argument to the 'exec' or "
+        "'async_exec' calls for decoupled models.'"
     )
 
 
@@ -282,6 +292,10 @@ class InferenceRequest:
             if isinstance(result, InferenceResponse):
                 return iter([result])
             return iter(result)
+        if isinstance(result, (list, tuple)) or inspect.isgenerator(result):
+            # a decoupled target (its handler answers with a stream) asked without
+            # decoupled=True: the server's error response (measured, 24.10, stray quote too)
+            return InferenceResponse(error=TritonError(_not_decoupled_call(self._model_name)))
         if not isinstance(result, InferenceResponse):
             raise TritonModelException(
                 f"BLS handler for model '{self._model_name}' must return a "

@@ -1,6 +1,7 @@
 """Calls TARGET through BLS (pl_decoupled: decoupled exec; pl_instance: plain exec; any other
 name: a model that does not exist), with exec or (ASYNC) async_exec from an async execute,
-and reports the values and the error (with its code)."""
+and reports the values and the error (with its code). exec(decoupled=...) is STREAM when
+given, else whether the target is pl_decoupled."""
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -18,8 +19,10 @@ class TritonPythonModel:
         target = pb_utils.get_input_tensor_by_name(request, "TARGET").as_numpy()[0].decode()
         count = int(pb_utils.get_input_tensor_by_name(request, "COUNT").as_numpy()[0])
         use_async = bool(pb_utils.get_input_tensor_by_name(request, "ASYNC").as_numpy()[0])
-        decoupled = target == "pl_decoupled"
-        if decoupled:
+        stream = pb_utils.get_input_tensor_by_name(request, "STREAM")
+        # STREAM (optional) asks exec for a decoupled call whatever the target is
+        decoupled = bool(stream.as_numpy()[0]) if stream is not None else target == "pl_decoupled"
+        if target == "pl_decoupled":
             inputs = [tensor("COUNT", count), tensor("MODE", 1)]
             outputs = ["OUT"]
         else:
