@@ -143,6 +143,25 @@ CASES: List[Any] = [
         },
     ),
     (
+        "call-decoupled",
+        "cf_bls_calls",
+        calls("call-decoupled", 1),
+        {
+            "INFO": [
+                (
+                    "INTERNAL: "
+                    + refused(
+                        "cf_target_count",
+                        "Model cf_target_count is using the decoupled. The current BLS request "
+                        "call doesn't support models using the decoupled transaction policy. "
+                        "Please use 'decoupled=True' argument to the 'exec' or 'async_exec' "
+                        "calls for decoupled models.'",
+                    )
+                ).encode()
+            ]
+        },
+    ),
+    (
         "route-scale",
         "cf_bls_router",
         {"X": np.array([1, 2], np.float32)},

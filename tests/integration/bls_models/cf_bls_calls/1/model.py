@@ -41,6 +41,8 @@ class Calls(tp.Model):
             self.call("cf_target_negate", {"X": X, "Z": X})
         if case == "unexpected-input":
             self.call("cf_target_shout", {"TEXT": "a", "Z": "b"})
+        if case == "call-decoupled":  # call() on a streaming target: refused
+            self.call("cf_target_count", {"N": [1]})
         if case == "wrong-output":
             self.call("cf_target_scale", {"X": X}, outputs=["NOPE"])
         raise tp.InputError(f"input 'CASE': unknown case {case!r}")
