@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
 import sys
+from contextlib import suppress
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, ContextManager, List, Optional
+from typing import Any, Callable, ContextManager, List, Optional
 
 from ._errors import ModelLoadError
 
-__all__ = ["import_model_file", "pick_version", "unload_package"]
+__all__ = ["import_model_file", "pick_version", "target_version", "unload_package"]
 
 _package_counter = itertools.count()
 
@@ -79,3 +81,17 @@ def unload_package(package_name: str) -> None:
     doomed: List[str] = [n for n in sys.modules if n == package_name or n.startswith(prefix)]
     for name in doomed:
         sys.modules.pop(name, None)
+
+
+def target_version(target: Any) -> Optional[int]:
+    """The version a BLS target serves: a harness's own, 1 for a class, the highest of a model
+    directory; None for a callable (it answers any version)."""
+    version = getattr(target, "version", None)
+    if isinstance(version, int) and not isinstance(target, type):
+        return version  # a ModelHarness
+    if isinstance(target, type):
+        return 1
+    if isinstance(target, (str, os.PathLike)):
+        with suppress(OSError, ModelLoadError):
+            return pick_version(Path(os.fspath(target)), None, "model.py")
+    return None

@@ -54,7 +54,12 @@ from ._config import (
     parse_config_pbtxt,
 )
 from ._errors import HarnessError, ModelBugError, ModelLoadError
-from ._loading import import_model_file, pick_version
+from ._install import (
+    fake_pb_utils_installed,
+    install_fake_pb_utils,
+    uninstall_fake_pb_utils,
+)
+from ._loading import import_model_file, pick_version, target_version
 from ._process_guard import (
     ModelProcessDiedError,
     ProcessEnded,
@@ -91,48 +96,7 @@ __all__ = [
     "uninstall_fake_pb_utils",
 ]
 
-PB_UTILS = "triton_python_backend_utils"
 _HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_MISSING = object()
-_install_lock = threading.RLock()
-_install_stack: List[Any] = []
-
-# --------------------------------------------------------------------------------------------
-# Installing the fake pb_utils
-# --------------------------------------------------------------------------------------------
-
-
-def install_fake_pb_utils() -> ModuleType:
-    """Put the fake pb_utils into ``sys.modules["triton_python_backend_utils"]`` and return it.
-    Undo with :func:`uninstall_fake_pb_utils` (calls nest)."""
-    with _install_lock:
-        _install_stack.append(sys.modules.get(PB_UTILS, _MISSING))
-        sys.modules[PB_UTILS] = pb
-    return pb
-
-
-def uninstall_fake_pb_utils() -> None:
-    """Restore what ``sys.modules["triton_python_backend_utils"]`` held before the matching
-    :func:`install_fake_pb_utils`."""
-    with _install_lock:
-        if not _install_stack:
-            return
-        previous = _install_stack.pop()
-        if previous is _MISSING:
-            sys.modules.pop(PB_UTILS, None)
-        else:
-            sys.modules[PB_UTILS] = previous
-
-
-@contextmanager
-def fake_pb_utils_installed() -> Iterator[ModuleType]:
-    """``with fake_pb_utils_installed() as pb_utils:`` the fake is importable inside."""
-    module = install_fake_pb_utils()
-    try:
-        yield module
-    finally:
-        uninstall_fake_pb_utils()
-
 
 # --------------------------------------------------------------------------------------------
 # The harness
@@ -505,7 +469,7 @@ class ModelHarness:
         """Make BLS requests to ``name`` run on ``target``: another ModelHarness, or a callable
         taking the pb_utils.InferenceRequest and returning an InferenceResponse."""
         handler = bls_handler(target)
-        version = _target_version(target)
+        version = target_version(target)
         if version is not None and not hasattr(handler, "model_version"):
             # is_model_ready(name, version) answers for the version the target has
             with suppress(AttributeError):
@@ -555,18 +519,6 @@ class ModelHarness:
         name, version = getattr(self, "name", "?"), getattr(self, "version", "?")
         directory = str(getattr(self, "model_dir", "?"))
         return f"ModelHarness({name!r}, version={version}, dir={directory!r})"
-
-
-def _target_version(target: Any) -> Optional[int]:
-    """The version a BLS target serves (None: a callable, which answers any)."""
-    if isinstance(target, ModelHarness):
-        return target.version
-    if isinstance(target, type):
-        return 1  # a harness on a class serves version 1
-    if isinstance(target, (str, os.PathLike)):
-        with suppress(OSError, ModelLoadError):
-            return pick_version(Path(os.fspath(target)), None, "model.py")
-    return None
 
 
 async def _await(awaitable: Any) -> Any:
