@@ -14,6 +14,7 @@ The public API is what ``__all__`` lists; everything else is private.
 from __future__ import annotations
 
 from . import parameters, vision
+from ._calls import CallError
 from .batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
 from .codecs import JSON, MISSING, Bytes, Codec, ElementCodec, Image, Tensor, Text, TorchTensor
 from .dtypes import DTYPES, DType, lookup_dtype
@@ -37,6 +38,7 @@ __all__ = [
     "JSON",
     "MISSING",
     "Bytes",
+    "CallError",
     "Codec",
     "Counter",
     "DType",
