@@ -8,8 +8,9 @@ last response carries no outputs, so a client sees exactly one response per ``yi
 streaming without ``enable_empty_final_response``, HTTP ``generate_stream``), and the first
 part is never held back to learn whether it is the last.
 
-Ends of a stream other than the generator's end, each one error response flagged FINAL
-after the parts already sent:
+Ends of a stream other than the generator's end, each one error response after the parts
+already sent, then the flags-only FINAL (an error flagged FINAL itself never reaches a BLS
+caller in 24.10: its stream would never end):
 
 * a bad input: ``INVALID_ARG`` (nothing computed);
 * ``InputError`` raised by ``infer``: ``INVALID_ARG``; any other exception: ``INTERNAL``;
@@ -168,7 +169,11 @@ class _Stream:
         )
 
     def _end_with(self, response: Any) -> None:
-        self.sender.send(response, flags=self.final)
+        # The error goes out as a response of its own and a flags-only FINAL closes the stream:
+        # Triton 24.10 never delivers an error response flagged FINAL to a BLS caller
+        # iterating the stream (call_stream would wait forever); clients see the same error.
+        self.sender.send(response)
+        self.sender.send(flags=self.final)
 
 
 def _close(parts: Any) -> None:

@@ -255,13 +255,16 @@ def test_real_server_agrees_with_the_harness(
 
 
 # -- streams: a streaming model relaying the parts of a streaming target -------------------------
-# Not run on the server: a target ending its stream with an error (a tritonpy generator that
-# raises sends the error with the FINAL flag) leaves a 24.10 BLS caller waiting forever
-# (measured); the harness refuses it with a ModelBugError (tests/runtime/test_calls.py).
+# A tritonpy generator that raises sends its error as a response of its own, then a flags-only
+# FINAL: the 24.10 BLS caller's stream ends after the parts already sent (the error response
+# is dropped on the BLS path). A target that flags the error itself FINAL leaves a 24.10 BLS
+# caller waiting forever (measured); the harness refuses that with a ModelBugError
+# (tests/runtime/test_calls.py).
 
 STREAMS: List[Any] = [
     ("relay", "cf_bls_relay", "one two three", [b"ONE", b"TWO", b"THREE"]),
     ("relay-async", "cf_bls_relay_async", "ab cd", [b"ba", b"dc"]),
+    ("relay-target-error", "cf_bls_relay", "one bad two", [b"ONE"]),
 ]
 
 

@@ -399,15 +399,49 @@ ensemble_scheduling { step [
         assert h.infer(x(1, 2))["Y"].tolist() == [-2.0, -4.0]
 
 
+class ErrorFlaggedFinal:
+    """A plain pb_utils decoupled target that ends its stream with an error flagged FINAL."""
+
+    def execute(self, requests):
+        import triton_python_backend_utils as pb_utils
+
+        for request in requests:
+            sender = request.get_response_sender()
+            sender.send(
+                pb_utils.InferenceResponse(error=pb_utils.TritonError("no more words")),
+                flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+            )
+        return None
+
+
+DECOUPLED_TEXT_CONFIG = {
+    "input": [{"name": "TEXT", "data_type": "TYPE_STRING", "dims": [1]}],
+    "output": [{"name": "WORD", "data_type": "TYPE_STRING", "dims": [1]}],
+    "model_transaction_policy": {"decoupled": True},
+}
+
+
 def test_a_stream_ending_with_an_error_flagged_final_is_refused_instead_of_hanging():
     """24.10 (measured): a BLS caller of a decoupled target that sends its error response
     with the FINAL flag waits forever; the harness names the rule instead."""
-    with RepositoryHarness(BLS_MODELS) as repo:
-        text = {"TEXT": np.array([b"one bad two"], object)}
-        with pytest.raises(TritonRequestError) as info:
-            repo.infer_stream("cf_bls_relay", text)
+    with ModelHarness(ErrorFlaggedFinal, config=DECOUPLED_TEXT_CONFIG, name="words") as target:
+        with RepositoryHarness(BLS_MODELS) as repo:
+            relay = repo.harness("cf_bls_relay")
+            relay.register_bls_model("cf_target_words", target)
+            text = {"TEXT": np.array([b"one two"], object)}
+            with pytest.raises(TritonRequestError) as info:
+                relay.infer_stream(text)
     assert "ended its stream with an error response carrying the FINAL flag" in str(info.value)
     assert "waits forever" in str(info.value)
+
+
+def test_a_tritonpy_stream_error_ends_a_bls_callers_stream():
+    """A tritonpy generator sends its error, then a flags-only FINAL: the BLS caller's stream
+    ends after the parts sent (24.10 drops the error response on the BLS path)."""
+    with RepositoryHarness(BLS_MODELS) as repo:
+        text = {"TEXT": np.array([b"one bad two"], object)}
+        parts = repo.infer_stream("cf_bls_relay", text)
+    assert [part["WORD"].tolist() for part in parts] == [[b"ONE"]]
 
 
 def test_numpy_scalars_keep_their_dtype(scale):
