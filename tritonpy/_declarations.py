@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from .codecs.base import Codec
 from .errors import DeclarationError
+from .metrics import check_metric_declarations
 
 if TYPE_CHECKING:
     from .model import Model
@@ -225,6 +226,7 @@ def validate_declarations(cls: type) -> None:
     if infer is not None:
         _check_infer_signature(cls, infer)
     check_streaming(cls)
+    check_metric_declarations(cls)
 
 
 def _check_infer_signature(cls: type, infer: Any) -> None:

@@ -157,6 +157,8 @@ class _Stream:
     def _end_with_error(self, exc: Exception) -> None:
         model = self.model
         if isinstance(exc, InputError):
+            if model._builtin is not None:
+                model._builtin.refused(exc.input_name)
             response = model._error_response(str(exc), model._error_codes.INVALID_ARG)
         else:
             response = model._internal_error(exc, "running infer()")

@@ -407,6 +407,8 @@ class Model(ModelCalls, ModelContext):
         try:
             self._finish_one(item, self._timed_infer(self._one_values(item)), responses)
         except InputError as exc:
+            if self._builtin is not None:
+                self._builtin.refused(exc.input_name)
             responses[item.index] = self._error_response(str(exc), self._error_codes.INVALID_ARG)
         except Exception as exc:
             responses[item.index] = self._internal_error(exc, "running infer()")

@@ -377,3 +377,30 @@ def test_rows_buckets_are_powers_of_two_up_to_max_batch_size(
     max_batch_size: int, bounds: list
 ) -> None:
     assert rows_buckets(max_batch_size) == bounds
+
+
+def test_a_bad_metric_name_fails_when_the_class_is_defined() -> None:
+    with pytest.raises(DeclarationError, match="is not a valid metric name"):
+
+        class Bad(tp.Model):
+            inputs = {"X": tp.Tensor("FP32", [1])}
+            outputs = {"Y": tp.Tensor("FP32", [1])}
+            metrics = {"bad name": tp.Counter("c")}
+
+
+def test_an_input_error_raised_by_infer_counts_as_refused() -> None:
+    class Picky(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [1])}
+        outputs = {"Y": tp.Tensor("FP32", [1])}
+        builtin_metrics = True
+
+        def infer(self, X: Any) -> Dict[str, Any]:
+            if X[0] < 0:
+                raise tp.InputError("input 'X': expected >= 0", input_name="X")
+            return {"Y": X}
+
+    with ModelHarness(Picky) as harness:
+        harness.infer({"X": np.array([1.0], np.float32)})
+        with pytest.raises(tp.TritonRequestError):
+            harness.infer({"X": np.array([-1.0], np.float32)})
+        assert harness.model.metrics["tritonpy_requests_refused"].values() == {"X": 1.0}
