@@ -27,7 +27,7 @@ for version in "${versions[@]}"; do
     fi
     numpy="numpy<2"
     [ "$version" != "3.13" ] || numpy="numpy>=2"
-    "$venv/bin/python" -m pip --disable-pip-version-check -q install -e ".[image,config]" "$numpy" pytest \
+    "$venv/bin/python" -m pip --disable-pip-version-check -q install -e ".[image,config]" "$numpy" pytest hypothesis \
         2> >(grep -v "^WARNING: Location" >&2)
     echo "==> runtime tests on $("$venv/bin/python" --version), numpy $("$venv/bin/python" -c 'import numpy; print(numpy.__version__)')"
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not torch and not pytriton and not integration" tests/runtime

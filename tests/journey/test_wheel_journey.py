@@ -35,10 +35,12 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = [
+    "bls_router",
     "classification_postprocess",
     "detection_postprocess",
     "ensemble_classifier",
     "image_preprocess",
+    "text_stream",
     "torch_model",
 ]
 # what pip should not look at when installing the wheel: nothing of this checkout

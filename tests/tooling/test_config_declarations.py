@@ -213,7 +213,13 @@ def test_cli_check_then_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 @pytest.mark.parametrize(
     "template",
-    ["image_preprocess", "classification_postprocess", "detection_postprocess", "torch_model"],
+    [
+        "image_preprocess",
+        "classification_postprocess",
+        "detection_postprocess",
+        "torch_model",
+        "bls_router",
+    ],
 )
 def test_template_configs_round_trip(template: str, tmp_path: Path) -> None:
     model_dir = tmp_path / template
@@ -310,7 +316,14 @@ def test_check_fails_when_config_is_missing(
 
 @pytest.mark.parametrize(
     "template",
-    ["image_preprocess", "classification_postprocess", "detection_postprocess", "torch_model"],
+    [
+        "image_preprocess",
+        "classification_postprocess",
+        "detection_postprocess",
+        "torch_model",
+        "bls_router",
+        "text_stream",
+    ],
 )
 def test_shipped_template_configs_pass_check_as_they_are(template: str, tmp_path: Path) -> None:
     # the templates ship short configs (name, backend, parameters): auto-complete does the rest
