@@ -426,10 +426,13 @@ class ModelHarness:
         request_id: str = "",
         cancel: bool = False,
         cancel_after: Optional[int] = None,
-    ) -> List[Outputs]:
+        errors: str = "raise",
+    ) -> List[Any]:
         """Send one request to a decoupled model; return every response's outputs, in order,
         up to the FINAL flag (a flags-only final response adds nothing). An error response
-        raises TritonRequestError.
+        raises TritonRequestError; with ``errors="return"`` it takes its place in the list
+        instead (as a TritonRequestError), after the parts sent before it, as a streaming
+        client's callback receives them.
 
         ``cancel=True`` cancels the request before ``execute`` sees it. ``cancel_after=n``
         cancels it once the model has sent ``n`` responses, as a gRPC client's
@@ -442,6 +445,8 @@ class ModelHarness:
             parts = harness.infer_stream({"TEXT": ["a long text"]}, cancel_after=2)
             assert len(parts) == 2
         """
+        if errors not in ("raise", "return"):
+            raise HarnessError(f"infer_stream(errors={errors!r}): expected 'raise' or 'return'")
         request, requested = self._build_request(inputs, requested_outputs, parameters, request_id)
         if cancel:
             request._cancel()
@@ -463,7 +468,15 @@ class ModelHarness:
             (response,) = _check_responses(self.name, [request], returned, self.stream_timeout)
             return [_client_outputs(response, requested)]
         sent = _collect_sent(self.name, request, self.stream_timeout, cancel_after)
-        return [_client_outputs(r, requested) for r in sent]
+        if errors == "raise":
+            return [_client_outputs(r, requested) for r in sent]
+        results: List[Any] = []
+        for response in sent:
+            try:
+                results.append(_client_outputs(response, requested))
+            except TritonRequestError as exc:
+                results.append(exc)
+        return results
 
     def register_bls_model(self, name: str, target: Any) -> None:
         """Make BLS requests to ``name`` run on ``target``: another ModelHarness, or a callable
