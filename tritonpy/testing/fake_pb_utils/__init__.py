@@ -17,6 +17,20 @@ Behaviours measured on the real server (release 24.10) and kept here:
 - Metric errors carry the same texts as the server's.
 - Output data is copied when a response is created or sent: mutating an array afterwards does
   not change what the client receives.
+- ``Tensor`` takes fixed-width bytes arrays (dtype ``S``) as BYTES and gives them back as they
+  are from ``as_numpy()``.
+- The response sender checks what the stub checks, in its order (flags, a missing response,
+  the non-decoupled one-response rule, closed after FINAL), with its messages.
+- BLS: an unknown or unloaded target, or a decoupled one asked without ``decoupled=True``, is
+  the server's error response (code INTERNAL), not an exception; ``async_exec`` needs a
+  running event loop and returns a future.
+- ``unload_model`` of an unknown model is no error; ``load_model`` of one fails with the
+  server's message; ``is_model_ready`` honours versions.
+- A ``Metric`` whose ``MetricFamily`` object was deleted refuses every operation; a family
+  made again after the last one of its name was deleted starts from zero. The metric
+  operations the server refuses raise :class:`~.errors.ServerAbort` (24.10 sometimes aborts
+  the whole server on them).
+- ``Logger`` records the calling file and line, as the server's log shows them.
 
 It runs on CPython 3.9+ with numpy alone.
 
