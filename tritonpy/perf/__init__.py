@@ -1,0 +1,27 @@
+"""Load tests and configuration search for served models: ``tritonpy perf`` and
+``tritonpy tune``.
+
+- :mod:`.inputs`: valid request inputs from a model's configuration (and its tritonpy
+  declarations, when known), or from user files;
+- :mod:`.engine`: a bounded closed-loop load generator over gRPC or HTTP;
+- :mod:`.cpu`: server CPU seconds from ``/proc`` (the pid found from the URL's port);
+- :mod:`.stats`: Triton's per-model statistics, before/after differences;
+- :mod:`.report`: one measurement point per concurrency, the table and the JSON;
+- :mod:`.perf_analyzer`: perf_analyzer as the load engine where it is installed;
+- :mod:`.runner`: :func:`run_perf`, the whole sweep;
+- :mod:`.tune`: the configuration search on the embedded server.
+
+Example::
+
+    from tritonpy.perf import run_perf
+
+    report = run_perf("add_sub", url="localhost:8001", concurrency=[1, 4], duration=2.0)
+    print(report.table())
+"""
+
+from __future__ import annotations
+
+from .report import PerfPoint, PerfReport
+from .runner import PerfOptions, run_perf
+
+__all__ = ["PerfOptions", "PerfPoint", "PerfReport", "run_perf"]

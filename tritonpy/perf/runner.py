@@ -1,0 +1,188 @@
+"""``run_perf``: a closed-loop concurrency sweep of one served model, with server CPU and
+Triton's statistics per point, by the built-in engine or perf_analyzer.
+
+Example::
+
+    options = PerfOptions(concurrency=(1, 4), duration=2.0)
+    report = run_perf("image_preprocess", "localhost:8001", options)
+    print(report.table())
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import ToolError
+from ..server.client import InferClient
+from .cpu import is_local_host, pid_listening_on, tree_cpu_seconds
+from .engine import Progress, grpc_caller_factory, http_caller_factory, run_closed_loop
+from .inputs import InputSpec, generate_payloads
+from .perf_analyzer import build_command, find_perf_analyzer, run_perf_analyzer
+from .report import PerfPoint, PerfReport, point_from_window
+from .stats import ModelStats
+
+__all__ = ["ENGINES", "PerfOptions", "perf_analyzer_input_data", "run_perf"]
+
+ENGINES = ("auto", "builtin", "perf_analyzer")
+
+
+@dataclass(frozen=True)
+class PerfOptions:
+    """How to load the model: the concurrencies of the sweep, seconds of warm-up and of
+    measurement per point, inputs (see :mod:`tritonpy.perf.inputs`), the engine, and the
+    server's pid for CPU accounting (found from the URL's port when the host is local)."""
+
+    concurrency: Tuple[int, ...] = (1, 4, 16)
+    duration: float = 5.0
+    warmup: float = 1.0
+    specs: Mapping[str, InputSpec] = field(default_factory=dict)
+    hints: Mapping[str, str] = field(default_factory=dict)
+    shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    engine: str = "auto"
+    server_pid: Optional[int] = None
+    timeout: float = 60.0
+
+
+def _statistics(client: InferClient, model: str) -> Optional[ModelStats]:
+    try:
+        raw: Any = client._client  # tritonclient's own client: the statistics call
+        if client.endpoint.protocol == "grpc":
+            reply = raw.get_inference_statistics(model, as_json=True)
+        else:
+            reply = raw.get_inference_statistics(model)
+    except Exception:  # statistics are extra information: a server without them still runs
+        return None
+    return ModelStats.from_json(reply, model)
+
+
+def _server_pid(address: str, given: Optional[int]) -> Optional[int]:
+    if given is not None:
+        return given
+    host, _, port = address.rpartition(":")
+    if not is_local_host(host.strip("[]")) or not port.isdigit():
+        return None
+    return pid_listening_on(int(port))
+
+
+def perf_analyzer_input_data(payloads: Sequence[Mapping[str, NDArray[Any]]]) -> Dict[str, Any]:
+    """Payloads in perf_analyzer's ``--input-data`` JSON form: per input ``content`` (numbers,
+    or strings for BYTES; bytes that are not UTF-8 as ``{"b64": ...}``) and ``shape``
+    without the batch dimension perf_analyzer adds itself."""
+
+    def tensor(array: NDArray[Any]) -> Dict[str, Any]:
+        rows = array[0] if array.ndim > 0 else array
+        if array.dtype == np.object_:
+            flat = rows.reshape(-1).tolist()
+            try:
+                return {"content": [v.decode("utf-8") for v in flat], "shape": list(rows.shape)}
+            except UnicodeDecodeError:
+                return {"b64": base64.b64encode(b"".join(flat)).decode("ascii")}
+        return {"content": rows.reshape(-1).tolist(), "shape": list(rows.shape)}
+
+    return {"data": [{name: tensor(a) for name, a in p.items()} for p in payloads]}
+
+
+def run_perf(
+    model: str,
+    url: str = "localhost:8001",
+    options: PerfOptions = PerfOptions(),
+    *,
+    protocol: Optional[str] = None,
+    on_progress: Optional[Callable[[Progress], None]] = None,
+) -> PerfReport:
+    """Measure ``model`` at ``url`` at each concurrency of ``options`` (see the module's
+    docstring). Library code: nothing is printed; progress goes to ``on_progress``."""
+    client = InferClient(url, protocol, timeout=options.timeout)
+    endpoint = client.endpoint
+    try:
+        config = client.model_config(model)
+        payloads = generate_payloads(
+            config, specs=options.specs, hints=options.hints, shapes=options.shapes
+        )
+        engine = options.engine
+        if engine not in ENGINES:
+            raise ToolError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}.")
+        binary = find_perf_analyzer()
+        if engine == "perf_analyzer" and binary is None:
+            raise ToolError(
+                "--engine perf_analyzer: perf_analyzer is not on PATH. Install it (Triton's "
+                "SDK container, or a perf-analyzer wheel that ships the binary), or use "
+                "--engine builtin."
+            )
+        chosen = "perf_analyzer" if engine != "builtin" and binary is not None else "builtin"
+        pid = _server_pid(endpoint.address, options.server_pid)
+        report = PerfReport(model, url, endpoint.protocol, chosen, options.duration)
+        if pid is None:
+            report.notes.append(
+                "server CPU not measured: the server is not local (pass --server-pid)"
+            )
+        factory = grpc_caller_factory if endpoint.protocol == "grpc" else http_caller_factory
+        make = factory(endpoint.address, model, payloads, timeout=options.timeout)
+        with tempfile.TemporaryDirectory(prefix="tritonpy-perf-") as scratch:
+            data_file = Path(scratch) / "input_data.json"
+            data_file.write_text(json.dumps(perf_analyzer_input_data(payloads)))
+            for concurrency in options.concurrency:
+                before = _statistics(client, model)
+                cpu_before = tree_cpu_seconds(pid) if pid is not None else None
+                if chosen == "perf_analyzer" and binary is not None:
+                    csv_path = Path(scratch) / f"c{concurrency}.csv"
+                    command = build_command(
+                        binary, model, endpoint.address, endpoint.protocol, concurrency,
+                        duration=options.duration, csv_path=csv_path, input_data=data_file,
+                        shapes={k: list(v) for k, v in options.shapes.items()},
+                    )  # fmt: skip
+                    found = run_perf_analyzer(command, csv_path, timeout=options.duration * 20 + 60)
+                    point = found[0] if found else PerfPoint(concurrency, 0, *[float("nan")] * 4, 0, 0)
+                else:
+                    window = run_closed_loop(
+                        make,
+                        concurrency=concurrency,
+                        warmup=options.warmup,
+                        duration=options.duration,
+                        on_progress=on_progress,
+                    )
+                    point = point_from_window(window)
+                point = _with_server_side(point, client, model, before, pid, cpu_before, chosen)
+                report.points.append(point)
+        return report
+    finally:
+        client.close()
+
+
+def _with_server_side(
+    point: PerfPoint,
+    client: InferClient,
+    model: str,
+    before: Optional[ModelStats],
+    pid: Optional[int],
+    cpu_before: Optional[float],
+    engine: str,
+) -> PerfPoint:
+    """Add the server's CPU per inference and the statistics over the point. The statistics'
+    inference count divides the CPU (it counts the warm-up too, as the CPU sample does)."""
+    after = _statistics(client, model)
+    delta = after - before if after is not None and before is not None else None
+    cpu_ms = None
+    if pid is not None and cpu_before is not None and delta is not None:
+        if delta.inference_count > 0:
+            cpu_ms = (tree_cpu_seconds(pid) - cpu_before) * 1000.0 / delta.inference_count
+    if delta is None:
+        return replace(point, cpu_ms=cpu_ms)
+    return replace(
+        point,
+        cpu_ms=cpu_ms,
+        queue_ms=delta.queue_ms if point.queue_ms is None or engine == "builtin" else point.queue_ms,
+        compute_ms=delta.compute_ms if point.compute_ms is None or engine == "builtin" else point.compute_ms,
+        avg_batch=delta.avg_batch,
+        server_stats=delta.to_json(),
+        completed=point.completed or delta.success_count,
+        errors=point.errors or delta.fail_count,
+    )
