@@ -237,6 +237,9 @@ class Model(ModelCalls, ModelContext):
         self._input_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.inputs.items())
         self._output_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.outputs.items())
         self._output_names: FrozenSet[str] = frozenset(self.outputs)
+        self._input_names: FrozenSet[str] = frozenset(self.inputs)
+        # with one output, a request asks for it or for everything: no need to ask which
+        self._may_request_fewer = len(self._output_plan) > 1
         # streams never merge: each request gets its own generator
         self._merge = self.batched and cls.merge_requests and not cls.decoupled
         # execute() leaves the plain path only for streams and async infer (one check a call)
@@ -245,6 +248,9 @@ class Model(ModelCalls, ModelContext):
         self._check_cancellation = cancellation_policy(cls)
         # typical infer() seconds per call (see _timed_infer); "auto" checks until it is known
         self._infer_seconds = AUTO_CANCELLATION_SECONDS
+        # a request alone gets its decoded values as they are, unless rows are re-merged
+        # (e.g. Padded) or the request parameters are added
+        self._reshapes_alone = self.batched or cls._wants_parameters
 
     def execute(self, requests: Sequence[Any]) -> Any:
         """Serve one batch of requests: one response per request, in order. A streaming
@@ -253,6 +259,9 @@ class Model(ModelCalls, ModelContext):
         (24.04+) runs on its event loop."""
         if not self._plain:
             return self._execute_special(requests)
+        if not self._merge or len(requests) == 1:
+            # the hot path of most calls: nothing to merge, each request straight through
+            return [self._serve_alone(index, request) for index, request in enumerate(requests)]
         responses, ready = self._decode_all(requests)
         if self._merge and len(ready) > 1:
             for members in groups(ready):
@@ -272,6 +281,65 @@ class Model(ModelCalls, ModelContext):
 
         return execute_async(self, requests)
 
+    def _serve_alone(self, index: int, request: Any) -> Any:
+        """One request on its own, from its inputs to its response (the same steps and errors
+        as a merged group, with no merge or split in between)."""
+        check = self._check_cancellation
+        if check is None:
+            check = self._infer_seconds >= AUTO_CANCELLATION_SECONDS
+        if check and request.is_cancelled():
+            return self._cancelled_response()
+        try:
+            item = self._decode(index, request)
+        except InputError as exc:
+            return self._refused(exc)
+        except Exception as exc:
+            return self._internal_error(exc, "decoding the inputs")
+        try:
+            values = self._one_values(item) if self._reshapes_alone else item.values
+            started = perf_counter()
+            result = self.infer(**values)
+            self._record_seconds(perf_counter() - started)
+            return self._respond(item, result)
+        except InputError as exc:
+            return self._refused(exc)
+        except Exception as exc:
+            return self._internal_error(exc, "running infer()")
+
+    def _respond(self, item: Decoded, result: Any) -> Any:
+        """The response of one request alone: each output encoded, checked and wrapped into
+        its tensor in one pass."""
+        parameters: Optional[Mapping[str, Any]] = None
+        if type(result) is not dict and isinstance(result, Response):
+            result, parameters = result.outputs, result.parameters
+        self._check_result(result)
+        pb, requested, batched = self._pb, item.requested, self.batched
+        tensors = []
+        for name, codec in self._output_plan:
+            if name not in result:
+                self._check_not_needed(name, requested, result)
+                continue
+            value = codec.encode(name, result[name], batched)
+            if batched and len(value) != item.rows:
+                raise _rows_error(name, item.rows, value)
+            if requested is None or name in requested:
+                tensors.append(codec.to_tensor(name, value, pb))
+        if parameters:
+            return make_inference_response(pb, tensors, parameters)
+        return pb.InferenceResponse(output_tensors=tensors)
+
+    def _cancelled_response(self) -> Any:
+        return self._error_response(
+            "request cancelled by the client before the model computed it",
+            self._error_codes.CANCELLED,
+        )
+
+    def _refused(self, exc: InputError) -> Any:
+        """INVALID_ARG for a request whose input is bad (counted by the built-in metrics)."""
+        if self._builtin is not None:
+            self._builtin.refused(exc.input_name)
+        return self._error_response(str(exc), self._error_codes.INVALID_ARG)
+
     def _decode_all(self, requests: Sequence[Any]) -> Tuple[List[Any], List[Decoded]]:
         """Decode every request: (responses with the refused ones filled, the decoded)."""
         responses: List[Any] = [None] * len(requests)
@@ -281,17 +349,12 @@ class Model(ModelCalls, ModelContext):
             check = self._infer_seconds >= AUTO_CANCELLATION_SECONDS
         for index, request in enumerate(requests):
             if check and request.is_cancelled():
-                responses[index] = self._error_response(
-                    "request cancelled by the client before the model computed it",
-                    self._error_codes.CANCELLED,
-                )
+                responses[index] = self._cancelled_response()
                 continue
             try:
                 ready.append(self._decode(index, request))
             except InputError as exc:
-                if self._builtin is not None:
-                    self._builtin.refused(exc.input_name)
-                responses[index] = self._error_response(str(exc), self._error_codes.INVALID_ARG)
+                responses[index] = self._refused(exc)
             except Exception as exc:
                 responses[index] = self._internal_error(exc, "decoding the inputs")
         return responses, ready
@@ -302,8 +365,28 @@ class Model(ModelCalls, ModelContext):
 
     # -- internals ---------------------------------------------------------------------------
     def _decode(self, index: int, request: Any) -> Decoded:
-        batched = self.batched
         tensors = {tensor.name(): tensor for tensor in request.inputs()}
+        key: Hashable
+        if not self.batched and tensors.keys() == self._input_names:
+            # the usual unbatched request: every input there, no rows to count or defaults
+            values = {
+                name: codec.decode(name, tensors[name], False) for name, codec in self._input_plan
+            }
+            rows, key = 0, ()
+        else:
+            values, rows, key = self._decode_rows(tensors)
+        requested: Optional[FrozenSet[str]] = None  # None: every output (the usual case)
+        if self._may_request_fewer:
+            names = request.requested_output_names()
+            if names and len(names) < len(self._output_plan):
+                requested = frozenset(names)
+        parameters = request_parameters(request) if self._wants_parameters else None
+        return Decoded(index, values, rows, requested, key, parameters)
+
+    def _decode_rows(self, tensors: Dict[str, Any]) -> Tuple[Dict[str, Any], int, Hashable]:
+        """Decode a request's inputs in the general case: (values, rows, merge key). Counts
+        and checks rows, fills in absent optional inputs."""
+        batched = self.batched
         values: Dict[str, Any] = {}
         rows = -1
         absent: Optional[List[Tuple[str, Codec]]] = None
@@ -342,15 +425,7 @@ class Model(ModelCalls, ModelContext):
                 _ABSENT if values[name] is None else codec.group_key(values[name])
                 for name, codec in self._input_plan
             )
-        requested_names = request.requested_output_names()
-        # None: every output (the usual case, which then needs no filtering)
-        requested = (
-            frozenset(requested_names)
-            if requested_names and len(requested_names) < len(self._output_plan)
-            else None
-        )
-        parameters = request_parameters(request) if self._wants_parameters else None
-        return Decoded(index, values, max(rows, 0), requested, key, parameters)
+        return values, max(rows, 0), key
 
     def _run_group(self, members: List[Decoded], responses: List[Any]) -> None:
         if len(members) == 1:
@@ -383,7 +458,7 @@ class Model(ModelCalls, ModelContext):
 
     def _split_group(self, members: List[Decoded], result: Any, responses: List[Any]) -> None:
         parameters: Optional[Mapping[str, Any]] = None
-        if isinstance(result, Response):
+        if type(result) is not dict and isinstance(result, Response):
             result, parameters = result.outputs, result.parameters
         counts = [m.rows for m in members]
         encoded = self._encode(result, union_requested(members), sum(counts))
@@ -407,9 +482,7 @@ class Model(ModelCalls, ModelContext):
         try:
             self._finish_one(item, self._timed_infer(self._one_values(item)), responses)
         except InputError as exc:
-            if self._builtin is not None:
-                self._builtin.refused(exc.input_name)
-            responses[item.index] = self._error_response(str(exc), self._error_codes.INVALID_ARG)
+            responses[item.index] = self._refused(exc)
         except Exception as exc:
             responses[item.index] = self._internal_error(exc, "running infer()")
 
@@ -435,11 +508,7 @@ class Model(ModelCalls, ModelContext):
         return values
 
     def _finish_one(self, item: Decoded, result: Any, responses: List[Any]) -> None:
-        parameters: Optional[Mapping[str, Any]] = None
-        if isinstance(result, Response):
-            result, parameters = result.outputs, result.parameters
-        encoded = self._encode(result, item.requested, item.rows)
-        responses[item.index] = self._response(encoded, item.requested, parameters)
+        responses[item.index] = self._respond(item, result)
 
     def _timed_infer(self, values: Dict[str, Any]) -> Any:
         started = perf_counter()
@@ -455,8 +524,10 @@ class Model(ModelCalls, ModelContext):
         if self._builtin is not None:
             self._builtin.infer_seconds(elapsed)
 
-    def _encode(self, result: Any, needed: Optional[FrozenSet[str]], rows: int) -> Dict[str, Any]:
-        if not isinstance(result, Mapping):
+    def _check_result(self, result: Any) -> None:
+        """infer() returned a mapping of declared output names."""
+        # type() first: isinstance against the Mapping ABC costs a microsecond a call
+        if type(result) is not dict and not isinstance(result, Mapping):
             raise OutputError(
                 f"{type(self).__name__}.infer() must return a dict {{output name: value}}, got "
                 f"{type(result).__name__}; declared outputs: {sorted(self._output_names)}"
@@ -467,22 +538,28 @@ class Model(ModelCalls, ModelContext):
                 f"{type(self).__name__}.infer() returned {unknown}, which are not declared "
                 f"outputs; declared: {sorted(self._output_names)}"
             )
+
+    def _check_not_needed(
+        self, name: str, needed: Optional[FrozenSet[str]], result: Mapping[str, Any]
+    ) -> None:
+        """An output infer() left out is fine only when no request asked for it."""
+        if needed is None or name in needed:
+            raise OutputError(
+                f"{type(self).__name__}.infer() did not return output {name!r}; "
+                f"it returned {sorted(result)}"
+            )
+
+    def _encode(self, result: Any, needed: Optional[FrozenSet[str]], rows: int) -> Dict[str, Any]:
+        self._check_result(result)
         encoded: Dict[str, Any] = {}
         batched = self.batched
         for name, codec in self._output_plan:
             if name not in result:
-                if needed is None or name in needed:
-                    raise OutputError(
-                        f"{type(self).__name__}.infer() did not return output {name!r}; "
-                        f"it returned {sorted(result)}"
-                    )
+                self._check_not_needed(name, needed, result)
                 continue
             value = codec.encode(name, result[name], batched)
             if batched and len(value) != rows:
-                raise OutputError(
-                    f"output {name!r}: expected {rows} rows (one per input row), got "
-                    f"{len(value)}; infer() must return one row per input row"
-                )
+                raise _rows_error(name, rows, value)
             encoded[name] = value
         return encoded
 
@@ -518,3 +595,10 @@ class Model(ModelCalls, ModelContext):
             f"{traceback.format_exc()}"
         )
         return self._error_response(message, self._error_codes.INTERNAL)
+
+
+def _rows_error(name: str, rows: int, value: Any) -> OutputError:
+    return OutputError(
+        f"output {name!r}: expected {rows} rows (one per input row), got "
+        f"{len(value)}; infer() must return one row per input row"
+    )

@@ -82,6 +82,8 @@ class Tensor(Codec):
         self._pads = ragged == "pad" and bool(self.variable_axes)
         # the hot path compares tuples when no dim varies
         self._fits = self.dims.__eq__ if -1 not in self.dims else self._fits_variable
+        # encode() returns such an array as is: declared dtype, fixed dims, C order
+        self._exact_dims = -1 not in self.dims and not self.dtype.is_bytes
 
     def _fits_variable(self, shape: Tuple[int, ...]) -> bool:
         return shape_matches(shape, self.dims)
@@ -133,6 +135,18 @@ class Tensor(Codec):
 
     # -- outputs -----------------------------------------------------------------------------
     def encode(self, name: str, value: Any, batched: bool) -> Any:
+        if (
+            self._exact_dims
+            and type(value) is np.ndarray
+            and value.dtype == self.numpy_dtype
+            and (
+                value.shape[1:] == self.dims and value.ndim > 0
+                if batched
+                else value.shape == self.dims
+            )
+            and value.flags.c_contiguous
+        ):
+            return value  # already what the declaration says: nothing to check or convert
         if isinstance(value, Padded):
             if not self._pads:
                 raise OutputError(
