@@ -375,6 +375,19 @@ def _with_stub(python: str, then: Optional[Builder] = None) -> Builder:
     return build
 
 
+def _with_marked_stub(python: str, tail: bytes, then: Optional[Builder] = None) -> Builder:
+    """The wheel's stub with ``tail`` appended (still a valid ELF; no longer the wheel's
+    bytes, so its release comes from a mark in ``tail`` or is unknown)."""
+
+    def build(repo: Path, tmp: Path) -> None:
+        target = repo / "double" / "triton_python_backend_stub"
+        target.write_bytes(stub(python).read_bytes() + tail)
+        if then is not None:
+            then(repo, tmp)
+
+    return build
+
+
 def _tree(**tree: object) -> Builder:
     def build(repo: Path, tmp: Path) -> None:
         env_tree(repo / "double" / "env", **tree)  # type: ignore[arg-type]
@@ -408,6 +421,16 @@ ENV_CASES: Dict[str, Tuple[Builder, Builder, Dict[str, str]]] = {
         _write("triton_python_backend_stub", b"#!/bin/sh\n"),
         _with_stub("3.10", _archive()),
         {},
+    ),
+    "TP512": (
+        _with_stub("3.13", _archive(python="3.13")),
+        _with_stub("3.10", _archive()),
+        {"triton_version": "24.10"},
+    ),
+    "TP513": (
+        _with_marked_stub("3.10", b"\0tritonpy-stub-release=r24.12\0", _archive()),
+        _with_stub("3.10", _archive()),
+        {"triton_version": "24.10"},
     ),
     "TP601": (_archive(extra=(member("/tmp/evil"),)), _archive(), {}),
     "TP602": (_archive(extra=(member("lib/../../evil"),)), _archive(), {}),
@@ -472,8 +495,9 @@ ENV_EXPECTED: Dict[str, list] = {
             "double/config.pbtxt [parameters[EXECUTION_ENV_PATH]]: error TP506: the "
             "environment has Python 3.10 but the stub beside config.pbtxt links "
             "libpython3.11; the stub runs the model without the environment's packages\n    "
-            "fix: replace double/triton_python_backend_stub by a stub built for Python 3.10, "
-            "or rebuild the environment with Python 3.11"
+            "fix: replace the stub: 'tritonpy stub REPO/double --triton-version YY.MM --python "
+            "3.10', or rebuild the environment with Python 3.11: 'tritonpy pack-env "
+            "REPO/double --triton-version YY.MM --python 3.11'"
         ),
     ],
     "TP507": [
@@ -481,9 +505,10 @@ ENV_EXPECTED: Dict[str, list] = {
             "double/config.pbtxt [parameters[EXECUTION_ENV_PATH]]: error TP507: the "
             "environment has Python 3.10 but the server runs Python 3.12 and no "
             "triton_python_backend_stub sits beside config.pbtxt; the server's stub ignores "
-            "the environment\n    fix: put a triton_python_backend_stub built for Python 3.10 "
-            "(from the server's release branch) in double/, or rebuild the environment with "
-            "Python 3.12"
+            "the environment\n    fix: put a stub for Python 3.10 from the server's release "
+            "beside it: 'tritonpy stub REPO/double --triton-version YY.MM --python 3.10', or "
+            "rebuild the environment with Python 3.12: 'tritonpy pack-env REPO/double "
+            "--triton-version YY.MM --python 3.12'"
         ),
     ],
     "TP508": [
@@ -491,8 +516,8 @@ ENV_EXPECTED: Dict[str, list] = {
             "double/triton_python_backend_stub: error TP508: the stub links libpython3.10 "
             "but the server runs Python 3.12, and no EXECUTION_ENV_PATH environment provides "
             "Python 3.10; the model cannot start (the launcher may wait forever)\n    fix: "
-            "add an EXECUTION_ENV_PATH environment with Python 3.10, or remove the stub to "
-            "use the server's own"
+            "pack an environment with Python 3.10: 'tritonpy pack-env REPO/double "
+            "--triton-version YY.MM --python 3.10', or remove the stub to use the server's own"
         ),
     ],
     "TP509": [
@@ -500,7 +525,8 @@ ENV_EXPECTED: Dict[str, list] = {
             "double/config.pbtxt [parameters[EXECUTION_ENV_PATH]]: error TP509: the "
             "environment has numpy 2.1.0; the Python backend stub of release 24.10 predates "
             "numpy 2 (BYTES inputs fail and outputs come back empty)\n    fix: pin numpy<2 in "
-            "the environment"
+            "the environment's spec and rebuild it: 'tritonpy pack-env REPO/double "
+            "--triton-version 24.10 --python 3.10'"
         ),
     ],
     "TP510": [
@@ -510,6 +536,26 @@ ENV_EXPECTED: Dict[str, list] = {
             "triton_python_backend_stub built for the environment's Python from the server's "
             "release branch beside config.pbtxt ('tritonpy stub MODEL_DIR --triton-version "
             "YY.MM')"
+        ),
+    ],
+    "TP512": [
+        (
+            "double/config.pbtxt [parameters[EXECUTION_ENV_PATH]]: error TP512: the stub needs "
+            "libpython3-419a3a08.13.so.1.0 but neither the environment "
+            "'$$TRITON_MODEL_DIRECTORY/env.tar.gz' (its lib/ has libpython3.13.so.1.0) nor the "
+            "stub's RPATH provides it; the stub cannot start (error while loading shared "
+            "libraries) and the model never loads\n    fix: build a stub linking the "
+            "environment's libpython3.13.so.1.0: 'tritonpy stub REPO/double --triton-version "
+            "24.10 --python 3.13 --source native'"
+        ),
+    ],
+    "TP513": [
+        (
+            "double/triton_python_backend_stub: error TP513: the stub is from release 24.12 "
+            "(marked tritonpy-stub-release=r24.12 in the binary) but the server is release "
+            "24.10; a stub must come from the server's own release branch (it shares its IPC "
+            "structures with that release's libtriton_python.so)\n    fix: build or fetch the "
+            "r24.10 stub: 'tritonpy stub REPO/double --triton-version 24.10 --python 3.10'"
         ),
     ],
     "TP601": [
@@ -574,6 +620,82 @@ def test_environment_rule_passes_when_fixed(code: str, tmp_path: Path) -> None:
     build(repo, tmp_path)
     report = check_repository(repo, **options)
     assert [f.render() for f in report.findings] == []
+
+
+def _stub_repo(code: str, build: Builder, tmp_path: Path) -> Path:
+    repo = golden(code, "fail", tmp_path)
+    build(repo, tmp_path)
+    return repo
+
+
+def test_grafted_libpython_only_warns_without_a_release(tmp_path: Path) -> None:
+    """The wheel's 3.13 stub needs the wheel's grafted libpython: it loads where the wheel's
+    libraries are on the path (tritonpy serve), so without --triton-version it is a warning."""
+    repo = _stub_repo("TP512", _with_stub("3.13", _archive(python="3.13")), tmp_path)
+    report = check_repository(repo)
+    assert [(f.code, f.severity) for f in report.findings] == [("TP512", "warning")]
+    assert report.findings[0].message.endswith(
+        "(only the nvidia-pytriton wheel's libraries hold it: it loads under 'tritonpy "
+        "serve', not in a Triton container)"
+    )
+    assert report.exit_code() == 0 and report.exit_code(strict=True) == 1
+
+
+def test_a_libpython_under_another_name_is_missing(tmp_path: Path) -> None:
+    """The stub needs libpython3.10.so.1.0 exactly; an environment with only libpython3.10.so
+    does not provide it."""
+
+    def build(repo: Path, tmp: Path) -> None:
+        shutil.copy(stub("3.10"), repo / "double" / "triton_python_backend_stub")
+        env = env_tree(repo / "double" / "env", libpython=False)
+        (env / "lib" / "libpython3.10.so").write_bytes(b"")
+
+    repo = _stub_repo("TP512", build, tmp_path)
+    config = repo / "double" / "config.pbtxt"
+    config.write_text(config.read_text().replace("env.tar.gz", "env"))
+    report = check_repository(repo, triton_version="24.10")
+    assert report.codes == ["TP512"]
+    assert "needs libpython3.10.so.1.0 but neither the environment " in report.findings[0].message
+    assert "(its lib/ has libpython3.10.so)" in report.findings[0].message
+
+
+def test_the_wheel_stub_is_known_as_release_24_10(tmp_path: Path) -> None:
+    repo = _stub_repo("TP513", _with_stub("3.10", _archive()), tmp_path)
+    report = check_repository(repo, triton_version="24.12")
+    assert renders(report, "TP513") == [
+        "double/triton_python_backend_stub: error TP513: the stub is from release 24.10 (the "
+        "nvidia-pytriton 0.7.0 wheel's prebuilt stub for Python 3.10) but the server is "
+        "release 24.12; a stub must come from the server's own release branch (it shares its "
+        "IPC structures with that release's libtriton_python.so)\n    fix: build or fetch the "
+        "r24.12 stub: 'tritonpy stub REPO/double --triton-version 24.12 --python 3.10'"
+    ]
+
+
+def test_a_stub_of_unknown_release_is_an_info_line(tmp_path: Path) -> None:
+    repo = _stub_repo("TP513", _with_marked_stub("3.10", b"\0", _archive()), tmp_path)
+    report = check_repository(repo, triton_version="24.10")
+    assert renders(report, "TP513") == [
+        "double/triton_python_backend_stub: info TP513: cannot tell which release built the "
+        "stub (no release mark in the binary, not a known wheel stub, not cached); it must "
+        "come from the server's branch r24.10\n    fix: to be sure, rebuild it from r24.10: "
+        "'tritonpy stub REPO/double --triton-version 24.10 --python 3.10'"
+    ]
+    assert report.exit_code(strict=True) == 0
+    assert report.summary().endswith(": 0 errors, 0 warnings, 1 info")
+    assert json.loads(report.to_json())["findings"][0]["severity"] == "info"
+
+
+def test_a_cached_stub_tells_its_release(tmp_path: Path) -> None:
+    from tritonpy.check.stubinfo import stub_release
+    from tritonpy.stubs.cache import StubCache
+
+    built = tmp_path / "built"
+    built.write_bytes(stub("3.10").read_bytes() + b"\0native\0")
+    cache = StubCache(tmp_path / "cache")
+    cache.put("24.12", "3.10", built, source="native")
+    origin = stub_release(built, cache_root=cache.root)
+    assert (origin.release, origin.how) == ("24.12", "the stub cache's r24.12 stub (from native)")
+    assert stub_release(built, cache_root=tmp_path / "empty").release is None
 
 
 TP511_FAIL = [

@@ -4,7 +4,8 @@ wrong and how to fix it.
 
 Rule families, one module each: :mod:`~tritonpy.check.layout` (TP1xx),
 :mod:`~tritonpy.check.consistency` (TP2xx), :mod:`~tritonpy.check.batching` (TP3xx),
-:mod:`~tritonpy.check.ensembles` (TP4xx), :mod:`~tritonpy.check.environments` (TP5xx),
+:mod:`~tritonpy.check.ensembles` (TP4xx), :mod:`~tritonpy.check.environments` (TP501-TP511),
+:mod:`~tritonpy.check.stubfacts` (TP512-TP513),
 :mod:`~tritonpy.check.archives` (TP6xx).
 
 Example::
@@ -34,6 +35,7 @@ from .ensembles import check_ensembles
 from .environments import check_environments
 from .layout import check_layout
 from .report import ERROR, WARNING, Finding, Report
+from .stubfacts import check_stubs
 
 __all__ = ["ERROR", "RULES", "WARNING", "CheckError", "Finding", "Report", "check_repository"]
 
@@ -46,6 +48,7 @@ RULES: List[Rule] = [
     check_batching,
     check_ensembles,
     check_environments,
+    check_stubs,
     check_archives,
 ]
 

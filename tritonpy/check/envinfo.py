@@ -30,6 +30,7 @@ __all__ = [
 
 MODEL_DIR_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
 _LIBPYTHON = re.compile(r"^lib/libpython(\d+\.\d+)[^/]*\.so")
+_LIBRARY = re.compile(r"^lib/([^/]+\.so(?:\.[^/]*)?)$")
 _NUMPY = re.compile(r"^lib/python\d+\.\d+/site-packages/numpy-([^/]+)\.dist-info(?:/|$)")
 
 
@@ -47,11 +48,13 @@ class EnvPlace:
 
 @dataclass(frozen=True)
 class EnvContents:
-    """What an environment holds (``pythons``: every libpython X.Y found)."""
+    """What an environment holds (``pythons``: every libpython X.Y found; ``libraries``: the
+    shared-library names directly in ``lib/``, where the stub looks for its libpython)."""
 
     has_activate: bool
     pythons: Tuple[str, ...]
     numpy: Optional[str]
+    libraries: Tuple[str, ...] = ()
 
     @property
     def python(self) -> Optional[str]:
@@ -99,7 +102,7 @@ def inspect_env(path: Path) -> EnvContents:
         names: List[str] = []
         if (path / "bin" / "activate").is_file():
             names.append("bin/activate")
-        names += [f"lib/{p.name}" for p in (path / "lib").glob("libpython*.so*")]
+        names += [f"lib/{p.name}" for p in (path / "lib").glob("*.so*")]
         names += [
             f"lib/{p.parent.parent.name}/site-packages/{p.name}"
             for p in (path / "lib").glob("python*/site-packages/numpy-*.dist-info")
@@ -108,7 +111,13 @@ def inspect_env(path: Path) -> EnvContents:
         names = [member_name(m.name) for m in archive_members(path)]
     pythons = sorted({m.group(1) for m in map(_LIBPYTHON.match, names) if m})
     numpys = sorted({m.group(1) for m in map(_NUMPY.match, names) if m})
-    return EnvContents("bin/activate" in names, tuple(pythons), numpys[-1] if numpys else None)
+    libraries = sorted({m.group(1) for m in map(_LIBRARY.match, names) if m})
+    return EnvContents(
+        "bin/activate" in names,
+        tuple(pythons),
+        numpys[-1] if numpys else None,
+        tuple(libraries),
+    )
 
 
 def is_inside(name: str) -> bool:

@@ -26,6 +26,10 @@ TP511       warning   model.py imports tritonpy but the model has no environment
                       release's container Python has no tritonpy (``--triton-version``
                       only: the embedded server's Python is the one tritonpy runs in)
 ==========  ========  ==============================================================
+
+Every fix names the command that repairs it (``tritonpy stub ...``, ``tritonpy pack-env ...``).
+The stub's libpython against the environment's ``lib/`` and the stub's release are TP512 and
+TP513 (:mod:`tritonpy.check.stubfacts`).
 """
 
 from __future__ import annotations
@@ -94,6 +98,24 @@ _STUB_FIX = (
 )
 
 
+def _release_name(repo: Repository) -> str:
+    return repo.release.name if repo.release else "YY.MM"
+
+
+def _stub_command(repo: Repository, entry: ModelEntry, python: str) -> str:
+    """The command that places the right stub (named in the fixes)."""
+    return (
+        f"'tritonpy stub REPO/{entry.name} --triton-version {_release_name(repo)} "
+        f"--python {python}'"
+    )
+
+
+def _pack_command(repo: Repository, entry: ModelEntry, python: Optional[str]) -> str:
+    """The command that rebuilds the environment (named in the fixes)."""
+    option = f" --python {python}" if python else ""
+    return f"'tritonpy pack-env REPO/{entry.name} --triton-version {_release_name(repo)}{option}'"
+
+
 def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
     found: List[Finding] = []
     stub_python = _stub_python(entry, found)
@@ -108,8 +130,9 @@ def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
                 f"the stub links libpython{stub_python} but the server runs Python {server}, "
                 f"and no {ENV_PARAMETER} environment provides Python {stub_python}; the model "
                 f"cannot start (the launcher may wait forever)",
-                f"add an {ENV_PARAMETER} environment with Python {stub_python}, or remove "
-                f"the stub to use the server's own",
+                f"pack an environment with Python {stub_python}: "
+                f"{_pack_command(repo, entry, stub_python)}, or remove the stub to use the "
+                f"server's own",
                 file=f"{entry.name}/{STUB_NAME}",
             )
         yield from _without_environment(repo, entry)
@@ -128,8 +151,8 @@ def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
             f"the environment has Python {env_python} but the stub beside config.pbtxt "
             f"links libpython{stub_python}; the stub runs the model without the "
             f"environment's packages",
-            f"replace {entry.name}/{STUB_NAME} by a stub built for Python {env_python}, or "
-            f"rebuild the environment with Python {stub_python}",
+            f"replace the stub: {_stub_command(repo, entry, env_python)}, or rebuild the "
+            f"environment with Python {stub_python}: {_pack_command(repo, entry, stub_python)}",
         )
     elif env_python and not stub_python and server and env_python != server:
         yield error(
@@ -139,8 +162,9 @@ def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
             f"the environment has Python {env_python} but the server runs Python {server} "
             f"and no {STUB_NAME} sits beside config.pbtxt; the server's stub ignores the "
             f"environment",
-            f"put a {STUB_NAME} built for Python {env_python} (from the server's release "
-            f"branch) in {entry.name}/, or rebuild the environment with Python {server}",
+            f"put a stub for Python {env_python} from the server's release beside it: "
+            f"{_stub_command(repo, entry, env_python)}, or rebuild the environment with "
+            f"Python {server}: {_pack_command(repo, entry, server)}",
         )
     yield from _numpy(repo, entry, contents)
 
@@ -264,6 +288,7 @@ def _numpy(repo: Repository, entry: ModelEntry, contents: EnvContents) -> Iterat
         _FIELD,
         f"the environment has numpy {version}; the Python backend stub of {where} "
         f"predates numpy 2 (BYTES inputs fail and outputs come back empty)",
-        "pin numpy<2 in the environment"
+        f"pin numpy<2 in the environment's spec and rebuild it: "
+        f"{_pack_command(repo, entry, contents.python)}"
         + ("" if release else ", or pass --triton-version to check against your release"),
     )

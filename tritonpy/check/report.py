@@ -14,11 +14,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Literal
 
-__all__ = ["ERROR", "WARNING", "Finding", "Report", "Severity"]
+__all__ = ["ERROR", "INFO", "WARNING", "Finding", "Report", "Severity"]
 
-Severity = Literal["error", "warning"]
+Severity = Literal["error", "warning", "info"]
 ERROR: Severity = "error"
 WARNING: Severity = "warning"
+#: what the check could not decide (never fails the check, even with --strict)
+INFO: Severity = "info"
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,10 @@ class Report:
         return [f for f in self.findings if f.severity == WARNING]
 
     @property
+    def infos(self) -> List[Finding]:
+        return [f for f in self.findings if f.severity == INFO]
+
+    @property
     def codes(self) -> List[str]:
         """The finding codes, in order (handy in tests)."""
         return [f.code for f in self.findings]
@@ -70,11 +76,12 @@ class Report:
         return 0
 
     def summary(self) -> str:
-        errors, warnings = len(self.errors), len(self.warnings)
-        return (
+        errors, warnings, infos = len(self.errors), len(self.warnings), len(self.infos)
+        line = (
             f"{self.repository}: {errors} error{'s' * (errors != 1)}, "
             f"{warnings} warning{'s' * (warnings != 1)}"
         )
+        return line + (f", {infos} info" if infos else "")
 
     def render_text(self) -> str:
         """Every finding, then a summary line."""
