@@ -473,6 +473,13 @@ def _add_probe(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_parser(sub)
 
 
+def _add_perf(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # registers both ``perf`` and ``tune`` (one engine, one set of input options)
+    from .perf.cli import add_parser
+
+    add_parser(sub)
+
+
 # ----------------------------------------------------------------------------------- main
 _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_serve,
@@ -485,6 +492,7 @@ _SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]
     _add_stub,
     _add_export,
     _add_probe,
+    _add_perf,
 ]
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "Caller",
     "LoadWindow",
     "Progress",
+    "describe_error",
     "grpc_caller_factory",
     "http_caller_factory",
     "run_closed_loop",
@@ -81,6 +82,18 @@ class LoadWindow:
         return float(np.percentile(np.asarray(self.latencies_ms), q))
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line for a failed request: gRPC's status and details, tritonclient's message, or
+    the exception's type and text."""
+    code, details = getattr(exc, "code", None), getattr(exc, "details", None)
+    if callable(code) and callable(details):  # grpc.RpcError
+        return f"{code()}: {details()}"
+    message = getattr(exc, "message", None)
+    if callable(message):  # tritonclient's InferenceServerException
+        return f"{type(exc).__name__}: {message()}"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def run_closed_loop(
     make_caller: Callable[[int], Caller],
     *,
@@ -127,7 +140,7 @@ def run_closed_loop(
                 errors[index] += 1
                 streak += 1
                 if not first_error:
-                    first_error.append(f"{type(exc).__name__}: {exc}")
+                    first_error.append(describe_error(exc))
                 if streak >= FAILURE_STREAK:
                     return
                 continue

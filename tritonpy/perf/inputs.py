@@ -61,10 +61,21 @@ DYNAMIC_DIM = 16
 KINDS = ("image", "text", "json", "zeros", "random")
 DEFAULT_IMAGE_SIZE = (320, 240)
 _IMAGE_WORDS = ("IMAGE", "IMG", "JPEG", "JPG", "PNG", "PHOTO", "PICTURE")
-_TEXT = (
-    "the quick brown fox jumps over the lazy dog while the server counts every request "
-    "it answers"
-).split()
+_TEXT = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "the",
+    "lazy",
+    "dog",
+    "while",
+    "the",
+    "server",
+    "counts",
+]
 
 
 class PerfInputError(ToolError):
@@ -87,7 +98,7 @@ def parse_input_option(text: str) -> Tuple[str, InputSpec]:
 
     Example::
 
-        parse_input_option("IMAGE=image:640x480")   # ('IMAGE', InputSpec('image', None, (640, 480)))
+        parse_input_option("IMAGE=image:640x480")  # ('IMAGE', InputSpec('image', size=(640, 480)))
         parse_input_option("IMAGE=cat.jpg")         # ('IMAGE', InputSpec('file', Path('cat.jpg')))
     """
     name, sep, value = text.partition("=")
@@ -221,7 +232,9 @@ def _element(kind: str, rng: np.random.Generator, spec: InputSpec) -> bytes:
     return " ".join(words).encode("utf-8")
 
 
-def _numeric(dtype: np.dtype[Any], shape: Tuple[int, ...], kind: str, rng: np.random.Generator) -> NDArray[Any]:
+def _numeric(
+    dtype: np.dtype[Any], shape: Tuple[int, ...], kind: str, rng: np.random.Generator
+) -> NDArray[Any]:
     if kind == "zeros":
         return np.zeros(shape, dtype)
     if dtype == np.bool_:
@@ -288,7 +301,9 @@ def generate_payloads(
             dtype = np.dtype(np.float32)  # BF16: tritonclient converts from float32
         declared = [int(d) for d in entry.get("dims", [])]
         fill = 1 if dtype_info.is_bytes else DYNAMIC_DIM  # one string element per row
-        dims = tuple(shapes[name]) if name in shapes else tuple(fill if d < 0 else d for d in declared)
+        dims = (
+            tuple(shapes[name]) if name in shapes else tuple(fill if d < 0 else d for d in declared)
+        )
         shape = ((1,) if batching else ()) + dims
         spec = specs.get(name) or InputSpec((hints or {}).get(name) or guess_kind(name))
         if not dtype_info.is_bytes and spec.kind not in ("file", "zeros", "random"):

@@ -15,7 +15,7 @@ import json
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,7 +23,13 @@ from numpy.typing import NDArray
 from ..errors import ToolError
 from ..server.client import InferClient
 from .cpu import is_local_host, pid_listening_on, tree_cpu_seconds
-from .engine import Progress, grpc_caller_factory, http_caller_factory, run_closed_loop
+from .engine import (
+    Progress,
+    describe_error,
+    grpc_caller_factory,
+    http_caller_factory,
+    run_closed_loop,
+)
 from .inputs import InputSpec, generate_payloads
 from .perf_analyzer import build_command, find_perf_analyzer, run_perf_analyzer
 from .report import PerfPoint, PerfReport, point_from_window
@@ -126,6 +132,7 @@ def run_perf(
             )
         factory = grpc_caller_factory if endpoint.protocol == "grpc" else http_caller_factory
         make = factory(endpoint.address, model, payloads, timeout=options.timeout)
+        _first_request(make, model)
         with tempfile.TemporaryDirectory(prefix="tritonpy-perf-") as scratch:
             data_file = Path(scratch) / "input_data.json"
             data_file.write_text(json.dumps(perf_analyzer_input_data(payloads)))
@@ -140,7 +147,7 @@ def run_perf(
                         shapes={k: list(v) for k, v in options.shapes.items()},
                     )  # fmt: skip
                     found = run_perf_analyzer(command, csv_path, timeout=options.duration * 20 + 60)
-                    point = found[0] if found else PerfPoint(concurrency, 0, *[float("nan")] * 4, 0, 0)
+                    point = found[0] if found else _empty_point(concurrency)
                 else:
                     window = run_closed_loop(
                         make,
@@ -157,6 +164,24 @@ def run_perf(
         client.close()
 
 
+def _empty_point(concurrency: int) -> PerfPoint:
+    nan = float("nan")
+    return PerfPoint(concurrency, 0.0, nan, nan, nan, nan, 0, 0, "perf_analyzer wrote no row")
+
+
+def _first_request(make: Callable[[int], Callable[[], None]], model: str) -> None:
+    """Send one request before the sweep: inputs the model refuses fail here, once, with the
+    server's message, instead of as a window full of errors."""
+    try:
+        make(0)()
+    except Exception as exc:  # the model's or the transport's error, reported as one line
+        raise ToolError(
+            f"model {model!r} refused the generated request: {describe_error(exc)}. Give "
+            "inputs it accepts: --input NAME=FILE or NAME=image|text|json, --shape NAME=d,d "
+            "for dynamic dimensions."
+        ) from exc
+
+
 def _with_server_side(
     point: PerfPoint,
     client: InferClient,
@@ -171,16 +196,19 @@ def _with_server_side(
     after = _statistics(client, model)
     delta = after - before if after is not None and before is not None else None
     cpu_ms = None
-    if pid is not None and cpu_before is not None and delta is not None:
-        if delta.inference_count > 0:
-            cpu_ms = (tree_cpu_seconds(pid) - cpu_before) * 1000.0 / delta.inference_count
+    if pid is not None and cpu_before is not None and delta and delta.inference_count > 0:
+        cpu_ms = (tree_cpu_seconds(pid) - cpu_before) * 1000.0 / delta.inference_count
     if delta is None:
         return replace(point, cpu_ms=cpu_ms)
     return replace(
         point,
         cpu_ms=cpu_ms,
-        queue_ms=delta.queue_ms if point.queue_ms is None or engine == "builtin" else point.queue_ms,
-        compute_ms=delta.compute_ms if point.compute_ms is None or engine == "builtin" else point.compute_ms,
+        queue_ms=delta.queue_ms
+        if point.queue_ms is None or engine == "builtin"
+        else point.queue_ms,
+        compute_ms=delta.compute_ms
+        if point.compute_ms is None or engine == "builtin"
+        else point.compute_ms,
         avg_batch=delta.avg_batch,
         server_stats=delta.to_json(),
         completed=point.completed or delta.success_count,
