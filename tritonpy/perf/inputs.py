@@ -244,7 +244,9 @@ def _numeric(
     return rng.random(size=shape).astype(dtype)
 
 
-def _from_file(name: str, path: Path, dtype: np.dtype[Any], shape: Tuple[int, ...]) -> NDArray[Any]:
+def _from_file(
+    name: str, path: Path, dtype: np.dtype[Any], shape: Tuple[int, ...], batching: bool
+) -> NDArray[Any]:
     if dtype == np.object_:
         return np.full(shape, path.read_bytes(), dtype=np.object_)
     try:
@@ -258,7 +260,7 @@ def _from_file(name: str, path: Path, dtype: np.dtype[Any], shape: Tuple[int, ..
             f"input {name!r}: cannot read {str(path)!r} as a {dtype} tensor: {exc}. Give a .npy "
             "file or a JSON list of numbers."
         ) from exc
-    if array.shape == shape[1:]:
+    if batching and array.ndim == len(shape) - 1:
         array = array[np.newaxis, ...]  # the batch dimension of a batching model
     return array
 
@@ -310,7 +312,7 @@ def generate_payloads(
             spec = InputSpec("random")
         for payload in payloads:
             if spec.kind == "file" and spec.path is not None:
-                payload[name] = _from_file(name, spec.path, dtype, shape)
+                payload[name] = _from_file(name, spec.path, dtype, shape, batching)
             elif dtype_info.is_bytes:
                 size = int(np.prod(shape, dtype=np.int64))
                 elements = [_element(spec.kind, rng, spec) for _ in range(size)]

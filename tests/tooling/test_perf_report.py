@@ -1,0 +1,209 @@
+"""``tritonpy perf``'s pieces that need no server: Triton statistics, the report, the
+perf_analyzer CSV parser, /proc accounting and the closed-loop engine on a fake caller."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import numpy as np
+import pytest
+
+from tritonpy.perf.cpu import listening_inodes, parse_stat, tree_cpu_seconds
+from tritonpy.perf.engine import LoadWindow, Progress, run_closed_loop
+from tritonpy.perf.perf_analyzer import PerfAnalyzerError, build_command, parse_csv
+from tritonpy.perf.report import PerfReport, point_from_window
+from tritonpy.perf.runner import perf_analyzer_input_data
+from tritonpy.perf.stats import ModelStats
+
+
+def _stats_reply(count: int, executions: int, queue_ns: int, infer_ns: int, *, grpc: bool) -> Dict:
+    def num(value: int) -> object:
+        return str(value) if grpc else value  # gRPC's JSON writes int64 as strings
+
+    return {
+        "model_stats": [
+            {
+                "name": "m",
+                "version": "1",
+                "inference_count": num(count),
+                "execution_count": num(executions),
+                "inference_stats": {
+                    "success": {"count": num(count), "ns": num(queue_ns + infer_ns)},
+                    "fail": {"count": num(1)},
+                    "queue": {"count": num(count), "ns": num(queue_ns)},
+                    "compute_input": {"count": num(count), "ns": num(0)},
+                    "compute_infer": {"count": num(count), "ns": num(infer_ns)},
+                    "compute_output": {"count": num(count), "ns": num(0)},
+                },
+            },
+            {"name": "other", "inference_count": num(999)},
+        ]
+    }
+
+
+@pytest.mark.parametrize("grpc", [False, True])
+def test_statistics_delta(grpc: bool) -> None:
+    before = ModelStats.from_json(_stats_reply(10, 10, 1_000_000, 5_000_000, grpc=grpc), "m")
+    after = ModelStats.from_json(_stats_reply(110, 35, 51_000_000, 205_000_000, grpc=grpc), "m")
+    delta = after - before
+    assert delta.inference_count == 100 and delta.execution_count == 25
+    assert delta.avg_batch == pytest.approx(4.0)
+    assert delta.queue_ms == pytest.approx(0.5)  # 50 ms over 100 requests
+    assert delta.compute_ms == pytest.approx(2.0)
+    assert delta.fail_count == 0
+    data = delta.to_json()
+    assert data["avg_batch"] == pytest.approx(4.0)
+    json.dumps(data)
+
+
+def test_statistics_without_the_model_are_zeros() -> None:
+    delta = ModelStats.from_json({}, "m") - ModelStats()
+    assert delta.avg_batch is None and delta.queue_ms is None
+
+
+# A perf_analyzer -f file in its documented format (written here by hand: the binary is not
+# available on this machine): rows unsorted, times in microseconds.
+_HEAD = "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,"
+_TAIL = "Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n"
+RECORDED_CSV = (
+    (_HEAD + "Server Compute Input,Server Compute Infer,Server Compute Output," + _TAIL)
+    + """\
+4,820.5,30,400,2100,50,2500,40,5,4800,5300,5600,6200
+1,410.2,28,380,60,45,1900,35,4,2300,2500,2600,2900
+"""
+)
+
+OLD_CSV = (
+    (_HEAD + "Server Compute," + _TAIL)
+    + """\
+1,160.8,68,1291,38,4801,7,6212,6289,6328,7407
+"""
+)
+
+
+def test_perf_analyzer_csv() -> None:
+    points = parse_csv(RECORDED_CSV)
+    assert [p.concurrency for p in points] == [1, 4]
+    one = points[0]
+    assert one.throughput == pytest.approx(410.2)
+    assert (one.p50_ms, one.p90_ms, one.p99_ms) == pytest.approx((2.3, 2.5, 2.9))
+    assert one.queue_ms == pytest.approx(0.06)
+    assert one.compute_ms == pytest.approx(1.98)  # input + infer + output
+    assert one.avg_ms == pytest.approx(0.412)  # send + network/server + recv
+    old = parse_csv(OLD_CSV)[0]
+    assert old.compute_ms == pytest.approx(4.801)
+    with pytest.raises(PerfAnalyzerError, match=r"missing column.*'p99 latency'"):
+        parse_csv("Concurrency,Inferences/Second,p50 latency,p90 latency\n1,2,3,4\n")
+    with pytest.raises(PerfAnalyzerError, match="'Inferences/Second' holds 'fast'"):
+        parse_csv(RECORDED_CSV.replace("410.2", "fast"))
+
+
+def test_perf_analyzer_command_and_input_data(tmp_path: Path) -> None:
+    command = build_command(
+        "perf_analyzer", "m", "localhost:8001", "grpc", 4, duration=2.0,
+        csv_path=tmp_path / "o.csv", input_data=tmp_path / "d.json", shapes={"X": [3, 2]},
+    )  # fmt: skip
+    text = " ".join(command)
+    assert "-m m -u localhost:8001 -i grpc --concurrency-range 4:4" in text
+    assert "--measurement-interval 2000" in text and f"-f {tmp_path / 'o.csv'}" in text
+    assert "--shape X:3,2" in text
+    payloads = [{
+        "TEXT": np.array([[b"hi"]], dtype=np.object_),
+        "IMAGE": np.array([[b"\x89PNG\xff"]], dtype=np.object_),
+        "X": np.ones((1, 2), np.float32),
+    }]  # fmt: skip
+    data = perf_analyzer_input_data(payloads)["data"][0]
+    assert data["TEXT"] == {"content": ["hi"], "shape": [1]}
+    assert data["IMAGE"] == {"b64": "iVBOR/8="}
+    assert data["X"] == {"content": [1.0, 1.0], "shape": [2]}
+
+
+def test_report_table_and_json() -> None:
+    window = LoadWindow(2, 2.0, 4, 1, [1.0, 2.0, 3.0, 4.0], "boom")
+    point = point_from_window(window, cpu_seconds=0.004)
+    assert point.throughput == 2.0 and point.cpu_ms == pytest.approx(1.0)
+    assert point.p50_ms == pytest.approx(2.5) and point.avg_ms == pytest.approx(2.5)
+    report = PerfReport("m", "localhost:8001", "grpc", "builtin", 2.0, [point], ["a note"])
+    table = report.table()
+    lines = table.splitlines()
+    assert lines[0] == "m at localhost:8001 (grpc, engine builtin, 2 s per point)"
+    assert lines[1].split()[:3] == ["conc", "infer/s", "p50"]
+    assert lines[2].split()[:6] == ["2", "2.0", "2.50", "3.70", "3.97", "1"]
+    assert lines[-1] == "note: a note"
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["points"][0]["first_error"] == "boom"
+    assert data["points"][0]["queue_ms"] is None
+    assert report.best() is None  # its only point had an error
+
+
+def test_empty_window_has_no_latencies() -> None:
+    point = point_from_window(LoadWindow(1, 1.0, 0, 0, []))
+    assert math.isnan(point.p99_ms)
+    assert point.to_json()["p99_ms"] is None
+
+
+def test_parse_stat_with_spaces_in_the_name() -> None:
+    ticks = os.sysconf("SC_CLK_TCK")
+    pid, ppid, seconds = parse_stat(f"42 (a (b) c) S 7 42 42 0 -1 0 9 0 0 0 {ticks} {ticks} 0 0")
+    assert (pid, ppid) == (42, 7) and seconds == pytest.approx(2.0)
+
+
+def test_tree_cpu_over_a_fake_proc(tmp_path: Path) -> None:
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def proc(pid: int, ppid: int, cpu_ticks: int) -> None:
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(
+            f"{pid} (x) S {ppid} 0 0 0 -1 0 0 0 0 0 {cpu_ticks} 0 0 0\n"
+        )
+
+    proc(10, 1, ticks)  # the server
+    proc(11, 10, 2 * ticks)  # a stub
+    proc(12, 11, ticks)  # its child
+    proc(20, 1, 50 * ticks)  # unrelated
+    assert tree_cpu_seconds(10, str(tmp_path)) == pytest.approx(4.0)
+    assert tree_cpu_seconds(99, str(tmp_path)) == 0.0
+
+
+def test_listening_inodes() -> None:
+    table = (
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+        "timeout inode\n"
+        "   0: 0100007F:1F41 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
+        "0 555 1\n"
+        "   1: 0100007F:1F41 0100007F:D000 01 00000000:00000000 00:00000000 00000000  1000 "
+        "0 556 1\n"
+    )
+    assert listening_inodes([table], 8001) == {"555"}  # the established one is not listening
+    assert listening_inodes([table], 8000) == set()
+
+
+def test_closed_loop_counts_and_reports_errors() -> None:
+    calls: List[int] = []
+    events: List[Progress] = []
+
+    def make(index: int):  # type: ignore[no-untyped-def]
+        def call() -> None:
+            calls.append(index)
+            time.sleep(0.001)  # a request takes time, as a real one does
+            if index == 1:
+                raise RuntimeError("refused")
+
+        return call
+
+    window = run_closed_loop(
+        make, concurrency=2, warmup=0.05, duration=0.2, on_progress=events.append,
+        sample=lambda: {"n": float(len(calls))},
+    )  # fmt: skip
+    assert window.completed > 0 and window.errors >= 100  # worker 1 stops after its streak
+    assert window.first_error == "RuntimeError: refused"
+    assert len(window.latencies_ms) == window.completed
+    assert window.samples["n"] > 0
+    assert {e.phase for e in events} == {"warmup", "measure"}
+    with pytest.raises(Exception, match="concurrency >= 1"):
+        run_closed_loop(make, concurrency=0, warmup=0, duration=1)
