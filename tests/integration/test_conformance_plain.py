@@ -249,17 +249,23 @@ def test_logger_lines_agree(server: TritonServer, server_log: Path) -> None:
         harness.infer(inputs)
         expected = [r.server_line() for r in pb.log_records if r.level != pb.LogLevel.VERBOSE]
     assert len(expected) == 5
+
+    def surface_lines() -> List[str]:
+        lines = server_log.read_text(errors="replace").splitlines()
+        return [f"{m.group(1)} {m.group(2)}" for m in map(LOG_LINE.match, lines) if m]
+
+    # earlier cases ran the same op: wait until their lines are all there, then for ours
+    deadline = time.monotonic() + 30
+    before, settled = surface_lines(), False
+    while not settled and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = surface_lines()
+        settled, before = now == before and len(now) % len(expected) == 0, now
     client = InferClient(server.http_url, "http")
     client.infer("pl_surface", inputs)
     client.close()
-    deadline = time.monotonic() + 30
-    while True:
-        found = []
-        for line in server_log.read_text(errors="replace").splitlines():
-            match = LOG_LINE.match(line)
-            if match:
-                found.append(f"{match.group(1)} {match.group(2)}")
-        if len(found) >= len(expected) or time.monotonic() > deadline:
-            break
+    found = surface_lines()
+    while len(found) < len(before) + len(expected) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert found[-len(expected) :] == expected
+        found = surface_lines()
+    assert found[len(before) :] == expected
