@@ -153,8 +153,9 @@ def test_variants_give_identical_outputs(repository: Any, workload: str) -> None
     for variant, model in spec.models.items():
         if variant == "raw":
             continue
+        tolerance = spec.mean_abs_tolerance if variant == "tritonpy" else None
         for expected, got in zip(reference, _run(repo, model, payloads)):
-            assert expected_equal(f"{workload}/{variant}", expected, got) == []
+            assert expected_equal(f"{workload}/{variant}", expected, got, tolerance) == []
 
 
 def test_tritonpy_models_use_two_line_configs(repository: Any) -> None:
@@ -170,6 +171,22 @@ def test_expected_equal_reports_differences() -> None:
     b = {"X": np.array([1.0, 2.5]), "S": np.array([b"b"], dtype=object)}
     assert len(expected_equal("w", a, b)) == 2
     assert expected_equal("w", a, {"X": a["X"]}) == ["w: output S missing from one variant"]
+    # a mean absolute tolerance (tritonpy's reduced-size image decoding) replaces allclose
+    near = {"X": np.array([1.0, 2.1]), "S": a["S"]}
+    assert expected_equal("w", a, near, mean_abs=0.06) == []
+    (problem,) = expected_equal("w", a, near, mean_abs=0.04)
+    assert "mean absolute difference 0.0500 > 0.0400" in problem
+
+
+def test_image_variant_really_uses_reduced_decoding(repository: Any) -> None:
+    # the tritonpy image model is not bit-identical to raw (it decodes JPEGs at half size),
+    # but within the stated tolerance: the tolerance is not vacuous
+    repo, workloads = repository
+    (spec,) = [w for w in workloads if w.name == "image_preprocess"]
+    raw = _run(repo, spec.models["raw"], spec.payloads[:1])[0]["PIXELS"]
+    tritonpy = _run(repo, spec.models["tritonpy"], spec.payloads[:1])[0]["PIXELS"]
+    difference = float(np.abs(raw - tritonpy).mean())
+    assert 0 < difference <= spec.mean_abs_tolerance
 
 
 # -- report --------------------------------------------------------------------------------------
@@ -184,19 +201,28 @@ def _cell(variant: str, throughput: float, cpu: float, workload: str = "postproc
 def test_targets_and_table_from_cells() -> None:
     cells = [
         _cell("raw", 1000.0, 0.50),
-        _cell("tritonpy", 990.0, 0.52),
+        _cell("tritonpy", 990.0, 0.51),
         _cell("naive", 700.0, 0.70),
         _cell("pytriton", 200.0, 2.0),
     ]
     targets = {t.description: t.passed for t in evaluate_targets(cells)}
     assert targets == {
-        "postprocess c=4: tritonpy throughput >= 0.95x raw": True,
-        "postprocess c=4: tritonpy server CPU/inf <= 1.05x raw + 0.02 ms": True,
+        "postprocess c=4: tritonpy throughput >= 0.97x raw": True,
+        "postprocess c=4: tritonpy server CPU/inf <= 1.03x raw": True,
         "postprocess c=4: tritonpy throughput >= 1.2x naive raw": True,
         "postprocess c=4: tritonpy throughput >= 3.0x PyTriton": True,
     }
     slow = [_cell("raw", 1000.0, 0.50), _cell("tritonpy", 900.0, 0.60)]
     assert [t.passed for t in evaluate_targets(slow)] == [False, False]
+    images = [
+        _cell("raw", 100.0, 5.0, "image_preprocess"),
+        _cell("tritonpy", 125.0, 4.0, "image_preprocess"),
+    ]
+    assert {t.description: t.passed for t in evaluate_targets(images)} == {
+        "image_preprocess c=4: tritonpy throughput >= 0.97x raw": True,
+        "image_preprocess c=4: tritonpy server CPU/inf <= 1.03x raw": True,
+        "image_preprocess c=4: tritonpy throughput >= 1.3x raw": False,
+    }
     table = render_table(cells)
     assert "postprocess" in table and "0.99" in table and "srv CPU ms/inf" in table
 

@@ -204,12 +204,7 @@ class ElementCodec(Codec):
                 decoded.append(decode_element(data))
             except (InputError, ValueError, TypeError) as exc:
                 where = f"row {position}" if batched and self._single else f"element {position}"
-                detail = (
-                    str(exc)
-                    if isinstance(exc, InputError)
-                    else f"expected {self.describes}, got {_preview(data)} ({exc})"
-                )
-                raise InputError(f"input {name!r}, {where}: {detail}", input_name=name) from None
+                raise self.element_error(name, where, data, exc) from None
         if self._single:
             if batched:
                 return decoded  # one element per row
@@ -217,6 +212,15 @@ class ElementCodec(Codec):
         shaped = np.empty(len(decoded), dtype=object)
         shaped[:] = decoded
         return shaped.reshape(array.shape).tolist()
+
+    def element_error(self, name: str, where: str, data: Any, exc: Exception) -> InputError:
+        """The request's error for an element ``decode_element`` refused (``where``: "row 3")."""
+        detail = (
+            str(exc)
+            if isinstance(exc, InputError)
+            else f"expected {self.describes}, got {_preview(data)} ({exc})"
+        )
+        return InputError(f"input {name!r}, {where}: {detail}", input_name=name)
 
     # -- outputs -----------------------------------------------------------------------------
     def encode(self, name: str, value: Any, batched: bool) -> NDArray[Any]:

@@ -1,5 +1,7 @@
-"""JPEG bytes -> 224x224 normalised FP32 CHW with tritonpy: the Image codec decodes, rows of all
-requests arrive merged, tp.vision.to_chw_batch resizes and normalises straight into CHW."""
+"""JPEG bytes -> 224x224 normalised FP32 CHW with tritonpy: the Image codec decodes each image
+straight to 224x224 (reduced-size JPEG decoding, resized right after decoding, the images of a
+batch on a few threads), rows of all requests arrive merged, tp.vision.to_chw_batch normalises
+straight into CHW."""
 
 import tritonpy as tp
 
@@ -8,7 +10,7 @@ STD = (0.229, 0.224, 0.225)
 
 
 class ImagePreprocess(tp.Model):
-    inputs = {"IMAGE": tp.Image(color="RGB")}
+    inputs = {"IMAGE": tp.Image(color="RGB", size=(224, 224))}
     outputs = {"PIXELS": tp.Tensor("FP32", [3, 224, 224])}
     max_batch_size = 16
 

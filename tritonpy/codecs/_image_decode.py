@@ -1,0 +1,120 @@
+"""How :class:`~tritonpy.Image` turns bytes into pixels fast: straight to the size the model
+needs, with the JPEG decoder's reduced-size decoding where it can, and the images of a merged
+batch decoded on a small thread pool.
+
+Why each piece:
+
+* resizing each image right after decoding it touches its pixels while they are still in
+  cache, and the model never holds a batch of full-size images;
+* libjpeg decodes at 1/2, 1/4 or 1/8 of the size by scaling in the DCT, which skips most of
+  the inverse transform and colour conversion of the pixels it would throw away;
+* OpenCV releases the GIL while it decodes and resizes, so on a machine with idle cores the
+  images of one batch decode in parallel inside the single-threaded stub.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+__all__ = ["Undecoded", "decode_rows", "reduced_factor", "usable_cores"]
+
+#: the most decoding threads one process starts (more cores rarely help a Python stub)
+MAX_THREADS = 4
+_REDUCED_FACTORS = (8, 4, 2)
+
+
+def reduced_factor(source: Tuple[int, int], target: Tuple[int, int]) -> int:
+    """The largest JPEG scale denominator (8, 4, 2; 1 for none) whose reduced image still has
+    at least ``target`` pixels both ways in either orientation (EXIF may rotate it).
+
+    >>> reduced_factor((640, 480), (224, 224)), reduced_factor((640, 480), (320, 320))
+    (2, 1)
+    """
+    short_side, long_target = min(source), max(target)
+    for factor in _REDUCED_FACTORS:
+        if short_side // factor >= long_target:
+            return factor
+    return 1
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+class Undecoded(list):  # type: ignore[type-arg]
+    """One request's encoded images (bytes per row), decoded when the batch is merged: the
+    rows of all requests then decode together, on the thread pool."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str, rows: Sequence[bytes]) -> None:
+        super().__init__(rows)
+        self.name = name
+
+
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_lock = threading.Lock()
+
+
+def _shared_pool(threads: int) -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(threads, thread_name_prefix="tritonpy-image")
+        return _pool
+
+
+def decode_rows(
+    values: Sequence[Any],
+    decode_row: Callable[[str, int, bytes], Any],
+    threads: int,
+) -> List[Any]:
+    """The rows of ``values`` (each an :class:`Undecoded` request or a list of ready rows, such
+    as an optional input's default) as one list, every encoded row decoded by
+    ``decode_row(name, position in its request, data)``. With ``threads`` > 1 and several rows
+    to decode they are decoded in parallel; the first failure is raised once all are done."""
+    jobs: List[Tuple[str, int, bytes]] = []
+    slots: List[Any] = []
+    for value in values:
+        if isinstance(value, Undecoded):
+            for position, data in enumerate(value):
+                slots.append(len(jobs))
+                jobs.append((value.name, position, data))
+        else:
+            slots.extend(_Ready(row) for row in value)
+
+    def run(job: Tuple[str, int, bytes]) -> Any:
+        try:
+            return decode_row(*job)
+        except Exception as exc:  # raised below, in order, once every job has finished
+            return _Failed(exc)
+
+    if threads > 1 and len(jobs) > 1:
+        decoded = list(_shared_pool(threads).map(run, jobs))
+    else:
+        decoded = [run(job) for job in jobs]
+    for result in decoded:
+        if isinstance(result, _Failed):
+            raise result.error
+    return [slot.row if isinstance(slot, _Ready) else decoded[slot] for slot in slots]
+
+
+class _Ready:
+    __slots__ = ("row",)
+
+    def __init__(self, row: Any) -> None:
+        self.row = row
+
+
+class _Failed:
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
