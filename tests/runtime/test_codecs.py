@@ -274,6 +274,120 @@ def test_undecodable_image_is_invalid_arg(data: bytes) -> None:
     assert caught.value.message.startswith("input 'IN', row 0: expected an encoded image")
 
 
+def photo_jpeg(width: int, height: int, seed: int = 0, quality: int = 90) -> bytes:
+    """A photo-like JPEG: gradients, a few discs, noise (the worst case for resizing)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    image = np.stack([128 + 100 * np.sin(x / 37), 128 + 100 * np.cos(y / 23), x * 0 + 90], -1)
+    for _ in range(8):
+        centre = (int(rng.integers(0, width)), int(rng.integers(0, height)))
+        colour = [float(c) for c in rng.integers(0, 256, 3)]
+        cv2.circle(image, centre, int(rng.integers(10, 80)), colour, -1)
+    image += rng.normal(0, 12, image.shape)
+    pixels = np.clip(image, 0, 255).astype(np.uint8)
+    return bytes(cv2.imencode(".jpg", pixels, [cv2.IMWRITE_JPEG_QUALITY, quality])[1])
+
+
+def exact_resize(data: bytes, size: Any, color: int = 0) -> np.ndarray:
+    """The hand-written reference: full-size decode, then INTER_LINEAR resize, then RGB."""
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    return cv2.cvtColor(cv2.resize(image, size, interpolation=cv2.INTER_LINEAR), cv2.COLOR_BGR2RGB)
+
+
+@needs_cv2
+@pytest.mark.parametrize("batched", [True, False])
+def test_image_size_decodes_straight_to_that_size(batched: bool) -> None:
+    png = cv2.imencode(".png", np.arange(48 * 64 * 3, dtype=np.uint8).reshape(48, 64, 3))[1]
+    data = png.tobytes()
+    codec, out = tp.Image(size=(32, 24)), tp.Image()
+    with ModelHarness(echo_model(codec, out, max_batch_size=8 if batched else 0)) as harness:
+        harness.infer({"IN": column(data) if batched else np.array([data], dtype=object)})
+        (seen,) = harness.model.seen
+    image = seen[0] if batched else seen
+    # PNG has no reduced decoding: the exact path, bit for bit
+    np.testing.assert_array_equal(image, exact_resize(data, (32, 24)))
+
+
+@needs_cv2
+def test_reduced_jpeg_decoding_stays_within_the_stated_tolerance() -> None:
+    # docs/codecs.md: mean absolute difference under 6 of 255 levels, 99 % of the pixels
+    # within 25 levels, against the exact path (full decode + INTER_LINEAR)
+    for width, height, size in (
+        (640, 480, (224, 224)),
+        (1280, 960, (224, 224)),
+        (640, 480, (96, 64)),
+    ):
+        for seed in range(2):
+            data = photo_jpeg(width, height, seed)
+            fast = tp.Image(size=size).decode_element(data)
+            exact = tp.Image(size=size, reduced_decode=False).decode_element(data)
+            np.testing.assert_array_equal(exact, exact_resize(data, size))
+            difference = np.abs(fast.astype(np.int16) - exact.astype(np.int16))
+            assert fast.shape == (size[1], size[0], 3)
+            assert 0 < difference.mean() < 6 and np.percentile(difference, 99) <= 25
+
+
+@needs_cv2
+def test_reduced_decoding_only_where_the_target_is_at_most_half() -> None:
+    data = photo_jpeg(640, 480)
+    # 300 > 480 / 2: no reduced decoding, so the fast path is the exact one
+    near = tp.Image(size=(300, 300)).decode_element(data)
+    np.testing.assert_array_equal(near, exact_resize(data, (300, 300)))
+    from tritonpy.codecs._image_decode import reduced_factor
+
+    assert reduced_factor((640, 480), (224, 224)) == 2
+    assert reduced_factor((4000, 3000), (224, 224)) == 8
+    assert reduced_factor((1920, 1080), (224, 224)) == 4
+    assert reduced_factor((480, 640), (240, 100)) == 2  # either orientation (EXIF)
+    assert reduced_factor((100, 100), (224, 224)) == 1
+
+
+@needs_cv2
+@pytest.mark.parametrize("threads", [None, 1, 3])
+def test_merged_images_decode_on_threads_in_request_order(threads: Any) -> None:
+    images = [photo_jpeg(160 + 16 * i, 120, seed=i) for i in range(6)]
+    codec = tp.Image(color="BGR", size=(40, 30), threads=threads)
+    with ModelHarness(echo_model(codec, out=tp.Tensor("UINT8", [30, 40, 3]))) as harness:
+        harness.model.infer = lambda IN: {"OUT": np.stack(IN)}  # type: ignore[method-assign]
+        results = harness.infer_requests(
+            [{"IN": column(*images[:2])}, {"IN": column(images[2])}, {"IN": column(*images[3:])}]
+        )
+    rows = np.concatenate([r["OUT"] for r in results])  # type: ignore[index]
+    expected = [tp.Image(color="BGR", size=(40, 30)).decode_element(d) for d in images]
+    np.testing.assert_array_equal(rows, np.stack(expected))
+
+
+@needs_cv2
+def test_a_bad_image_in_a_merged_batch_fails_its_request_alone() -> None:
+    good = photo_jpeg(64, 48)
+    truncated = good[:200]  # a JPEG header and too little data: only decoding finds out
+    with ModelHarness(echo_model(tp.Image(size=(16, 16)), out=tp.Tensor("INT64", [1]))) as harness:
+        harness.model.infer = lambda IN: {"OUT": np.array([[im.shape[0]] for im in IN])}  # type: ignore[method-assign]
+        results = harness.infer_requests(
+            [{"IN": column(good)}, {"IN": column(good, truncated)}, {"IN": column(b"")}]
+        )
+    assert results[0]["OUT"].tolist() == [[16]]  # type: ignore[index]
+    for result, message in (
+        (results[1], "input 'IN', row 1: expected an encoded image"),
+        (results[2], "input 'IN', row 0: expected an encoded image (PNG, JPEG, ...), got 0 bytes"),
+    ):
+        assert isinstance(result, tp.TritonRequestError) and result.code == "INVALID_ARG"
+        assert result.message.startswith(message), result.message
+
+
+def test_image_size_and_threads_are_checked() -> None:
+    for bad in ((224,), (0, 10), ("a", 3), (2.5, 3)):
+        with pytest.raises(tp.DeclarationError, match="expected \\(width, height\\)"):
+            tp.Image(size=bad)  # type: ignore[arg-type]
+    with pytest.raises(tp.DeclarationError, match="positive number of threads"):
+        tp.Image(threads=0)
+    with pytest.raises(tp.DeclarationError, match="resizes decoded inputs"):
+
+        class Out(tp.Model):
+            inputs = {"X": tp.Tensor("UINT8", [2, 2, 3])}
+            outputs = {"Y": tp.Image(size=(2, 2))}
+
+
 @needs_cv2
 def test_image_output_encodes_jpeg_with_quality() -> None:
     class Thumb(tp.Model):
