@@ -3,27 +3,33 @@
 # (CPU build: TRITON_ENABLE_GPU=OFF), then checks it needs exactly libpython3.X.so.1.0.
 #
 # Usage: scripts/build_stub.sh --python X.Y --triton-version YY.MM [options]
-#   --source-dir DIR    use checkouts DIR/{python_backend,common,core,backend} (branch rYY.MM)
-#                       instead of cloning them; DIR/{pybind11,dlpack,googletest} too when
-#                       present (all three: fully offline); DIR/boost: see --boost-dir
+#   --source-dir DIR    offline sources: DIR/{python_backend,common,core,backend} (branch rYY.MM)
+#                       as unpacked checkouts or as DIR/<name>.tar.gz archives (unpacked into
+#                       the build dir); DIR/{pybind11,dlpack,googletest} the same way (googletest
+#                       also from /usr/src/googletest); Boost headers from DIR/boost, --boost-dir
+#                       or /usr/include (>= 1.76). Without it the repositories are cloned.
 #   --python-path PATH  the interpreter to build against (default: pythonX.Y on PATH, pyenv)
 #   --boost-dir DIR     a directory holding boost/ headers (e.g. /usr/include) instead of
 #                       downloading Boost (needs network otherwise)
 #   --build-dir DIR     work directory (default: $TMPDIR/tritonpy-stub-rYY.MM-pyX.Y)
 #   --output FILE       where to put the stub (default: ./triton_python_backend_stub)
 #   --jobs N            parallel build jobs (default: nproc)
+#   --check-deps        only check the build packages: name each missing one and the apt-get
+#                       line that installs them (exit 3 when some are missing)
+#   --print-inputs      print what the build depends on (sources, compiler, cmake, Boost,
+#                       Python), one 'name=value' a line, and exit: tritonpy's cache key
 #   --dry-run           print the commands (one per line, prefixed by '+') without running
-# Needs: cmake (>= 3.17; >= 3.31.8 from release 25.08), g++, make, git (unless --source-dir),
-# readelf, and the headers of zlib, libarchive and rapidjson (Debian/Ubuntu: zlib1g-dev
-# libarchive-dev rapidjson-dev). Build on the server's OS (or use Dockerfile.stub) so
-# glibc/libstdc++ match.
+# Needs: cmake (>= 3.17; >= 3.31.8 from release 25.08), g++, make, readelf, git (unless
+# --source-dir) and the headers of zlib, libarchive, rapidjson, Boost (Debian/Ubuntu: zlib1g-dev
+# libarchive-dev rapidjson-dev libboost-dev, googletest; --check-deps says which are missing).
+# Build on the server's OS (or use Dockerfile.stub) so glibc/libstdc++ match.
 set -euo pipefail
 
 die() { echo "build_stub.sh: error: $*" >&2; exit 2; }
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 
 python="" release="" source_dir="" python_path="" boost_dir="" build_dir="" output=""
-jobs="" dry_run=0
+jobs="" dry_run=0 mode=build
 while [ $# -gt 0 ]; do
     case "$1" in
         --python|--triton-version|--source-dir|--python-path|--boost-dir|--build-dir|--output|--jobs)
@@ -31,6 +37,8 @@ while [ $# -gt 0 ]; do
             opt="$1" value="$2"; shift 2 ;;
         --*=*) opt="${1%%=*}" value="${1#*=}"; shift ;;
         --dry-run) dry_run=1; shift; continue ;;
+        --check-deps) mode=check; shift; continue ;;
+        --print-inputs) mode=inputs; shift; continue ;;
         -h|--help) usage; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" ;;
     esac
@@ -55,6 +63,10 @@ branch="r$release"
 build_dir="${build_dir:-${TMPDIR:-/tmp}/tritonpy-stub-$branch-py$python}"
 output="${output:-$PWD/triton_python_backend_stub}"
 jobs="${jobs:-$(nproc 2>/dev/null || echo 2)}"
+if [ -n "$source_dir" ]; then
+    resolved="$(cd "$source_dir" 2>/dev/null && pwd)" || die "--source-dir $source_dir does not exist"
+    source_dir="$resolved"
+fi
 
 run() {
     printf '+'; printf ' %q' "$@"; printf '\n'
@@ -83,36 +95,148 @@ elif [ "$dry_run" = 0 ]; then
 fi
 python_path="${python_path:-python$python}"
 
+# --- where each source comes from: a checkout, an archive, a system copy ----------------------
+repos=(python_backend common core backend)
+deps=(pybind11 dlpack googletest)
+# the directory of one source (empty when absent); archives are unpacked on first use
+source_of() {
+    local name="$1"
+    if [ -z "$source_dir" ]; then return 0; fi
+    if [ -d "$source_dir/$name" ]; then echo "$source_dir/$name"; return 0; fi
+    if [ -f "$source_dir/$name.tar.gz" ]; then echo "$build_dir/src/$name"; return 0; fi
+    if [ "$name" = googletest ] && [ -f /usr/src/googletest/CMakeLists.txt ]; then
+        echo /usr/src/googletest
+    fi
+}
+# what identifies one source: the archive's digest, the checkout's commit, else its files' digest
+fingerprint_of() {
+    local name="$1" dir
+    if [ -n "$source_dir" ] && [ ! -d "$source_dir/$name" ] && [ -f "$source_dir/$name.tar.gz" ]; then
+        echo "archive:$(sha256sum "$source_dir/$name.tar.gz" | cut -d' ' -f1)"; return 0
+    fi
+    dir="$(source_of "$name")"
+    if [ -z "$dir" ] && [ -n "$source_dir" ]; then echo "absent"; return 0; fi
+    if [ -z "$dir" ]; then echo "clone:$branch"; return 0; fi
+    if [ -e "$dir/.git" ] && commit="$(git -C "$dir" rev-parse HEAD 2>/dev/null)"; then
+        echo "commit:$commit"; return 0
+    fi
+    echo "tree:$(cd "$dir" && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z \
+        | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
+}
+boost_version_in() {  # 107900 for Boost 1.79 (empty when no headers)
+    sed -n 's/^#define BOOST_VERSION \([0-9]*\).*/\1/p' "$1/boost/version.hpp" 2>/dev/null || true
+}
+include_dirs=(${TRITONPY_STUB_INCLUDE_DIRS:-/usr/include /usr/local/include})
+if [ -z "$boost_dir" ] && [ -n "$source_dir" ]; then
+    if [ -d "$source_dir/boost/boost" ]; then boost_dir="$source_dir/boost"
+    else
+        for dir in "${include_dirs[@]}"; do
+            if [ "$(boost_version_in "$dir")" -ge 107600 ] 2>/dev/null; then boost_dir="$dir"; break; fi
+        done
+    fi
+fi
+
+# --- build packages: each needed header or tool, and the package that provides it ------------
+. /etc/os-release 2>/dev/null || true
+boost_package=libboost-dev  # Boost >= 1.76: Ubuntu 24.04's default; Debian 12's is 1.74
+if [ "${ID:-}" = debian ] && [ "${VERSION_ID:-}" = 12 ]; then boost_package=libboost1.81-dev; fi
+has_header() {
+    local dir
+    for dir in "${include_dirs[@]}"; do [ -f "$dir/$1" ] && return 0; done
+    return 1
+}
+missing_packages() {  # one 'package<TAB>why' a line
+    local header package
+    command -v cmake >/dev/null || printf 'cmake\tcmake\n'
+    command -v make >/dev/null || printf 'make\tmake\n'
+    command -v c++ >/dev/null || command -v g++ >/dev/null || printf 'g++\ta C++ compiler\n'
+    command -v readelf >/dev/null || printf 'binutils\treadelf\n'
+    [ -n "$source_dir" ] || command -v git >/dev/null || printf 'git\tgit (to clone the sources)\n'
+    for pair in zlib.h:zlib1g-dev archive.h:libarchive-dev rapidjson/document.h:rapidjson-dev; do
+        header="${pair%%:*}" package="${pair#*:}"
+        has_header "$header" || printf '%s\t%s\n' "$package" "$header"
+    done
+    if [ -n "$source_dir" ] && [ -z "$boost_dir" ]; then
+        printf '%s\tboost/version.hpp, Boost >= 1.76; or pass --boost-dir\n' "$boost_package"
+    fi
+    if [ -n "$source_dir" ] && [ -z "$(source_of googletest)" ]; then
+        printf 'googletest\t/usr/src/googletest; or put it in %s/googletest\n' "$source_dir"
+    fi
+}
+if [ "$mode" = check ] || { [ "$mode" = build ] && [ "$dry_run" = 0 ]; }; then
+    missing="$(missing_packages)"
+    if [ -n "$missing" ]; then
+        {
+            echo "build_stub.sh: missing build packages:"
+            printf '%s\n' "$missing" | while IFS=$'\t' read -r package why; do
+                echo "  $package (for $why)"
+            done
+            echo "install them with:"
+            echo "  apt-get install -y --no-install-recommends $(printf '%s\n' "$missing" | cut -f1 | sort -u | tr '\n' ' ' | sed 's/ $//')"
+        } >&2
+        exit 3
+    fi
+    if [ "$mode" = check ]; then echo "build_stub.sh: all build packages are present"; exit 0; fi
+fi
+
 # --- cmake version ---------------------------------------------------------------------------
 need_cmake="3.17"
 if [ "${release%%.*}${release#*.}" -ge 2508 ]; then need_cmake="3.31.8"; fi
-if [ "$dry_run" = 0 ]; then
-    have="$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p')"
-    [ -n "$have" ] || die "cmake not found; release $release needs cmake >= $need_cmake"
-    lowest="$(printf '%s\n%s\n' "$need_cmake" "$have" | sort -V | head -n1)"
+cmake_version="$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p' || true)"
+if [ "$dry_run" = 0 ] && [ "$mode" = build ]; then
+    [ -n "$cmake_version" ] || die "cmake not found; release $release needs cmake >= $need_cmake"
+    lowest="$(printf '%s\n%s\n' "$need_cmake" "$cmake_version" | sort -V | head -n1)"
     [ "$lowest" = "$need_cmake" ] \
-        || die "cmake $have is too old for release $release: need >= $need_cmake (pip install 'cmake>=$need_cmake')"
+        || die "cmake $cmake_version is too old for release $release: need >= $need_cmake (pip install 'cmake>=$need_cmake')"
+fi
+
+# --- the build inputs (tritonpy's cache key) --------------------------------------------------
+if [ "$mode" = inputs ]; then
+    echo "release=$release"
+    echo "python=$("$python_path" -c 'import sys, sysconfig; print(sys.version.split()[0], sysconfig.get_config_var("SOABI"))' 2>/dev/null || echo "$python")"
+    echo "arch=$(uname -m)"
+    echo "compiler=$( (c++ --version || g++ --version) 2>/dev/null | head -n1)"
+    echo "cmake=$cmake_version"
+    echo "boost=${boost_dir:+$(boost_version_in "$boost_dir")}${boost_dir:-download}"
+    echo "flags=Release GPU=OFF SKIP_RPATH=ON"
+    for name in "${repos[@]}" "${deps[@]}"; do echo "$name=$(fingerprint_of "$name")"; done
+    echo "script=$(sha256sum "$0" | cut -d' ' -f1)"
+    exit 0
 fi
 
 # --- sources ---------------------------------------------------------------------------------
-repos=(python_backend common core backend)
+declare -A path_of=()
 if [ -n "$source_dir" ]; then
-    src="$(cd "$source_dir" 2>/dev/null && pwd)" || die "--source-dir $source_dir does not exist"
-    for repo in "${repos[@]}"; do
-        [ -d "$src/$repo" ] || die "--source-dir $src lacks $repo/ (a checkout of branch $branch)"
+    made_src=0
+    for name in "${repos[@]}" "${deps[@]}"; do
+        dir="$(source_of "$name")"
+        if [ -z "$dir" ]; then
+            for repo in "${repos[@]}"; do
+                [ "$name" != "$repo" ] || die "--source-dir $source_dir lacks $name/ or $name.tar.gz (a checkout or archive of branch $branch)"
+            done
+            continue
+        fi
+        if [ "$dir" = "$build_dir/src/$name" ]; then
+            # unpack afresh: a half-unpacked tree from an interrupted run must not be built
+            if [ "$made_src" = 0 ]; then run mkdir -p "$build_dir/src"; made_src=1; fi
+            run rm -rf "$dir"
+            run tar -xzf "$source_dir/$name.tar.gz" -C "$build_dir/src"
+            [ "$dry_run" = 1 ] || [ -d "$dir" ] || die "$source_dir/$name.tar.gz holds no top-level $name/ directory"
+        fi
+        path_of[$name]="$dir"
     done
 else
-    src="$build_dir/src"
     for repo in "${repos[@]}"; do
-        if [ ! -d "$src/$repo/.git" ]; then
+        if [ ! -d "$build_dir/src/$repo/.git" ]; then
             run git clone --quiet --depth 1 --branch "$branch" \
-                "https://github.com/triton-inference-server/$repo.git" "$src/$repo"
+                "https://github.com/triton-inference-server/$repo.git" "$build_dir/src/$repo"
         fi
+        path_of[$repo]="$build_dir/src/$repo"
     done
 fi
 
 args=(
-    -S "$src/python_backend" -B "$build_dir/build"
+    -S "${path_of[python_backend]}" -B "$build_dir/build"
     -DCMAKE_BUILD_TYPE=Release
     -DTRITON_ENABLE_GPU=OFF
     "-DTRITON_BACKEND_REPO_TAG=$branch"
@@ -122,22 +246,21 @@ args=(
     "-DPYTHON_EXECUTABLE=$python_path"
     "-DPython3_EXECUTABLE=$python_path"
     "-DPython_EXECUTABLE=$python_path"
-    "-DFETCHCONTENT_SOURCE_DIR_REPO-COMMON=$src/common"
-    "-DFETCHCONTENT_SOURCE_DIR_REPO-CORE=$src/core"
-    "-DFETCHCONTENT_SOURCE_DIR_REPO-BACKEND=$src/backend"
+    "-DFETCHCONTENT_SOURCE_DIR_REPO-COMMON=${path_of[common]}"
+    "-DFETCHCONTENT_SOURCE_DIR_REPO-CORE=${path_of[core]}"
+    "-DFETCHCONTENT_SOURCE_DIR_REPO-BACKEND=${path_of[backend]}"
 )
 offline=1
-for dep in pybind11 dlpack googletest; do
-    if [ -d "$src/$dep" ]; then
+for dep in "${deps[@]}"; do
+    if [ -n "${path_of[$dep]:-}" ]; then
         upper="$(echo "$dep" | tr '[:lower:]' '[:upper:]')"
-        args+=("-DFETCHCONTENT_SOURCE_DIR_$upper=$src/$dep")
+        args+=("-DFETCHCONTENT_SOURCE_DIR_$upper=${path_of[$dep]}")
     else
         offline=0
     fi
 done
 if [ "$offline" = 1 ]; then args+=(-DFETCHCONTENT_FULLY_DISCONNECTED=ON); fi
 
-if [ -z "$boost_dir" ] && [ -d "$src/boost/boost" ]; then boost_dir="$src/boost"; fi
 if [ -n "$boost_dir" ]; then
     [ "$dry_run" = 1 ] || [ -d "$boost_dir/boost" ] || die "--boost-dir $boost_dir has no boost/"
     include="$build_dir/tritonpy-local-boost.cmake"

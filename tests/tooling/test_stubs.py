@@ -4,6 +4,7 @@ driver with a stand-in build script, refusals, the build_stub.sh plan (dry run).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import subprocess
@@ -14,10 +15,17 @@ import pytest
 
 from tritonpy.server import find_wheel_installation
 from tritonpy.stubs import provision as provision_module
-from tritonpy.stubs.build import docker_command, native_build_command
+from tritonpy.stubs.build import (
+    build_inputs,
+    build_key,
+    docker_command,
+    missing_build_packages,
+    native_build_command,
+)
 from tritonpy.stubs.cache import STUB_NAME, StubCache, machine_arch
 from tritonpy.stubs.cli import add_parser
 from tritonpy.stubs.elf import ElfError, check_libpython, read_dynamic, set_runpath
+from tritonpy.stubs.lookup import FoundStub, find_stub
 from tritonpy.stubs.provision import StubError, provision_stub
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,14 +113,24 @@ def test_other_release_is_not_taken_from_the_wheel(tmp_path: Path) -> None:
 
 
 def _fake_build_script(tmp_path: Path, stub_python: str) -> Path:
+    """A stand-in build_stub.sh: its inputs are the contents of ``inputs.txt`` (so a test can
+    change them), each build appends a line to ``builds.txt``."""
     source = find_wheel_installation().stub(stub_python)
+    (tmp_path / "inputs.txt").write_text("sources=one\n")
     script = tmp_path / "fake_build_stub.sh"
     script.write_text(
         "#!/usr/bin/env bash\nset -e\n"
-        f'echo "$@" > {tmp_path}/args.txt\n'
-        'while [ $# -gt 0 ]; do [ "$1" = --output ] && out="$2"; shift; done\n'
-        f'cp {source} "$out"\n'
+        'case " $* " in\n'
+        f'  *" --print-inputs "*) echo "python={stub_python}"; cat {tmp_path}/inputs.txt;;\n'
+        '  *" --check-deps "*) ;;\n'
+        '  *) echo "$@" > ARGS; echo built >> BUILDS;\n'
+        '     while [ $# -gt 0 ]; do [ "$1" = --output ] && out="$2"; shift; done\n'
+        '     cp SOURCE "$out";;\n'
+        "esac\n"
     )
+    text = script.read_text().replace("ARGS", f"{tmp_path}/args.txt")
+    text = text.replace("BUILDS", f"{tmp_path}/builds.txt").replace("SOURCE", str(source))
+    script.write_text(text)
     return script
 
 
@@ -133,7 +151,42 @@ def test_native_build_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     args = (tmp_path / "args.txt").read_text().split()
     assert args[:4] == ["--python", "3.9", "--triton-version", "24.11"]
     assert args[args.index("--source-dir") + 1] == str(sources)
+    assert args[args.index("--jobs") + 1] == str(len(os.sched_getaffinity(0)))
     assert StubCache(tmp_path / "c").get("24.11", "3.9") is not None
+    assert not result.cached and result.key.startswith("native-")
+
+
+def test_native_build_is_cached_by_its_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(provision_module, "missing_build_tools", lambda need_git: [])
+    script = _fake_build_script(tmp_path, "3.9")
+    cache = StubCache(tmp_path / "cache")
+
+    def build(name: str) -> provision_module.StubResult:
+        return provision_stub(
+            _model(tmp_path, name),
+            triton_version="24.11",
+            python="3.9",
+            sources=("native",),
+            cache=cache,
+            build_script=script,
+            source_dir=tmp_path,
+        )
+
+    first, second = build("a"), build("b")
+    assert (tmp_path / "builds.txt").read_text().count("built") == 1
+    assert second.cached and second.source == "native" and second.key == first.key
+    assert cache.metadata("24.11", "3.9", key=first.key)["inputs"] == {
+        "python": "3.9",
+        "sources": "one",
+    }
+    (tmp_path / "inputs.txt").write_text("sources=two\n")  # e.g. a newer python_backend archive
+    third = build("c")
+    assert not third.cached and third.key != first.key
+    assert (tmp_path / "builds.txt").read_text().count("built") == 2
+    assert cache.keys("24.11", "3.9") == [third.key, first.key]
+    assert cache.get("24.11", "3.9") == cache.directory("24.11", "3.9", key=third.key) / STUB_NAME
 
 
 def test_native_stub_for_the_wrong_python_is_refused(
@@ -310,3 +363,146 @@ def test_driver_and_docker_commands() -> None:
     dockerfile = (ROOT / "Dockerfile.stub").read_text()
     assert "FROM nvcr.io/nvidia/tritonserver:${TRITON_VERSION}-py3" in dockerfile
     assert "COPY build_stub.sh" in dockerfile
+
+
+# ------------------------------------------------------------------ cache layout and lookup
+def test_cache_keys_and_the_older_layout(tmp_path: Path) -> None:
+    cache = StubCache(tmp_path / "c")
+    wheel_310 = find_wheel_installation().stub("3.10")
+    assert cache.get("24.10", "3.10") is None and cache.keys("24.10", "3.10") == []
+    legacy = cache.directory("24.10", "3.10") / STUB_NAME  # where tritonpy put stubs before
+    legacy.parent.mkdir(parents=True)
+    shutil.copyfile(wheel_310, legacy)
+    assert cache.get("24.10", "3.10") == legacy
+    placed = cache.put("24.10", "3.10", wheel_310, source="wheel")
+    assert placed == cache.directory("24.10", "3.10", key="wheel") / STUB_NAME
+    assert cache.get("24.10", "3.10") == placed
+    assert cache.metadata("24.10", "3.10")["key"] == "wheel"
+    # a stub that does not link the Python it is filed under is never returned
+    shutil.copyfile(find_wheel_installation().stub("3.12"), placed)
+    assert cache.get("24.10", "3.10", key="wheel") is None
+    with pytest.raises(ValueError, match="not a plain name"):
+        cache.directory("24.10", "3.10", key="../escape")
+
+
+def test_one_lookup_wheel_first_then_the_cache(tmp_path: Path) -> None:
+    cache = StubCache(tmp_path / "c")
+    found = find_stub("24.10", "3.10", cache=cache)
+    assert found is not None and found.source == "wheel"
+    assert found.path == find_wheel_installation().stub("3.10")
+    assert find_stub("24.11", "3.10", cache=cache) is None
+    built = cache.put("24.11", "3.10", found.path, source="native", key="native-0123456789abcdef")
+    assert find_stub("24.11", "3.10", cache=cache) == FoundStub(built, "cache")
+
+
+# -------------------------------------------------------- build_stub.sh: packages, archives
+def test_missing_build_packages_are_named_with_the_apt_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources = tmp_path / "src"
+    for repo in ("python_backend", "common", "core", "backend", "googletest"):
+        (sources / repo).mkdir(parents=True)
+    # no header anywhere: as on a machine without the -dev packages
+    monkeypatch.setenv("TRITONPY_STUB_INCLUDE_DIRS", str(tmp_path / "empty"))
+    message = missing_build_packages(SCRIPT, python="3.10", release="24.10", source_dir=sources)
+    assert message is not None
+    lines = message.splitlines()
+    assert lines[0] == "build_stub.sh: missing build packages:"
+    assert "  zlib1g-dev (for zlib.h)" in lines
+    assert "  libarchive-dev (for archive.h)" in lines
+    assert "  rapidjson-dev (for rapidjson/document.h)" in lines
+    boost = [line for line in lines if "boost/version.hpp, Boost >= 1.76" in line]
+    assert len(boost) == 1 and boost[0].split()[0].startswith("libboost")
+    assert not any("googletest" in line for line in lines)  # it is in the source directory
+    packages = sorted(["zlib1g-dev", "libarchive-dev", "rapidjson-dev", boost[0].split()[0]])
+    assert lines[-2:] == [
+        "install them with:",
+        "  apt-get install -y --no-install-recommends " + " ".join(packages),
+    ]
+    done = subprocess.run(
+        [
+            "bash",
+            str(SCRIPT),
+            "--python",
+            "3.10",
+            "--triton-version",
+            "24.10",
+            "--check-deps",
+            "--source-dir",
+            str(sources),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 3 and done.stderr.strip() == message
+
+
+def test_missing_build_packages_stop_the_native_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources = tmp_path / "src"
+    for repo in ("python_backend", "common", "core", "backend", "googletest"):
+        (sources / repo).mkdir(parents=True)
+    monkeypatch.setenv("TRITONPY_STUB_INCLUDE_DIRS", str(tmp_path / "empty"))
+    model = _model(tmp_path)
+    with pytest.raises(StubError) as caught:
+        provision_stub(
+            model,
+            triton_version="24.10",
+            python="3.10",
+            sources=("native",),
+            cache=StubCache(tmp_path / "c"),
+            source_dir=sources,
+        )
+    message = str(caught.value)
+    assert "native: build_stub.sh: missing build packages:" in message
+    assert "apt-get install -y --no-install-recommends " in message
+    assert not (model / STUB_NAME).exists()
+
+
+def test_build_plan_from_source_archives(tmp_path: Path) -> None:
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    for name in ("python_backend", "common", "core", "backend", "pybind11", "dlpack"):
+        (archives / f"{name}.tar.gz").write_bytes(b"")
+    (archives / "googletest").mkdir()  # a checkout beside the archives
+    plan = _plan(
+        "--python",
+        "3.10",
+        "--triton-version",
+        "24.10",
+        "--source-dir",
+        str(archives),
+        "--python-path",
+        "/opt/py/bin/python3.10",
+        "--boost-dir",
+        "/usr/include",
+        "--build-dir",
+        "/b",
+    )
+    unpacked = [line for line in plan if line.startswith("tar -xzf")]
+    assert unpacked == [
+        f"tar -xzf {archives}/{name}.tar.gz -C /b/src"
+        for name in ("python_backend", "common", "core", "backend", "pybind11", "dlpack")
+    ]
+    cmake = next(line for line in plan if line.startswith("cmake -S")).split()
+    assert cmake[:3] == ["cmake", "-S", "/b/src/python_backend"]
+    assert "-DFETCHCONTENT_SOURCE_DIR_REPO-CORE=/b/src/core" in cmake
+    assert f"-DFETCHCONTENT_SOURCE_DIR_GOOGLETEST={archives}/googletest" in cmake
+    assert "-DFETCHCONTENT_FULLY_DISCONNECTED=ON" in cmake
+
+
+def test_build_inputs_name_each_archive_digest(tmp_path: Path) -> None:
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    for name in ("python_backend", "common", "core", "backend"):
+        (archives / f"{name}.tar.gz").write_bytes(name.encode())
+    inputs = build_inputs(SCRIPT, python="3.10", release="24.10", source_dir=archives)
+    digest = hashlib.sha256(b"core").hexdigest()
+    assert inputs["core"] == f"archive:{digest}"
+    assert inputs["release"] == "24.10" and inputs["python"].startswith("3.10.")
+    assert inputs["pybind11"] == "absent"
+    key = build_key(inputs)
+    (archives / "core.tar.gz").write_bytes(b"core, patched")
+    changed = build_inputs(SCRIPT, python="3.10", release="24.10", source_dir=archives)
+    assert build_key(changed) != key and changed["python_backend"] == inputs["python_backend"]

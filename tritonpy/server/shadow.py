@@ -126,13 +126,17 @@ def plan_stubs(
     repository: Path, server_python: str, wheel: WheelInstallation
 ) -> Dict[str, StubPlan]:
     """The models of ``repository`` that need a stub serve provides: their environment's Python
-    differs from ``server_python``, the wheel has a stub for it, and the user placed no stub of
-    their own (theirs wins).
+    differs from ``server_python``, the wheel or the stub cache (a native build) has a stub for
+    it, and the user placed no stub of their own (theirs wins).
 
     Example::
 
         plan_stubs(Path("repo"), "3.11", wheel)   # {'pre': StubPlan('pre', '3.10', ...)}
     """
+    # the one stub lookup tritonpy has: the wheel's stub, else one built earlier (cache)
+    from ..stubs.lookup import WHEEL_RELEASES, find_stub
+
+    release = WHEEL_RELEASES.get(wheel.version)
     plans: Dict[str, StubPlan] = {}
     for model_dir in sorted(p for p in repository.iterdir() if p.is_dir()):
         if model_dir.name.startswith(".") or (model_dir / STUB_NAME).exists():
@@ -140,8 +144,12 @@ def plan_stubs(
         python = env_python(model_dir)
         if python is None or python == server_python:
             continue
-        stub = wheel.stub(python)
-        if stub.is_file():
+        if release is None:  # an unknown wheel: only its own stubs are known to match
+            stub: Optional[Path] = wheel.stub(python) if wheel.stub(python).is_file() else None
+        else:
+            found = find_stub(release, python, wheel=wheel)
+            stub = found.path if found is not None else None
+        if stub is not None:
             plans[model_dir.name] = StubPlan(model_dir.name, python, stub)
     return plans
 

@@ -1,29 +1,39 @@
 """Build a stub from Triton's sources: natively with ``scripts/build_stub.sh``, or inside the
-release's NGC container with ``Dockerfile.stub``.
+release's NGC container with ``Dockerfile.stub``; the build's inputs and their cache key.
 
 Example::
 
     script = find_build_script()
     argv = native_build_command(script, python="3.10", release="24.10", output=Path("/tmp/stub"))
+    inputs = build_inputs(script, python="3.10", release="24.10", source_dir="triton-r24.10")
+    build_key(inputs)                          # 'native-3f9a0c1b2d4e5f60'
+    missing_build_packages(script, python="3.10", release="24.10", source_dir="triton-r24.10")
+    # None, or "build_stub.sh: missing build packages: ... apt-get install -y ..."
     docker_command("24.10", "3.10", Path("/tmp/out"))
     # ['docker', 'build', '-f', '.../Dockerfile.stub', '--build-arg', 'TRITON_VERSION=24.10', ...]
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from .._resources import find_resource
+from ..errors import ToolError
 
 __all__ = [
+    "build_inputs",
+    "build_key",
+    "default_jobs",
     "docker_available",
     "docker_command",
     "find_build_script",
     "find_dockerfile",
+    "missing_build_packages",
     "missing_build_tools",
     "native_build_command",
 ]
@@ -80,6 +90,95 @@ def native_build_command(
     if jobs:
         argv += ["--jobs", str(jobs)]
     return argv
+
+
+def default_jobs() -> int:
+    """The cores this process may use (its CPU affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _script_query(
+    script: Path,
+    flag: str,
+    *,
+    python: str,
+    release: str,
+    source_dir: Optional[PathLike],
+    python_path: Optional[PathLike],
+) -> subprocess.CompletedProcess[str]:
+    argv = ["bash", str(script), "--python", python, "--triton-version", release, flag]
+    if source_dir is not None:
+        argv += ["--source-dir", os.fspath(source_dir)]
+    if python_path is not None:
+        argv += ["--python-path", os.fspath(python_path)]
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolError(f"{script} {flag} failed to run: {exc}. Is bash installed?") from exc
+
+
+def build_inputs(
+    script: Path,
+    *,
+    python: str,
+    release: str,
+    source_dir: Optional[PathLike] = None,
+    python_path: Optional[PathLike] = None,
+) -> Dict[str, str]:
+    """What a native build would read (``build_stub.sh --print-inputs``): the release, the
+    interpreter's exact version, the compiler, cmake, Boost, each source's archive digest or
+    commit, the script itself. Cheap: nothing is unpacked or compiled."""
+    done = _script_query(
+        script,
+        "--print-inputs",
+        python=python,
+        release=release,
+        source_dir=source_dir,
+        python_path=python_path,
+    )
+    if done.returncode != 0:
+        raise ToolError(
+            f"{script} --print-inputs failed (exit {done.returncode}): "
+            f"{(done.stderr or done.stdout).strip()[-800:]}"
+        )
+    pairs = (line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    return {name: value for name, value in pairs}
+
+
+def build_key(inputs: Dict[str, str]) -> str:
+    """The cache key of a native build with these inputs: ``native-`` and 16 hex digits.
+
+    >>> build_key({"release": "24.10", "python": "3.10.13"})
+    'native-c53667a4aed9dcc4'
+    """
+    text = "\n".join(f"{name}={inputs[name]}" for name in sorted(inputs))
+    return "native-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def missing_build_packages(
+    script: Path,
+    *,
+    python: str,
+    release: str,
+    source_dir: Optional[PathLike] = None,
+    python_path: Optional[PathLike] = None,
+) -> Optional[str]:
+    """None when every header and tool the build needs is present; else the script's message
+    naming each missing Debian/Ubuntu package and the ``apt-get install`` line."""
+    done = _script_query(
+        script,
+        "--check-deps",
+        python=python,
+        release=release,
+        source_dir=source_dir,
+        python_path=python_path,
+    )
+    if done.returncode == 0:
+        return None
+    return (done.stderr or done.stdout).strip()
 
 
 def missing_build_tools(*, need_git: bool) -> List[str]:

@@ -1,12 +1,17 @@
 """A local cache of ``triton_python_backend_stub`` binaries keyed by (release, Python,
-architecture): ``<cache>/stubs/r24.10/py3.10/x86_64/triton_python_backend_stub`` plus a
-``stub.json`` saying where it came from.
+architecture, build inputs): ``<cache>/stubs/r24.10/py3.10/x86_64/<key>/triton_python_backend_stub``
+plus a ``stub.json`` saying where it came from. ``<key>`` is ``wheel`` for the wheel's prebuilt
+stubs and ``native-<digest>`` for native builds, the digest of everything the build read
+(:func:`tritonpy.stubs.build.build_key`), so changed sources, compiler or flags mean a rebuild and
+unchanged ones never do. ``pack-env``, ``serve``, ``export`` and ``tritonpy stub`` all look here
+through :func:`tritonpy.stubs.lookup.find_stub`.
 
 Example::
 
     cache = StubCache()
-    cache.get("24.10", "3.10")            # Path or None
-    cache.put("24.10", "3.10", built_stub, source="native")
+    cache.get("24.10", "3.10")                        # any cached stub: Path or None
+    cache.get("24.10", "3.10", key="native-1f2e...")  # exactly that build
+    cache.put("24.10", "3.10", built_stub, source="native", key="native-1f2e...")
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from ..server.install import cache_directory
 from .elf import ElfError, check_libpython
@@ -25,6 +31,8 @@ from .elf import ElfError, check_libpython
 __all__ = ["STUB_NAME", "StubCache", "machine_arch"]
 
 STUB_NAME = "triton_python_backend_stub"
+_META = "stub.json"
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def machine_arch() -> str:
@@ -39,34 +47,80 @@ class StubCache:
     def __init__(self, root: Optional[Path] = None) -> None:
         self.root = Path(root) if root is not None else cache_directory() / "stubs"
 
-    def directory(self, release: str, python: str, arch: Optional[str] = None) -> Path:
-        """``<root>/r<release>/py<python>/<arch>``."""
-        return self.root / f"r{release}" / f"py{python}" / (arch or machine_arch())
+    def directory(
+        self, release: str, python: str, arch: Optional[str] = None, key: Optional[str] = None
+    ) -> Path:
+        """``<root>/r<release>/py<python>/<arch>``, and ``/<key>`` when a key is given."""
+        base = self.root / f"r{release}" / f"py{python}" / (arch or machine_arch())
+        if key is None:
+            return base
+        if not _KEY.match(key):
+            raise ValueError(f"stub cache key {key!r} is not a plain name ([A-Za-z0-9._-])")
+        return base / key
 
-    def get(self, release: str, python: str, arch: Optional[str] = None) -> Optional[Path]:
-        """The cached stub, or None when absent or not linking ``libpython<python>``."""
-        path = self.directory(release, python, arch) / STUB_NAME
+    def _valid(self, path: Path, python: str) -> bool:
         if not path.is_file():
-            return None
+            return False
         try:
             check_libpython(path, python)
         except ElfError:
-            return None
-        return path
+            return False
+        return True
 
-    def metadata(self, release: str, python: str, arch: Optional[str] = None) -> Dict[str, Any]:
-        """What ``put`` recorded (``source``, ...), or ``{}``."""
+    def keys(self, release: str, python: str, arch: Optional[str] = None) -> List[str]:
+        """The keys holding a usable stub, most recently stored first."""
+        base = self.directory(release, python, arch)
         try:
-            data = json.loads((self.directory(release, python, arch) / "stub.json").read_text())
+            found = [p for p in base.iterdir() if p.is_dir() and _KEY.match(p.name)]
+        except OSError:
+            return []
+        usable = [p for p in found if self._valid(p / STUB_NAME, python)]
+        usable.sort(key=lambda p: (p / STUB_NAME).stat().st_mtime, reverse=True)
+        return [p.name for p in usable]
+
+    def get(
+        self, release: str, python: str, arch: Optional[str] = None, key: Optional[str] = None
+    ) -> Optional[Path]:
+        """The cached stub for ``key``, or (no key) the most recent of any key; None when absent
+        or not linking ``libpython<python>``."""
+        if key is not None:
+            path = self.directory(release, python, arch, key) / STUB_NAME
+            return path if self._valid(path, python) else None
+        keys = self.keys(release, python, arch)
+        if keys:
+            return self.directory(release, python, arch, keys[0]) / STUB_NAME
+        legacy = self.directory(release, python, arch) / STUB_NAME  # tritonpy <= 0.x layout
+        return legacy if self._valid(legacy, python) else None
+
+    def metadata(
+        self, release: str, python: str, arch: Optional[str] = None, key: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """What ``put`` recorded (``source``, ``key``, ``inputs``...) for the stub ``get``
+        returns with the same arguments, or ``{}``."""
+        stub = self.get(release, python, arch, key)
+        if stub is None:
+            return {}
+        try:
+            data = json.loads((stub.parent / _META).read_text())
         except (OSError, ValueError):
             return {}
         return dict(data) if isinstance(data, dict) else {}
 
     def put(
-        self, release: str, python: str, stub: Path, *, source: str, arch: Optional[str] = None
+        self,
+        release: str,
+        python: str,
+        stub: Path,
+        *,
+        source: str,
+        arch: Optional[str] = None,
+        key: Optional[str] = None,
+        inputs: Optional[Mapping[str, str]] = None,
     ) -> Path:
-        """Copy ``stub`` into the cache atomically; return the cached path."""
-        target = self.directory(release, python, arch)
+        """Copy ``stub`` into the cache atomically under ``key`` (default: ``source``); return
+        the cached path."""
+        key = key or source
+        target = self.directory(release, python, arch, key)
         target.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=f".{STUB_NAME}.", dir=target)
         os.close(handle)
@@ -77,11 +131,14 @@ class StubCache:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-        meta = {
+        meta: Dict[str, Any] = {
             "release": release,
             "python": python,
             "arch": arch or machine_arch(),
             "source": source,
+            "key": key,
         }
-        (target / "stub.json").write_text(json.dumps(meta, indent=2) + "\n")
+        if inputs:
+            meta["inputs"] = dict(inputs)
+        (target / _META).write_text(json.dumps(meta, indent=2) + "\n")
         return target / STUB_NAME

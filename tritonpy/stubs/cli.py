@@ -45,7 +45,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--source-dir",
         metavar="DIR",
-        help="checkouts of python_backend, common, core, backend (offline build)",
+        help="offline sources: python_backend, common, core, backend (and pybind11, dlpack, "
+        "googletest) as checkouts DIR/NAME/ or archives DIR/NAME.tar.gz; a build from the "
+        "same inputs is taken from the stub cache",
     )
     p.add_argument("--python-path", metavar="PATH", help="interpreter to build against")
     p.add_argument("--build-script", metavar="PATH", help="another build_stub.sh")
@@ -77,9 +79,10 @@ def cmd_stub(args: argparse.Namespace, reporter: Optional[ConsoleReporter] = Non
         reporter.close()
         print(f"tritonpy: error: {exc}", file=sys.stderr)
         return 1
+    how = f"{result.source}, cached" if result.cached and result.source != "cache" else None
     print(
         f"{result.path} (Python {result.python}, r{result.release}, {result.arch}, "
-        f"from {result.source})",
+        f"from {how or result.source})",
         flush=True,
     )
     return 0

@@ -5,7 +5,10 @@ beside a model's config.pbtxt, from the first source that works:
 2. ``wheel``  - the prebuilt stubs of the ``nvidia-pytriton`` wheel, only when the release is
    the one it bundles (24.10 for 0.7.0);
 3. ``native`` - ``scripts/build_stub.sh`` (cmake, a C++ compiler, Triton sources via git or
-   ``source_dir``);
+   ``source_dir``: checkouts or ``.tar.gz`` archives). The build's inputs (sources, compiler,
+   cmake, Boost, the interpreter) are digested first: a stub built from the same inputs is
+   taken from the cache without building (``StubResult.cached``); a missing build package is
+   named with the ``apt-get install`` line that adds it;
 4. ``docker`` - ``Dockerfile.stub`` in the release's NGC container (needs a Docker engine).
 
 Every stub is checked to need exactly ``libpython3.X.so.1.0`` before it is placed (temporary
@@ -26,24 +29,27 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 from ..envs.archive import staging_file
 from ..envs.progress import CommandError, Reporter, run_command, step
 from ..errors import ToolError
-from ..releases import BUNDLED_RELEASE, TritonRelease
-from ..server.errors import ServerError
-from ..server.install import find_wheel_installation
+from ..releases import TritonRelease
 from .build import (
+    build_inputs,
+    build_key,
+    default_jobs,
     docker_available,
     docker_command,
     find_build_script,
     find_dockerfile,
+    missing_build_packages,
     missing_build_tools,
     native_build_command,
 )
 from .cache import STUB_NAME, StubCache, machine_arch
 from .elf import ElfError, check_libpython
+from .lookup import StubError, wheel_stub
 
 __all__ = ["SOURCES", "StubError", "StubResult", "provision_stub", "python_of_model"]
 
@@ -51,12 +57,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 #: the sources tried, in order
 SOURCES = ("cache", "wheel", "native", "docker")
-#: nvidia-pytriton version -> the Triton release whose stubs it bundles
-WHEEL_RELEASES = {"0.7.0": BUNDLED_RELEASE}
-
-
-class StubError(ToolError):
-    """No source could provide the stub; the message lists what each source said."""
 
 
 @dataclass
@@ -68,6 +68,8 @@ class StubResult:
     python: str
     release: str
     arch: str
+    cached: bool = False  # True when found in the cache (no build, no copy from the wheel)
+    key: str = ""  # the cache key: 'wheel', 'native-<digest of the build inputs>', ...
 
 
 def python_of_model(model_dir: Path) -> Optional[str]:
@@ -83,26 +85,12 @@ def python_of_model(model_dir: Path) -> Optional[str]:
     return found[0] if len(found) == 1 else None
 
 
-def _from_wheel(release: str, python: str) -> Path:
-    if release != BUNDLED_RELEASE:
-        raise StubError(f"the wheel bundles release {BUNDLED_RELEASE} only, not {release}")
-    try:
-        wheel = find_wheel_installation()
-    except ServerError as exc:
-        raise StubError(str(exc).split(". ")[0]) from exc
-    bundled = WHEEL_RELEASES.get(wheel.version)
-    if bundled != release:
-        raise StubError(
-            f"nvidia-pytriton {wheel.version} is installed; tritonpy knows it bundles "
-            f"{bundled or 'an unknown release'}, not {release}"
-        )
-    stub = wheel.stub(python)
-    if not stub.is_file():
-        raise StubError(
-            f"no stub for Python {python} in the wheel (it has "
-            f"{', '.join(wheel.stub_versions()) or 'none'})"
-        )
-    return stub
+@dataclass
+class _Built:
+    path: Path
+    key: str
+    cached: bool
+    inputs: Dict[str, str]
 
 
 def _native(
@@ -110,10 +98,11 @@ def _native(
     python: str,
     work: Path,
     reporter: Reporter,
+    cache: StubCache,
     source_dir: Optional[PathLike],
     python_path: Optional[PathLike],
     build_script: Optional[PathLike],
-) -> Path:
+) -> _Built:
     script = find_build_script(build_script)
     if script is None:
         raise StubError(
@@ -123,6 +112,22 @@ def _native(
     missing = missing_build_tools(need_git=source_dir is None)
     if missing:
         raise StubError(f"missing build tools: {', '.join(missing)}")
+    try:
+        inputs = build_inputs(
+            script, python=python, release=release, source_dir=source_dir, python_path=python_path
+        )
+    except ToolError as exc:
+        raise StubError(str(exc)) from exc
+    key = build_key(inputs)
+    cached = cache.get(release, python, key=key)
+    if cached is not None:
+        reporter.note(f"native build {key} for Python {python}, r{release} is cached: no rebuild")
+        return _Built(cached, key, True, inputs)
+    problem = missing_build_packages(
+        script, python=python, release=release, source_dir=source_dir, python_path=python_path
+    )
+    if problem:
+        raise StubError(problem)
     output = work / STUB_NAME
     argv = native_build_command(
         script,
@@ -131,13 +136,14 @@ def _native(
         output=output,
         source_dir=source_dir,
         python_path=python_path,
+        jobs=default_jobs(),
     )
     with step(reporter, f"building the stub for Python {python} from Triton r{release} sources"):
         try:
             run_command(argv, reporter, what="scripts/build_stub.sh", cwd=str(work))
         except CommandError as exc:
             raise StubError(str(exc).splitlines()[0] + "\n" + exc.output[-1500:]) from exc
-    return output
+    return _Built(output, key, False, inputs)
 
 
 def _docker(release: str, python: str, work: Path, reporter: Reporter) -> Path:
@@ -198,17 +204,27 @@ def provision_stub(
     work = Path(tempfile.mkdtemp(prefix="tritonpy-stub-"))
     try:
         for source in sources:
+            key, cached, inputs = source, source == "cache", None
             try:
                 if source == "cache":
                     found = cache.get(release, python)
                     if found is None:
                         raise StubError(f"no stub in {cache.directory(release, python)}")
+                    key = found.parent.name
                 elif source == "wheel":
-                    found = _from_wheel(release, python)
+                    found = wheel_stub(release, python)
                 elif source == "native":
-                    found = _native(
-                        release, python, work, reporter, source_dir, python_path, build_script
+                    built = _native(
+                        release,
+                        python,
+                        work,
+                        reporter,
+                        cache,
+                        source_dir,
+                        python_path,
+                        build_script,
                     )
+                    found, key, cached, inputs = built.path, built.key, built.cached, built.inputs
                 else:
                     found = _docker(release, python, work, reporter)
                 info = check_libpython(found, python)
@@ -217,15 +233,15 @@ def provision_stub(
             except (StubError, ElfError) as exc:
                 reasons.append(f"  {source}: {exc}")
                 continue
-            if source != "cache":
-                cache.put(release, python, found, source=source)
+            if not cached:
+                cache.put(release, python, found, source=source, key=key, inputs=inputs)
             target = directory / STUB_NAME
             with staging_file(target) as partial:
                 shutil.copyfile(found, partial)
                 os.chmod(partial, 0o755)
                 os.replace(partial, target)
             reporter.note(f"placed {target} (Python {python}, r{release}, from {source})")
-            return StubResult(target, source, python, release, arch)
+            return StubResult(target, source, python, release, arch, cached, key)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     command = " ".join(docker_command(release, python, Path("OUT_DIR")))
@@ -236,6 +252,6 @@ def provision_stub(
         + f"\nOn a machine with Docker, build it in the release's container:\n  {command}\n"
         f"then copy OUT_DIR/{STUB_NAME} beside {directory / 'config.pbtxt'} (or run "
         f"bash {script} --python {python} --triton-version {release} --source-dir DIR with "
-        "offline checkouts of Triton's python_backend, common, core and backend; see "
-        "docs/environments.md)."
+        "offline checkouts or .tar.gz archives of Triton's python_backend, common, core and "
+        "backend; see docs/environments.md)."
     )
