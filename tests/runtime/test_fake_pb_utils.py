@@ -355,7 +355,7 @@ def test_bls_to_an_unknown_model_is_the_servers_error_response():
     resp = r.exec()
     assert pb.get_output_tensor_by_name(resp, "Y").as_numpy().tolist() == [0]
     assert pb.is_model_ready("other") and not pb.is_model_ready("nosuch")
-    with pytest.raises(pb.TritonModelException):
+    with pytest.raises(pb.errors.ServerAbort, match="failed to poll from model repository"):
         pb.load_model("nosuch")
 
 

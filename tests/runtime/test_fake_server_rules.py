@@ -213,10 +213,18 @@ def test_surface_model_loading_api() -> None:
         b"None",
         b"True",
         b"None",
-        b"TritonModelException: Failed to load model: Failed to process the request for model "
-        b"'pl_surface_0_0', message: failed to load 'nope', failed to poll from model "
-        b"repository",
     ]
+
+
+def test_loading_a_model_the_server_lacks_is_a_model_bug() -> None:
+    with ModelHarness(PLAIN / "pl_surface") as h, pytest.raises(ModelBugError) as bug:
+        h.infer({"OP": [b"load_missing"]})
+    message = str(bug.value)
+    assert "may abort instead, ending the whole server process" in message
+    assert (
+        "Failed to load model: Failed to process the request for model 'pl_surface_0_0', "
+        "message: failed to load 'nope', failed to poll from model repository"
+    ) in message
 
 
 def test_surface_metrics_messages_and_lifetime() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set
 
-from .errors import TritonModelException
+from .errors import ServerAbort
 
 if TYPE_CHECKING:
     from .requests import InferenceRequest
@@ -57,9 +57,17 @@ def load_model(model_name: str, config: str = "", files: Optional[Dict[str, byte
     # the instance name is the one metric messages carry (the harness sets it)
     from .metrics import _instance_name
 
-    raise TritonModelException(
+    message = (
         f"Failed to load model: Failed to process the request for model '{_instance_name}', "
         f"message: failed to load '{model_name}', failed to poll from model repository"
+    )
+    # the refusal comes back through the stub's error path that, measured on 24.10, now and
+    # then aborts the whole tritonserver (boost lock_exception) instead
+    raise ServerAbort(
+        f"load_model({model_name!r}) refused by the server, which raises "
+        f"TritonModelException({message!r}) only some of the time: tritonserver 24.10 may "
+        "abort instead, ending the whole server process (terminate: "
+        "boost::interprocess::lock_exception; measured). Load only models the repository has"
     )
 
 
