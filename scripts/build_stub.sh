@@ -136,6 +136,18 @@ if [ -z "$boost_dir" ] && [ -n "$source_dir" ]; then
     fi
 fi
 
+# the cmake flags that shape the binary (paths aside): part of the cache key
+flags=(
+    -DCMAKE_BUILD_TYPE=Release
+    -DTRITON_ENABLE_GPU=OFF
+    "-DTRITON_BACKEND_REPO_TAG=$branch"
+    "-DTRITON_COMMON_REPO_TAG=$branch"
+    "-DTRITON_CORE_REPO_TAG=$branch"
+    -DCMAKE_SKIP_RPATH=ON
+)
+# bump when a change to this script changes the binary in a way the printed inputs do not show
+recipe=1
+
 # --- build packages: each needed header or tool, and the package that provides it ------------
 . /etc/os-release 2>/dev/null || true
 boost_package=libboost-dev  # Boost >= 1.76: Ubuntu 24.04's default; Debian 12's is 1.74
@@ -152,6 +164,14 @@ missing_packages() {  # one 'package<TAB>why' a line
     command -v c++ >/dev/null || command -v g++ >/dev/null || printf 'g++\ta C++ compiler\n'
     command -v readelf >/dev/null || printf 'binutils\treadelf\n'
     [ -n "$source_dir" ] || command -v git >/dev/null || printf 'git\tgit (to clone the sources)\n'
+    # the interpreter's headers and shared libpython (the stub links libpythonX.Y.so.1.0)
+    if ! "$python_path" -c 'import os, sys, sysconfig
+include = os.path.join(sysconfig.get_paths()["include"], "Python.h")
+sys.exit(not (os.path.isfile(include) and sysconfig.get_config_var("Py_ENABLE_SHARED")))' \
+        2>/dev/null; then
+        printf 'python%s-dev\tPython.h and libpython%s.so of %s (or a Python built with --enable-shared)\n' \
+            "$python" "$python" "$python_path"
+    fi
     for pair in zlib.h:zlib1g-dev archive.h:libarchive-dev rapidjson/document.h:rapidjson-dev; do
         header="${pair%%:*}" package="${pair#*:}"
         has_header "$header" || printf '%s\t%s\n' "$package" "$header"
@@ -197,10 +217,10 @@ if [ "$mode" = inputs ]; then
     echo "arch=$(uname -m)"
     echo "compiler=$( (c++ --version || g++ --version) 2>/dev/null | head -n1)"
     echo "cmake=$cmake_version"
-    echo "boost=${boost_dir:+$(boost_version_in "$boost_dir")}${boost_dir:-download}"
-    echo "flags=Release GPU=OFF SKIP_RPATH=ON"
+    echo "boost=${boost_dir:+$(boost_version_in "$boost_dir") }${boost_dir:-download}"
+    echo "flags=${flags[*]}"
+    echo "recipe=$recipe"
     for name in "${repos[@]}" "${deps[@]}"; do echo "$name=$(fingerprint_of "$name")"; done
-    echo "script=$(sha256sum "$0" | cut -d' ' -f1)"
     exit 0
 fi
 
@@ -217,11 +237,16 @@ if [ -n "$source_dir" ]; then
             continue
         fi
         if [ "$dir" = "$build_dir/src/$name" ]; then
-            # unpack afresh: a half-unpacked tree from an interrupted run must not be built
-            if [ "$made_src" = 0 ]; then run mkdir -p "$build_dir/src"; made_src=1; fi
-            run rm -rf "$dir"
-            run tar -xzf "$source_dir/$name.tar.gz" -C "$build_dir/src"
-            [ "$dry_run" = 1 ] || [ -d "$dir" ] || die "$source_dir/$name.tar.gz holds no top-level $name/ directory"
+            # a tree unpacked from this very archive is kept (so make rebuilds nothing); any
+            # other (another archive, an interrupted unpack: no stamp) is unpacked afresh
+            stamp="$build_dir/src/.$name.unpacked" digest="$(fingerprint_of "$name")"
+            if [ "$dry_run" = 1 ] || [ "$(cat "$stamp" 2>/dev/null)" != "$digest" ]; then
+                if [ "$made_src" = 0 ]; then run mkdir -p "$build_dir/src"; made_src=1; fi
+                run rm -rf "$dir" "$stamp"
+                run tar -xzf "$source_dir/$name.tar.gz" -C "$build_dir/src"
+                [ "$dry_run" = 1 ] || [ -d "$dir" ] || die "$source_dir/$name.tar.gz holds no top-level $name/ directory"
+                [ "$dry_run" = 1 ] || echo "$digest" > "$stamp"
+            fi
         fi
         path_of[$name]="$dir"
     done
@@ -237,12 +262,7 @@ fi
 
 args=(
     -S "${path_of[python_backend]}" -B "$build_dir/build"
-    -DCMAKE_BUILD_TYPE=Release
-    -DTRITON_ENABLE_GPU=OFF
-    "-DTRITON_BACKEND_REPO_TAG=$branch"
-    "-DTRITON_COMMON_REPO_TAG=$branch"
-    "-DTRITON_CORE_REPO_TAG=$branch"
-    -DCMAKE_SKIP_RPATH=ON
+    "${flags[@]}"
     "-DPYTHON_EXECUTABLE=$python_path"
     "-DPython3_EXECUTABLE=$python_path"
     "-DPython_EXECUTABLE=$python_path"

@@ -378,6 +378,11 @@ def test_cache_keys_and_the_older_layout(tmp_path: Path) -> None:
     assert placed == cache.directory("24.10", "3.10", key="wheel") / STUB_NAME
     assert cache.get("24.10", "3.10") == placed
     assert cache.metadata("24.10", "3.10")["key"] == "wheel"
+    # a later native build does not displace the release's own binary for key-less lookups
+    native = cache.put("24.10", "3.10", wheel_310, source="native", key="native-00")
+    assert cache.keys("24.10", "3.10") == ["wheel", "native-00"]
+    assert cache.get("24.10", "3.10") == placed
+    assert cache.get("24.10", "3.10", key="native-00") == native
     # a stub that does not link the Python it is filed under is never returned
     shutil.copyfile(find_wheel_installation().stub("3.12"), placed)
     assert cache.get("24.10", "3.10", key="wheel") is None
@@ -506,3 +511,31 @@ def test_build_inputs_name_each_archive_digest(tmp_path: Path) -> None:
     (archives / "core.tar.gz").write_bytes(b"core, patched")
     changed = build_inputs(SCRIPT, python="3.10", release="24.10", source_dir=archives)
     assert build_key(changed) != key and changed["python_backend"] == inputs["python_backend"]
+
+
+def test_a_python_without_headers_or_shared_libpython_is_named(tmp_path: Path) -> None:
+    # an interpreter that says it is 3.10 but has no Python.h / Py_ENABLE_SHARED (a static
+    # build, or Debian's python3.10 without python3.10-dev)
+    fake = tmp_path / "python3.10"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        'case "$*" in\n'
+        "  *version_info*) echo 3.10;;\n"
+        f"  *sys.executable*) echo {fake};;\n"
+        "  *) exit 1;;\n"
+        "esac\n"
+    )
+    fake.chmod(0o755)
+    sources = tmp_path / "src"
+    for repo in ("python_backend", "common", "core", "backend", "googletest", "boost/boost"):
+        (sources / repo).mkdir(parents=True)
+    message = missing_build_packages(
+        SCRIPT, python="3.10", release="24.10", source_dir=sources, python_path=fake
+    )
+    assert message is not None
+    assert (
+        f"  python3.10-dev (for Python.h and libpython3.10.so of {fake} (or a Python built "
+        "with --enable-shared))"
+    ) in message.splitlines()
+    assert message.splitlines()[-1].startswith("  apt-get install -y --no-install-recommends ")
+    assert "python3.10-dev" in message.splitlines()[-1]

@@ -68,20 +68,22 @@ class StubCache:
         return True
 
     def keys(self, release: str, python: str, arch: Optional[str] = None) -> List[str]:
-        """The keys holding a usable stub, most recently stored first."""
+        """The keys holding a usable stub: ``wheel`` first (the release's own binary), then the
+        others most recently stored first."""
         base = self.directory(release, python, arch)
         try:
             found = [p for p in base.iterdir() if p.is_dir() and _KEY.match(p.name)]
         except OSError:
             return []
         usable = [p for p in found if self._valid(p / STUB_NAME, python)]
-        usable.sort(key=lambda p: (p / STUB_NAME).stat().st_mtime, reverse=True)
+        usable.sort(key=lambda p: (p.name == "wheel", (p / STUB_NAME).stat().st_mtime_ns))
+        usable.reverse()
         return [p.name for p in usable]
 
     def get(
         self, release: str, python: str, arch: Optional[str] = None, key: Optional[str] = None
     ) -> Optional[Path]:
-        """The cached stub for ``key``, or (no key) the most recent of any key; None when absent
+        """The cached stub for ``key``, or (no key) the first of :meth:`keys`; None when absent
         or not linking ``libpython<python>``."""
         if key is not None:
             path = self.directory(release, python, arch, key) / STUB_NAME
