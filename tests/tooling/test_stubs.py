@@ -539,3 +539,23 @@ def test_a_python_without_headers_or_shared_libpython_is_named(tmp_path: Path) -
     ) in message.splitlines()
     assert message.splitlines()[-1].startswith("  apt-get install -y --no-install-recommends ")
     assert "python3.10-dev" in message.splitlines()[-1]
+
+
+def test_stub_cli_says_when_a_native_build_came_from_the_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(provision_module, "missing_build_tools", lambda need_git: [])
+    script = _fake_build_script(tmp_path, "3.9")
+    parser = argparse.ArgumentParser(prog="tritonpy")
+    add_parser(parser.add_subparsers())
+    outputs = []
+    for name in ("a", "b"):
+        argv = ["stub", str(_model(tmp_path, name)), "--triton-version", "24.11"]
+        argv += ["--python", "3.9", "--source", "native", "--source-dir", str(tmp_path)]
+        args = parser.parse_args([*argv, "--build-script", str(script)])
+        assert args.func(args) == 0
+        outputs.append(capsys.readouterr().out.strip())
+    assert outputs[0].endswith(", from native)")
+    assert outputs[1].endswith(", from native, cached)")
+    assert (tmp_path / "builds.txt").read_text().count("built") == 1
