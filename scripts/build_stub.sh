@@ -26,7 +26,7 @@
 set -euo pipefail
 
 die() { echo "build_stub.sh: error: $*" >&2; exit 2; }
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 
 python="" release="" source_dir="" python_path="" boost_dir="" build_dir="" output=""
 jobs="" dry_run=0 mode=build
