@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,9 @@ import pytest
 from tritonpy.cli import main
 from tritonpy.config.pbtxt import load_config
 from tritonpy.perf import PerfOptions, run_perf
-from tritonpy.perf.tune import tune, write_best
+from tritonpy.perf.tune import TuneResult, candidate_of, tune, write_best
 from tritonpy.server import TritonServer
+from tritonpy.server.client import InferClient
 
 MODELS = Path(__file__).parent / "models"
 SHORT = PerfOptions(concurrency=(1, 2), duration=1.0, warmup=0.2, engine="builtin")
@@ -112,9 +114,7 @@ def test_perf_analyzer_engine_when_on_path(
     assert data["data"][0]["TEXT"]["shape"] == [1]
 
 
-def test_tune_reloads_each_configuration_and_writes_the_best(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_tune_reloads_each_configuration_and_writes_the_best(tmp_path: Path) -> None:
     model = tmp_path / "repo" / "echo_text"
     shutil.copytree(MODELS / "echo_text", model)
     result = tune(
@@ -128,11 +128,17 @@ def test_tune_reloads_each_configuration_and_writes_the_best(
     assert {t.candidate.instances for t in result.trials} >= {1, 2}
     best = result.best
     assert best is not None and best.score > 0
-    path = write_best(result, model)
-    written = load_config(path)
-    assert written.instance_group[0].count == best.candidate.instances
-    assert written.max_batch_size == best.candidate.max_batch_size
+    before = (model / "config.pbtxt").read_text()
+    if best is result.default:  # nothing to change: the file stays as the user wrote it
+        assert write_best(result, model) is None
+        assert (model / "config.pbtxt").read_text() == before
+    # a configuration tune writes (here: the first non-default one) serves as written
+    other = next(t for t in result.trials if t is not result.default)
+    chosen = TuneResult("echo_text", None, [result.trials[0], replace(other, score=1e9)])
+    assert write_best(chosen, model) == model / "config.pbtxt"
+    written = load_config(model / "config.pbtxt")
     assert written.input[0].name == "TEXT"  # the user's fields are kept
-    # the written configuration serves
     with TritonServer(model.parent) as server:
-        assert server.models_ready() == ["echo_text"]
+        served = InferClient(server.grpc_url, "grpc").model_config("echo_text")
+    assert candidate_of(served).instances == other.candidate.instances
+    assert int(served["max_batch_size"]) == other.candidate.max_batch_size

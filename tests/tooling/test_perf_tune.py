@@ -88,6 +88,26 @@ def test_result_best_gain_and_table() -> None:
     assert "* " in table.splitlines()[3] or table.splitlines()[3].lstrip().startswith("*")
     assert "best / default throughput: 1.50x" in table
     assert result.to_json()["best"] == "instances=2 max_batch=32 delay=1000us"
+    # measured again back to back, the pair decides the stated gain
+    result.confirmation = (
+        Trial(Candidate(1, 32, label="default"), None, 120.0),
+        Trial(Candidate(2, 32, 1000), None, 132.0),
+    )
+    assert result.gain == pytest.approx(1.1)
+    assert "default 120.0 infer/s, best 132.0 infer/s" in result.table()
+    assert result.to_json()["confirmation"] == {"default": 120.0, "best": 132.0}
+
+
+def test_nothing_to_write_when_the_default_wins(tmp_path: Path) -> None:
+    (tmp_path / "config.pbtxt").write_text(CONFIG)
+    result = TuneResult("m", None)
+    result.trials = [
+        Trial(Candidate(1, 32, label="default"), _report((1, 100.0, 5.0, 0)), 100.0, 5.0),
+        Trial(Candidate(2, 32), _report((1, 90.0, 5.0, 0)), 90.0, 5.0),
+    ]
+    assert "the served configuration is the best one measured" in result.table()
+    assert write_best(result, tmp_path) is None
+    assert (tmp_path / "config.pbtxt").read_text() == CONFIG
 
 
 CONFIG = """\
@@ -113,7 +133,10 @@ def test_write_best_keeps_the_users_fields(tmp_path: Path) -> None:
     model.mkdir()
     (model / "config.pbtxt").write_text(CONFIG)
     result = TuneResult("m", None)
-    result.trials = [Trial(Candidate(2, 8, 1000, (4,)), _report((4, 10.0, 1.0, 0)), 10.0, 1.0)]
+    result.trials = [
+        Trial(Candidate(1, 32, label="default"), _report((4, 5.0, 1.0, 0)), 5.0, 1.0),
+        Trial(Candidate(2, 8, 1000, (4,)), _report((4, 10.0, 1.0, 0)), 10.0, 1.0),
+    ]
     path = write_best(result, model)
     assert path == model / "config.pbtxt"
     written = load_config(path)

@@ -239,5 +239,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 1
     if args.write:
         path = write_best(result, args.model_dir)
-        print(f"wrote {path}: {result.best.candidate.describe()}")
+        if path is None:
+            print("the served configuration is the best one measured: config.pbtxt unchanged")
+        else:
+            print(f"wrote {path}: {result.best.candidate.describe()}")
     return 0
