@@ -3,6 +3,8 @@
 - :mod:`tritonpy.testing.fake_pb_utils`: a faithful fake of ``triton_python_backend_utils``;
 - :class:`ModelHarness`: load a model directory or class and send it requests in-process;
 - :class:`EnsembleHarness`: run an ensemble's steps over one ModelHarness per member;
+- :class:`RepositoryHarness`: every model of a repository, each a BLS target of the others;
+- :class:`RawTarget`: a BLS target written on pb_utils requests;
 - :func:`install_fake_pb_utils`: make ``import triton_python_backend_utils`` work in tests;
 - the pytest plugin (fixtures ``triton_model`` and ``fake_pb_utils``) in
   :mod:`tritonpy.testing.plugin`, registered automatically.
@@ -14,6 +16,7 @@ Importable without pytest and without tritonclient (tritonclient is needed only 
 from __future__ import annotations
 
 from . import fake_pb_utils
+from ._targets import RawTarget
 from .ensemble import EnsembleHarness
 from .harness import (
     HarnessError,
@@ -26,6 +29,7 @@ from .harness import (
     parse_config_pbtxt,
     uninstall_fake_pb_utils,
 )
+from .repository import RepositoryHarness
 
 __all__ = [
     "EnsembleHarness",
@@ -34,6 +38,8 @@ __all__ = [
     "ModelHarness",
     "ModelLoadError",
     "ModelProcessDiedError",
+    "RawTarget",
+    "RepositoryHarness",
     "fake_pb_utils",
     "fake_pb_utils_installed",
     "install_fake_pb_utils",

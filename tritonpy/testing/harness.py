@@ -479,8 +479,10 @@ class ModelHarness:
         return results
 
     def register_bls_model(self, name: str, target: Any) -> None:
-        """Make BLS requests to ``name`` run on ``target``: another ModelHarness, or a callable
-        taking the pb_utils.InferenceRequest and returning an InferenceResponse."""
+        """Make BLS requests to ``name`` run on ``target``: another ModelHarness, a model class
+        or model directory (run in a harness of its own), a plain function on numpy inputs
+        (``fn(inputs: dict) -> dict``), or ``RawTarget(fn)`` for a function taking the
+        pb_utils.InferenceRequest and returning an InferenceResponse."""
         handler = bls_handler(target)
         version = target_version(target)
         if version is not None and not hasattr(handler, "model_version"):
