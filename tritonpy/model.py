@@ -248,9 +248,16 @@ class Model(ModelCalls, ModelContext):
         self._check_cancellation = cancellation_policy(cls)
         # typical infer() seconds per call (see _timed_infer); "auto" checks until it is known
         self._infer_seconds = AUTO_CANCELLATION_SECONDS
-        # a request alone gets its decoded values as they are, unless rows are re-merged
-        # (e.g. Padded) or the request parameters are added
-        self._reshapes_alone = self.batched or cls._wants_parameters
+        # the inputs whose value for a request alone is not the decoded one (ragged="pad"
+        # gives a Padded, an Image decodes its rows when merged)
+        self._merged_alone: Tuple[Tuple[str, Codec], ...] = tuple(
+            (name, codec) for name, codec in self._input_plan if not codec.merge_keeps_one()
+        )
+        # a request alone gets its decoded values as they are unless some are merged, rows are
+        # counted or the request parameters are added
+        self._reshapes_alone = cls._wants_parameters or (
+            self.batched and (bool(self._merged_alone) or self._builtin is not None)
+        )
 
     def execute(self, requests: Sequence[Any]) -> Any:
         """Serve one batch of requests: one response per request, in order. A streaming
@@ -290,7 +297,7 @@ class Model(ModelCalls, ModelContext):
         if check and request.is_cancelled():
             return self._cancelled_response()
         try:
-            item = self._decode(index, request)
+            item = self._decode(index, request, keyed=False)
         except InputError as exc:
             return self._refused(exc)
         except Exception as exc:
@@ -364,7 +371,9 @@ class Model(ModelCalls, ModelContext):
         self.teardown()
 
     # -- internals ---------------------------------------------------------------------------
-    def _decode(self, index: int, request: Any) -> Decoded:
+    def _decode(self, index: int, request: Any, keyed: bool = True) -> Decoded:
+        """One request's inputs decoded (InputError for a bad one); ``keyed``: compute the
+        key that says which requests may merge (not needed for a request served alone)."""
         tensors = {tensor.name(): tensor for tensor in request.inputs()}
         key: Hashable
         if not self.batched and tensors.keys() == self._input_names:
@@ -374,7 +383,7 @@ class Model(ModelCalls, ModelContext):
             }
             rows, key = 0, ()
         else:
-            values, rows, key = self._decode_rows(tensors)
+            values, rows, key = self._decode_rows(tensors, keyed and self._merge)
         requested: Optional[FrozenSet[str]] = None  # None: every output (the usual case)
         if self._may_request_fewer:
             names = request.requested_output_names()
@@ -383,7 +392,9 @@ class Model(ModelCalls, ModelContext):
         parameters = request_parameters(request) if self._wants_parameters else None
         return Decoded(index, values, rows, requested, key, parameters)
 
-    def _decode_rows(self, tensors: Dict[str, Any]) -> Tuple[Dict[str, Any], int, Hashable]:
+    def _decode_rows(
+        self, tensors: Dict[str, Any], keyed: bool
+    ) -> Tuple[Dict[str, Any], int, Hashable]:
         """Decode a request's inputs in the general case: (values, rows, merge key). Counts
         and checks rows, fills in absent optional inputs."""
         batched = self.batched
@@ -418,7 +429,7 @@ class Model(ModelCalls, ModelContext):
         if absent:
             for name, codec in absent:
                 values[name] = codec.missing(max(rows, 1) if batched else None)
-        if self._merge:
+        if keyed:
             # requests merge only when every input has the same group key (ragged shapes,
             # presence of an optional input without default)
             key = tuple(
@@ -491,10 +502,11 @@ class Model(ModelCalls, ModelContext):
         values = item.values
         if self.batched:
             # the same types as a merged call (e.g. Padded for ragged="pad")
-            values = {
-                name: None if values[name] is None else codec.merge([values[name]])
-                for name, codec in self._input_plan
-            }
+            if self._merged_alone:
+                values = dict(values)
+                for name, codec in self._merged_alone:
+                    if values[name] is not None:
+                        values[name] = codec.merge([values[name]])
             if self._builtin is not None:
                 self._builtin.batch_rows(item.rows)
         if self._wants_parameters:

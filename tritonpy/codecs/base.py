@@ -127,6 +127,11 @@ class Codec(ABC):
             merged.extend(value)
         return merged
 
+    def merge_keeps_one(self) -> bool:
+        """True when ``merge([value])`` is ``value`` itself, so a request served alone skips
+        the call. A subclass that overrides ``merge`` gets False unless it says otherwise."""
+        return type(self).merge is Codec.merge
+
     def missing(self, rows: Optional[int]) -> Any:
         """The value ``infer`` sees for an omitted optional input: ``default`` once per row
         (``rows`` is None for models without batching), or ``None`` when no default was set."""

@@ -123,6 +123,9 @@ class Tensor(Codec):
             return pad_rows(values, self.variable_axes, self.pad_value)[0]
         return merge_rows(values)[0]
 
+    def merge_keeps_one(self) -> bool:
+        return type(self).merge is Tensor.merge and not self._pads
+
     def missing(self, rows: Optional[int]) -> Any:
         if self.default is None:
             return None

@@ -110,6 +110,9 @@ class TorchTensor(Codec):
             return values[0]
         return _torch().cat(list(values), dim=0)
 
+    def merge_keeps_one(self) -> bool:
+        return type(self).merge is TorchTensor.merge
+
     def missing(self, rows: Optional[int]) -> Any:
         if self.default is None:
             return None
