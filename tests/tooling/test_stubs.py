@@ -398,6 +398,12 @@ def test_one_lookup_wheel_first_then_the_cache(tmp_path: Path) -> None:
     assert find_stub("24.11", "3.10", cache=cache) is None
     built = cache.put("24.11", "3.10", found.path, source="native", key="native-0123456789abcdef")
     assert find_stub("24.11", "3.10", cache=cache) == FoundStub(built, "cache")
+    import tritonpy.stubs
+
+    assert tritonpy.stubs.find_stub is find_stub  # the package's lazy names are the same objects
+    assert tritonpy.stubs.provision_stub is provision_stub
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        tritonpy.stubs.nothing  # noqa: B018
 
 
 # -------------------------------------------------------- build_stub.sh: packages, archives

@@ -1,9 +1,35 @@
 """``triton_python_backend_stub`` provisioning: a stub for the environment's Python, from the
-server's own release, beside config.pbtxt.
+server's own release, beside config.pbtxt; native builds cached by their inputs.
 
 Example::
 
-    from tritonpy.stubs import provision_stub
+    from tritonpy.stubs import find_stub, provision_stub
 
     provision_stub("model_repository/preprocess", triton_version="24.10", python="3.10")
+    find_stub("24.10", "3.10").source   # 'wheel'
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["FoundStub", "StubCache", "StubError", "StubResult", "find_stub", "provision_stub"]
+
+# imported on first use: tritonpy.server imports tritonpy.stubs.lookup lazily, and the build
+# machinery should not load for a cache lookup
+_HOMES = {
+    "FoundStub": "lookup",
+    "StubError": "lookup",
+    "find_stub": "lookup",
+    "StubCache": "cache",
+    "StubResult": "provision",
+    "provision_stub": "provision",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'tritonpy.stubs' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
