@@ -565,3 +565,22 @@ def test_stub_cli_says_when_a_native_build_came_from_the_cache(
     assert outputs[0].endswith(", from native)")
     assert outputs[1].endswith(", from native, cached)")
     assert (tmp_path / "builds.txt").read_text().count("built") == 1
+
+
+def test_the_environment_names_offline_sources_for_callers_that_pass_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pack-env, export and serve call provision_stub without a source directory
+    monkeypatch.setattr(provision_module, "missing_build_tools", lambda need_git: [])
+    monkeypatch.setenv("TRITONPY_STUB_SOURCE_DIR", str(tmp_path / "triton-r24.11"))
+    result = provision_stub(
+        _model(tmp_path),
+        triton_version="24.11",
+        python="3.9",
+        sources=("native",),
+        cache=StubCache(tmp_path / "cache"),
+        build_script=_fake_build_script(tmp_path, "3.9"),
+    )
+    assert result.source == "native"
+    args = (tmp_path / "args.txt").read_text().split()
+    assert args[args.index("--source-dir") + 1] == str(tmp_path / "triton-r24.11")

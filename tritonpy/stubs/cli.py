@@ -47,7 +47,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="DIR",
         help="offline sources: python_backend, common, core, backend (and pybind11, dlpack, "
         "googletest) as checkouts DIR/NAME/ or archives DIR/NAME.tar.gz; a build from the "
-        "same inputs is taken from the stub cache",
+        "same inputs is taken from the stub cache (default: $TRITONPY_STUB_SOURCE_DIR, which "
+        "pack-env, serve and export use too)",
     )
     p.add_argument("--python-path", metavar="PATH", help="interpreter to build against")
     p.add_argument("--build-script", metavar="PATH", help="another build_stub.sh")

@@ -1,14 +1,15 @@
 """``provision_stub``: put a ``triton_python_backend_stub`` for Python X.Y, from release YY.MM,
 beside a model's config.pbtxt, from the first source that works:
 
-1. ``cache``  - the local cache keyed by (release, Python, architecture);
+1. ``cache``  - the local cache keyed by (release, Python, architecture, build inputs);
 2. ``wheel``  - the prebuilt stubs of the ``nvidia-pytriton`` wheel, only when the release is
    the one it bundles (24.10 for 0.7.0);
-3. ``native`` - ``scripts/build_stub.sh`` (cmake, a C++ compiler, Triton sources via git or
-   ``source_dir``: checkouts or ``.tar.gz`` archives). The build's inputs (sources, compiler,
-   cmake, Boost, the interpreter) are digested first: a stub built from the same inputs is
-   taken from the cache without building (``StubResult.cached``); a missing build package is
-   named with the ``apt-get install`` line that adds it;
+3. ``native`` - ``scripts/build_stub.sh`` (cmake, a C++ compiler, Triton sources via git, or
+   offline from ``source_dir`` or ``$TRITONPY_STUB_SOURCE_DIR``: checkouts or ``.tar.gz``
+   archives). The build's inputs (sources, compiler, cmake, Boost, the interpreter) are
+   digested first: a stub built from the same inputs is taken from the cache without building
+   (``StubResult.cached``); a missing build package is named with the ``apt-get install``
+   line that adds it;
 4. ``docker`` - ``Dockerfile.stub`` in the release's NGC container (needs a Docker engine).
 
 Every stub is checked to need exactly ``libpython3.X.so.1.0`` before it is placed (temporary
@@ -51,10 +52,19 @@ from .cache import STUB_NAME, StubCache, machine_arch
 from .elf import ElfError, check_libpython
 from .lookup import StubError, wheel_stub
 
-__all__ = ["SOURCES", "StubError", "StubResult", "provision_stub", "python_of_model"]
+__all__ = [
+    "SOURCES",
+    "SOURCE_DIR_VARIABLE",
+    "StubError",
+    "StubResult",
+    "provision_stub",
+    "python_of_model",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+#: offline Triton sources for native builds when none is passed (checkouts or .tar.gz archives)
+SOURCE_DIR_VARIABLE = "TRITONPY_STUB_SOURCE_DIR"
 #: the sources tried, in order
 SOURCES = ("cache", "wheel", "native", "docker")
 
@@ -103,6 +113,8 @@ def _native(
     python_path: Optional[PathLike],
     build_script: Optional[PathLike],
 ) -> _Built:
+    # pack-env, export and serve pass no source directory: the environment can name one
+    source_dir = source_dir or os.environ.get(SOURCE_DIR_VARIABLE) or None
     script = find_build_script(build_script)
     if script is None:
         raise StubError(
