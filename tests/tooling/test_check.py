@@ -657,6 +657,10 @@ def test_a_libpython_under_another_name_is_missing(tmp_path: Path) -> None:
     assert report.codes == ["TP512"]
     assert "needs libpython3.10.so.1.0 but neither the environment " in report.findings[0].message
     assert "(its lib/ has libpython3.10.so)" in report.findings[0].message
+    assert report.findings[0].fix == (
+        "rebuild the environment so its lib/ holds libpython3.10.so.1.0: 'tritonpy pack-env "
+        "REPO/double --triton-version 24.10 --python 3.10'"
+    )
 
 
 def test_the_wheel_stub_is_known_as_release_24_10(tmp_path: Path) -> None:

@@ -96,10 +96,16 @@ def _libpython(
         f"{', '.join(has) or 'no libpython'}) nor the stub's RPATH provides it; the stub "
         f"cannot start (error while loading shared libraries) and the model never loads"
     )
-    fix = (
-        f"build a stub linking the environment's libpython{python}.so.1.0: "
-        f"{_stub_command(entry, release, python, ' --source native')}"
-    )
+    if grafted:  # only a stub built against the environment's Python links a plain name
+        fix = (
+            f"build a stub linking the environment's libpython{python}.so.1.0: "
+            f"{_stub_command(entry, release, python, ' --source native')}"
+        )
+    else:
+        fix = (
+            f"rebuild the environment so its lib/ holds {soname}: 'tritonpy pack-env "
+            f"REPO/{entry.name} --triton-version {release} --python {python}'"
+        )
     if grafted and repo.release is None:
         yield entry.finding(
             "TP512",
