@@ -13,7 +13,13 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
-from tritonpy.perf.cpu import listening_inodes, parse_stat, tree_cpu_seconds
+from tritonpy.perf.cpu import (
+    cpu_used,
+    listening_inodes,
+    parse_stat,
+    tree_cpu_seconds,
+    tree_cpu_snapshot,
+)
 from tritonpy.perf.engine import LoadWindow, Progress, run_closed_loop
 from tritonpy.perf.perf_analyzer import PerfAnalyzerError, build_command, parse_csv
 from tritonpy.perf.report import PerfReport, point_from_window
@@ -168,6 +174,14 @@ def test_tree_cpu_over_a_fake_proc(tmp_path: Path) -> None:
     proc(20, 1, 50 * ticks)  # unrelated
     assert tree_cpu_seconds(10, str(tmp_path)) == pytest.approx(4.0)
     assert tree_cpu_seconds(99, str(tmp_path)) == 0.0
+    assert tree_cpu_snapshot(10, str(tmp_path)) == pytest.approx({10: 1.0, 11: 2.0, 12: 1.0})
+
+
+def test_cpu_used_survives_a_process_ending() -> None:
+    # the stub 11 of a reloaded model ends; its successor 13 starts inside the window
+    before = {10: 5.0, 11: 40.0}
+    after = {10: 6.0, 13: 0.5}
+    assert cpu_used(before, after) == pytest.approx(1.5)  # never negative
 
 
 def test_listening_inodes() -> None:

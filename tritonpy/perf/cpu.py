@@ -5,22 +5,24 @@ children), and the pid of the process listening on a local TCP port.
 Example::
 
     pid = pid_listening_on(8001)                # the local tritonserver, or None
-    before = tree_cpu_seconds(pid)
+    before = tree_cpu_snapshot(pid)
     ...                                         # drive load
-    used = tree_cpu_seconds(pid) - before
+    used = cpu_used(before, tree_cpu_snapshot(pid))
 """
 
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 __all__ = [
+    "cpu_used",
     "is_local_host",
     "listening_inodes",
     "parse_stat",
     "pid_listening_on",
     "tree_cpu_seconds",
+    "tree_cpu_snapshot",
 ]
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -64,20 +66,34 @@ def _all_stats(proc: str) -> Dict[int, Tuple[int, float]]:
     return found
 
 
-def tree_cpu_seconds(root: int, proc: str = "/proc") -> float:
-    """CPU seconds spent so far by ``root`` and its live descendants (0.0 when it is gone)."""
+def tree_cpu_snapshot(root: int, proc: str = "/proc") -> Dict[int, float]:
+    """CPU seconds spent so far by ``root`` and each live descendant, by pid (empty when
+    ``root`` is gone)."""
     stats = _all_stats(proc)
     if root not in stats:
-        return 0.0
+        return {}
     children: Dict[int, List[int]] = {}
     for pid, (ppid, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
-    total, stack = 0.0, [root]
+    found: Dict[int, float] = {}
+    stack = [root]
     while stack:
         pid = stack.pop()
-        total += stats[pid][1]
+        found[pid] = stats[pid][1]
         stack.extend(children.get(pid, ()))
-    return total
+    return found
+
+
+def cpu_used(before: Mapping[int, float], after: Mapping[int, float]) -> float:
+    """CPU seconds spent between two snapshots by the processes alive at the second one. A
+    process that ended in between (the stub of a model being reloaded) is left out rather
+    than subtracted: its time vanishes from ``/proc`` with it."""
+    return sum(max(seconds - before.get(pid, 0.0), 0.0) for pid, seconds in after.items())
+
+
+def tree_cpu_seconds(root: int, proc: str = "/proc") -> float:
+    """CPU seconds spent so far by ``root`` and its live descendants (0.0 when it is gone)."""
+    return sum(tree_cpu_snapshot(root, proc).values())
 
 
 def listening_inodes(tables: Iterable[str], port: int) -> Set[str]:

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from ..errors import ToolError
 from ..server.client import InferClient
-from .cpu import is_local_host, pid_listening_on, tree_cpu_seconds
+from .cpu import cpu_used, is_local_host, pid_listening_on, tree_cpu_snapshot
 from .engine import (
     Progress,
     describe_error,
@@ -138,7 +138,7 @@ def run_perf(
             data_file.write_text(json.dumps(perf_analyzer_input_data(payloads)))
             for concurrency in options.concurrency:
                 before = _statistics(client, model)
-                cpu_before = tree_cpu_seconds(pid) if pid is not None else None
+                cpu_before = tree_cpu_snapshot(pid) if pid is not None else None
                 if chosen == "perf_analyzer" and binary is not None:
                     csv_path = Path(scratch) / f"c{concurrency}.csv"
                     command = build_command(
@@ -188,7 +188,7 @@ def _with_server_side(
     model: str,
     before: Optional[ModelStats],
     pid: Optional[int],
-    cpu_before: Optional[float],
+    cpu_before: Optional[Dict[int, float]],
     engine: str,
 ) -> PerfPoint:
     """Add the server's CPU per inference and the statistics over the point. The statistics'
@@ -197,7 +197,7 @@ def _with_server_side(
     delta = after - before if after is not None and before is not None else None
     cpu_ms = None
     if pid is not None and cpu_before is not None and delta and delta.inference_count > 0:
-        cpu_ms = (tree_cpu_seconds(pid) - cpu_before) * 1000.0 / delta.inference_count
+        cpu_ms = cpu_used(cpu_before, tree_cpu_snapshot(pid)) * 1000.0 / delta.inference_count
     if delta is None:
         return replace(point, cpu_ms=cpu_ms)
     return replace(
