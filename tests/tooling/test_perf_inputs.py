@@ -152,3 +152,19 @@ def test_option_parsers() -> None:
         parse_input_option("IMAGE")
     with pytest.raises(PerfInputError, match="positive dims"):
         parse_shape_option("LOGITS=0")
+
+
+def test_cli_refuses_bad_options_before_contacting_a_server(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tritonpy.cli import main
+
+    # no server listens on port 9: the option errors must come first
+    assert main(["perf", "m", "--url", "localhost:9", "--input", "IMAGE"]) == 2
+    assert (
+        "tritonpy perf: --input 'IMAGE': expected NAME=FILE or NAME=KIND" in capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        main(["perf", "m", "--concurrency", "0,4"])
+    assert exit_info.value.code == 2
+    assert "expected comma-separated positive integers" in capsys.readouterr().err
