@@ -38,6 +38,16 @@ def test_search_space_batching_model() -> None:
     )
 
 
+def test_a_default_without_dynamic_batching_is_its_own_configuration() -> None:
+    served = {"max_batch_size": 8, "instance_group": [{"count": 1, "kind": "KIND_CPU"}]}
+    default = candidate_of(served)
+    assert not default.dynamic and "no dynamic batching" in default.describe()
+    space = search_space(8, 1, default=default)
+    # the same numbers with dynamic batching on are measured too: they are not the default
+    assert Candidate(1, 8, 0) in space[1:]
+    assert "dynamic_batching" not in apply_candidate({"dynamic_batching": {}}, default)
+
+
 def test_search_space_non_batching_model() -> None:
     space = search_space(0, 4)
     assert [c.instances for c in space] == [4, 3, 2, 1]

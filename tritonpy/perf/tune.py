@@ -58,11 +58,21 @@ class Candidate:
     queue_delay_us: int = 0
     preferred: Tuple[int, ...] = ()
     label: str = ""
+    #: False for a served configuration without ``dynamic_batching`` (no batches formed)
+    dynamic: bool = True
+
+    @property
+    def key(self) -> Tuple[int, int, int, Tuple[int, ...], bool]:
+        """The settings, without the label: equal keys are the same configuration."""
+        dynamic = self.dynamic and self.max_batch_size > 0
+        return (self.instances, self.max_batch_size, self.queue_delay_us, self.preferred, dynamic)
 
     def describe(self) -> str:
         """``instances=2 max_batch=32 delay=1000us preferred=[8]`` (or the label)."""
         text = f"instances={self.instances}"
-        if self.max_batch_size > 0:
+        if self.max_batch_size > 0 and not self.dynamic:
+            text += f" max_batch={self.max_batch_size} no dynamic batching"
+        elif self.max_batch_size > 0:
             text += f" max_batch={self.max_batch_size} delay={self.queue_delay_us}us"
             if self.preferred:
                 text += f" preferred={list(self.preferred)}"
@@ -97,14 +107,8 @@ def search_space(
     unique: List[Candidate] = []
     seen = set()
     for candidate in found:
-        key = (
-            candidate.instances,
-            candidate.max_batch_size,
-            candidate.queue_delay_us,
-            candidate.preferred,
-        )
-        if key not in seen:
-            seen.add(key)
+        if candidate.key not in seen:
+            seen.add(candidate.key)
             unique.append(candidate)
     return unique
 
@@ -120,6 +124,7 @@ def candidate_of(config: Dict[str, Any], label: str = "default") -> Candidate:
         int(batching.get("max_queue_delay_microseconds", 0) or 0),
         tuple(int(s) for s in batching.get("preferred_batch_size", []) or ()),
         label,
+        "dynamic_batching" in config,
     )
 
 
@@ -132,7 +137,10 @@ def apply_candidate(config: Dict[str, Any], candidate: Candidate) -> Dict[str, A
     first["count"] = candidate.instances
     first.setdefault("kind", "KIND_CPU")
     result["instance_group"] = [first]
-    if candidate.max_batch_size > 0:
+    if candidate.max_batch_size > 0 and not candidate.dynamic:
+        result["max_batch_size"] = candidate.max_batch_size
+        result.pop("dynamic_batching", None)
+    elif candidate.max_batch_size > 0:
         result["max_batch_size"] = candidate.max_batch_size
         batching = dict(result.get("dynamic_batching") or {})
         batching["max_queue_delay_microseconds"] = candidate.queue_delay_us
@@ -424,7 +432,7 @@ def write_best(result: TuneResult, model_dir: Any) -> Optional[Path]:
         group.kind = group.KIND_CPU
     del message.instance_group[1:]
     message.instance_group[0].count = candidate.instances
-    if candidate.max_batch_size > 0:
+    if candidate.max_batch_size > 0 and candidate.dynamic:
         message.max_batch_size = candidate.max_batch_size
         batching = message.dynamic_batching
         batching.SetInParent()
