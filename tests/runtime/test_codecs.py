@@ -342,11 +342,27 @@ def test_reduced_decoding_only_where_the_target_is_at_most_half() -> None:
     assert reduced_factor((100, 100), (224, 224)) == 1
 
 
+class ThreadNoting(tp.Image):
+    """An Image that notes the threads it decoded on."""
+
+    def decode_element(self, data: bytes) -> Any:
+        import threading
+
+        self.threads_seen.add(threading.current_thread().name)
+        return super().decode_element(data)
+
+
 @needs_cv2
 @pytest.mark.parametrize("threads", [None, 1, 3])
-def test_merged_images_decode_on_threads_in_request_order(threads: Any) -> None:
+def test_merged_images_decode_on_threads_in_request_order(
+    threads: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tritonpy.codecs import _image_decode
+
+    monkeypatch.setattr(_image_decode, "PARALLEL_MIN_BYTES", 0)  # small test images
     images = [photo_jpeg(160 + 16 * i, 120, seed=i) for i in range(6)]
-    codec = tp.Image(color="BGR", size=(40, 30), threads=threads)
+    codec = ThreadNoting(color="BGR", size=(40, 30), threads=threads)
+    codec.threads_seen = set()  # type: ignore[attr-defined]
     with ModelHarness(echo_model(codec, out=tp.Tensor("UINT8", [30, 40, 3]))) as harness:
         harness.model.infer = lambda IN: {"OUT": np.stack(IN)}  # type: ignore[method-assign]
         results = harness.infer_requests(
@@ -355,6 +371,19 @@ def test_merged_images_decode_on_threads_in_request_order(threads: Any) -> None:
     rows = np.concatenate([r["OUT"] for r in results])  # type: ignore[index]
     expected = [tp.Image(color="BGR", size=(40, 30)).decode_element(d) for d in images]
     np.testing.assert_array_equal(rows, np.stack(expected))
+    pooled = {name for name in codec.threads_seen if name.startswith("tritonpy-image")}  # type: ignore[attr-defined]
+    assert bool(pooled) == (threads == 3 or (threads is None and _image_decode.usable_cores() > 1))
+
+
+@needs_cv2
+def test_small_images_decode_on_the_calling_thread() -> None:
+    # tiny PNGs (digits) cost less to decode than to hand to a thread
+    png = cv2.imencode(".png", np.full((8, 8), 3, np.uint8))[1].tobytes()
+    codec = ThreadNoting(color="GRAY", size=(8, 8), threads=4)
+    codec.threads_seen = set()  # type: ignore[attr-defined]
+    with ModelHarness(echo_model(codec, out=tp.Image(color="GRAY"))) as harness:
+        harness.infer_requests([{"IN": column(png, png)}, {"IN": column(png)}])
+    assert not any(name.startswith("tritonpy-image") for name in codec.threads_seen)  # type: ignore[attr-defined]
 
 
 @needs_cv2

@@ -23,6 +23,9 @@ __all__ = ["Undecoded", "decode_rows", "reduced_factor", "usable_cores"]
 
 #: the most decoding threads one process starts (more cores rarely help a Python stub)
 MAX_THREADS = 4
+#: a batch decodes on threads only from this many encoded bytes: handing an image to a thread
+#: costs tens of microseconds, more than decoding a small PNG (a 640x480 JPEG: ~100 KB, ms)
+PARALLEL_MIN_BYTES = 64 * 1024
 _REDUCED_FACTORS = (8, 4, 2)
 
 
@@ -79,7 +82,8 @@ def decode_rows(
     """The rows of ``values`` (each an :class:`Undecoded` request or a list of ready rows, such
     as an optional input's default) as one list, every encoded row decoded by
     ``decode_row(name, position in its request, data)``. With ``threads`` > 1 and several rows
-    to decode they are decoded in parallel; the first failure is raised once all are done."""
+    to decode, together at least ``PARALLEL_MIN_BYTES``, they are decoded in parallel; the
+    first failure is raised once all are done."""
     jobs: List[Tuple[str, int, bytes]] = []
     slots: List[Any] = []
     for value in values:
@@ -96,7 +100,7 @@ def decode_rows(
         except Exception as exc:  # raised below, in order, once every job has finished
             return _Failed(exc)
 
-    if threads > 1 and len(jobs) > 1:
+    if threads > 1 and len(jobs) > 1 and sum(len(job[2]) for job in jobs) >= PARALLEL_MIN_BYTES:
         decoded = list(_shared_pool(threads).map(run, jobs))
     else:
         decoded = [run(job) for job in jobs]
