@@ -274,11 +274,6 @@ def test_response_parameters_are_refused_by_24_10(server: TritonServer, protocol
     assert message.startswith("response parameters ['rows']: this Triton's Python backend")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the fake pb_utils.InferenceResponse accepts parameters=, which 24.10's refuses "
-    "(reported to the fake's owner); strict: passes once the fake agrees",
-)
 def test_harness_refuses_response_parameters_as_24_10_does() -> None:
     with ModelHarness(MODELS / "cf_params") as harness:
         with pytest.raises(TritonRequestError) as caught:

@@ -55,13 +55,15 @@ def _not_decoupled_call(model_name: str) -> str:
 
 
 class InferenceResponse:
-    """One response (``pb_utils.InferenceResponse``). Output data is copied on creation."""
+    """One response (``pb_utils.InferenceResponse``). Output data is copied on creation.
+
+    As in release 24.10 (measured), there are no response parameters: the constructor refuses
+    ``parameters=`` and the object has no ``parameters()`` (later releases added both)."""
 
     def __init__(
         self,
         output_tensors: Optional[Sequence[Tensor]] = None,
         error: Optional[TritonError] = None,
-        parameters: Union[str, Dict[str, Any], None] = None,
     ) -> None:
         tensors = list(output_tensors) if output_tensors is not None else []
         for t in tensors:
@@ -78,7 +80,6 @@ class InferenceResponse:
         # The real stub copies output data into shared memory; take the same snapshot here.
         self._outputs = [t._snapshot() for t in tensors]
         self._error = error
-        self._parameters = _params_to_json(parameters)
 
     def output_tensors(self) -> List[Tensor]:
         return list(self._outputs)
@@ -88,9 +89,6 @@ class InferenceResponse:
 
     def error(self) -> Optional[TritonError]:
         return self._error
-
-    def parameters(self) -> str:
-        return self._parameters
 
     def __repr__(self) -> str:
         if self._error is not None:
