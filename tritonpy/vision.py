@@ -9,6 +9,7 @@ faster on the same core.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -54,12 +55,7 @@ def to_chw_batch(
     result = (
         out if out is not None else np.empty((len(images), channels, height, width), np.float32)
     )
-    # (x * scale - mean) / std == x * a + b, per channel
-    a = np.broadcast_to(np.asarray(scale / np.asarray(std, np.float64), np.float32), (channels,))
-    b = np.broadcast_to(
-        np.asarray(-np.asarray(mean, np.float64) / np.asarray(std, np.float64), np.float32),
-        (channels,),
-    )
+    a, b = _affine(float(scale), _floats(mean), _floats(std), channels)
     cv2: Any = None
     for index, image in enumerate(images):
         if image.ndim == 2:
@@ -88,6 +84,24 @@ def to_chw_batch(
             np.multiply(image[:, :, channel], a[channel], out=plane, casting="unsafe")
             plane += b[channel]
     return result
+
+
+def _floats(values: Union[float, Sequence[float]]) -> Tuple[float, ...]:
+    if isinstance(values, (int, float, np.number)):
+        return (float(values),)
+    return tuple(float(v) for v in np.ravel(values))
+
+
+@lru_cache(maxsize=64)
+def _affine(
+    scale: float, mean: Tuple[float, ...], std: Tuple[float, ...], channels: int
+) -> Tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """(x * scale - mean) / std == x * a + b, per channel: (a, b), computed once per setting
+    (for small images, computing them on every call cost more than the pixels)."""
+    std64 = np.asarray(std, np.float64)
+    a = np.broadcast_to(np.asarray(scale / std64, np.float32), (channels,))
+    b = np.broadcast_to(np.asarray(-np.asarray(mean, np.float64) / std64, np.float32), (channels,))
+    return a, b
 
 
 def _channels(image: NDArray[Any]) -> int:
