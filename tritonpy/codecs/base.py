@@ -230,6 +230,12 @@ class ElementCodec(Codec):
     # -- outputs -----------------------------------------------------------------------------
     def encode(self, name: str, value: Any, batched: bool) -> NDArray[Any]:
         if isinstance(value, np.ndarray):
+            if not self.array_elements and shape_matches(
+                value.shape[1:] if batched else value.shape, self.dims
+            ):
+                # already shaped as declared (e.g. labels[ids]): encode the elements in place
+                # of walking nested lists
+                return self._encode_flat(name, value)
             value = self._rows_of(value, batched)
         if batched:
             if not isinstance(value, (list, tuple)):
@@ -265,6 +271,21 @@ class ElementCodec(Codec):
                 f"{format_shape(shape)}"
             )
         return out
+
+    def _encode_flat(self, name: str, array: NDArray[Any]) -> NDArray[Any]:
+        flat = array.reshape(-1).tolist()
+        encode_element = self.encode_element
+        try:
+            encoded = [bytes(encode_element(item)) for item in flat]
+        except (TypeError, ValueError):
+            # again one by one, to name the element in the error
+            encoded = [
+                self._encode_one(name, encode_element, item, position)
+                for position, item in enumerate(flat)
+            ]
+        out = np.empty(len(flat), dtype=object)
+        out[:] = encoded
+        return out.reshape(array.shape)
 
     def _rows_of(self, array: NDArray[Any], batched: bool) -> Any:
         """An array returned for an element output, as the lists ``encode`` walks: a batch of
