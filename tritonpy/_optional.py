@@ -37,6 +37,7 @@ KNOWN: Dict[str, Tuple[str, Optional[str]]] = {
     "sklearn": ("scikit-learn", None),
     "rich": ("rich", "pack"),
     "conda_pack": ("conda-pack", "pack"),
+    "matplotlib": ("matplotlib", "perf"),
 }
 
 

@@ -23,7 +23,7 @@ def plot_trials(result: TuneResult, path: Any) -> str:
     try:
         importlib.import_module("matplotlib")
     except ImportError:
-        return "plot skipped: matplotlib is not installed (pip install matplotlib)"
+        return "plot skipped: matplotlib is not installed (pip install 'tritonpy[perf]')"
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed
