@@ -374,13 +374,16 @@ def test_cache_keys_and_the_older_layout(tmp_path: Path) -> None:
     legacy.parent.mkdir(parents=True)
     shutil.copyfile(wheel_310, legacy)
     assert cache.get("24.10", "3.10") == legacy
+    built = cache.put("24.10", "3.10", wheel_310, source="native", key="native-01")
+    assert cache.get("24.10", "3.10") == legacy  # an older tritonpy's copy: the wheel's, mostly
     placed = cache.put("24.10", "3.10", wheel_310, source="wheel")
     assert placed == cache.directory("24.10", "3.10", key="wheel") / STUB_NAME
     assert cache.get("24.10", "3.10") == placed
     assert cache.metadata("24.10", "3.10")["key"] == "wheel"
     # a later native build does not displace the release's own binary for key-less lookups
     native = cache.put("24.10", "3.10", wheel_310, source="native", key="native-00")
-    assert cache.keys("24.10", "3.10") == ["wheel", "native-00"]
+    assert cache.keys("24.10", "3.10") == ["wheel", "native-00", "native-01"]
+    assert cache.get("24.10", "3.10", key="native-01") == built
     assert cache.get("24.10", "3.10") == placed
     assert cache.get("24.10", "3.10", key="native-00") == native
     # a stub that does not link the Python it is filed under is never returned

@@ -140,10 +140,10 @@ def build_inputs(
         python_path=python_path,
     )
     if done.returncode != 0:
-        raise ToolError(
-            f"{script} --print-inputs failed (exit {done.returncode}): "
-            f"{(done.stderr or done.stdout).strip()[-800:]}"
-        )
+        said = (done.stderr or done.stdout).strip()[-800:]
+        if said.startswith(f"{script.name}: "):  # the script's own message says it all
+            raise ToolError(said)
+        raise ToolError(f"{script} --print-inputs failed (exit {done.returncode}): {said}")
     pairs = (line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
     return {name: value for name, value in pairs}
 

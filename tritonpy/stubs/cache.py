@@ -83,16 +83,19 @@ class StubCache:
     def get(
         self, release: str, python: str, arch: Optional[str] = None, key: Optional[str] = None
     ) -> Optional[Path]:
-        """The cached stub for ``key``, or (no key) the first of :meth:`keys`; None when absent
-        or not linking ``libpython<python>``."""
+        """The cached stub for ``key``, or (no key) the wheel's copy, else one an earlier tritonpy
+        cached, else the newest build; None when absent or not linking ``libpython<python>``."""
         if key is not None:
             path = self.directory(release, python, arch, key) / STUB_NAME
             return path if self._valid(path, python) else None
         keys = self.keys(release, python, arch)
-        if keys:
-            return self.directory(release, python, arch, keys[0]) / STUB_NAME
-        legacy = self.directory(release, python, arch) / STUB_NAME  # tritonpy <= 0.x layout
-        return legacy if self._valid(legacy, python) else None
+        if keys and keys[0] == "wheel":
+            return self.directory(release, python, arch, "wheel") / STUB_NAME
+        # where earlier tritonpy versions kept their one stub (mostly the wheel's): before builds
+        legacy = self.directory(release, python, arch) / STUB_NAME
+        if self._valid(legacy, python):
+            return legacy
+        return self.directory(release, python, arch, keys[0]) / STUB_NAME if keys else None
 
     def metadata(
         self, release: str, python: str, arch: Optional[str] = None, key: Optional[str] = None
