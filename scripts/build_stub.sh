@@ -294,8 +294,13 @@ if [ -n "$boost_dir" ]; then
 include(ExternalProject)
 function(ExternalProject_Add name)
   if(name STREQUAL "boostorg")
-    add_custom_target(boostorg COMMAND \${CMAKE_COMMAND} -E copy_directory
-                      "$boost_dir/boost" "\${CMAKE_BINARY_DIR}/boost")
+    # a link made once (a stamp), not a copy at every build: fresh header mtimes would make
+    # every rebuild a full one
+    add_custom_command(OUTPUT "\${CMAKE_BINARY_DIR}/tritonpy-boost.stamp"
+      COMMAND \${CMAKE_COMMAND} -E rm -rf "\${CMAKE_BINARY_DIR}/boost"
+      COMMAND \${CMAKE_COMMAND} -E create_symlink "$boost_dir/boost" "\${CMAKE_BINARY_DIR}/boost"
+      COMMAND \${CMAKE_COMMAND} -E touch "\${CMAKE_BINARY_DIR}/tritonpy-boost.stamp")
+    add_custom_target(boostorg DEPENDS "\${CMAKE_BINARY_DIR}/tritonpy-boost.stamp")
   else()
     _ExternalProject_Add(\${name} \${ARGN})
   endif()
