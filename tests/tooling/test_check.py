@@ -698,7 +698,7 @@ def test_a_cached_stub_tells_its_release(tmp_path: Path) -> None:
     cache = StubCache(tmp_path / "cache")
     cache.put("24.12", "3.10", built, source="native")
     origin = stub_release(built, cache_root=cache.root)
-    assert (origin.release, origin.how) == ("24.12", "the stub cache's r24.12 stub (from native)")
+    assert (origin.release, origin.how) == ("24.12", "the stub cache's r24.12 native stub")
     assert stub_release(built, cache_root=tmp_path / "empty").release is None
 
 

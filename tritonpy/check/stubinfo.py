@@ -119,9 +119,7 @@ def stub_release(path: Path, *, cache_root: Optional[Path] = None) -> StubOrigin
         cached_release = data.get("release") if isinstance(data, dict) else None
         if isinstance(cached_release, str):
             source = data.get("source", "unknown")
-            return StubOrigin(
-                cached_release, f"the stub cache's r{cached_release} stub (from {source})"
-            )
+            return StubOrigin(cached_release, f"the stub cache's r{cached_release} {source} stub")
     return StubOrigin(None, "no release mark in the binary, not a known wheel stub, not cached")
 
 
