@@ -34,10 +34,19 @@ from .context import Repository
 from .ensembles import check_ensembles
 from .environments import check_environments
 from .layout import check_layout
-from .report import ERROR, WARNING, Finding, Report
+from .report import ERROR, INFO, WARNING, Finding, Report
 from .stubfacts import check_stubs
 
-__all__ = ["ERROR", "RULES", "WARNING", "CheckError", "Finding", "Report", "check_repository"]
+__all__ = [
+    "ERROR",
+    "INFO",
+    "RULES",
+    "WARNING",
+    "CheckError",
+    "Finding",
+    "Report",
+    "check_repository",
+]
 
 Rule = Callable[[Repository], Iterator[Finding]]
 
