@@ -253,3 +253,23 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
     assert {c["variant"] for c in document["cells"]} == {"raw", "tritonpy"}
     assert all(c["errors"] == 0 and c["completed"] > 0 for c in document["cells"])
     assert document["output_check_problems"] == []
+
+
+# -- the in-stub probe ---------------------------------------------------------------------------
+
+
+def test_stub_probe_model_holds_both_variants_and_its_settings(tmp_path: Path) -> None:
+    from benchmarks.stub_probe import build_probe
+
+    name = build_probe(tmp_path, "add_sub", tmp_path / "out.json", calls=500, profile=True)
+    version = tmp_path / name / "1"
+    assert sorted(p.name for p in version.iterdir()) == [
+        "model.py",
+        "variant_raw.py",
+        "variant_tritonpy.py",
+    ]
+    compile((version / "model.py").read_text(), "model.py", "exec")  # the probe parses
+    config = (tmp_path / name / "config.pbtxt").read_text()
+    assert f'name: "{name}"' in config and "max_batch_size: 0" in config
+    for key, value in (("probe_calls", "500"), ("probe_profile", "1")):
+        assert f'key: "{key}" value {{ string_value: "{value}" }}' in config
