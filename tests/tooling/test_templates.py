@@ -100,6 +100,7 @@ def test_render_renames_sets_parameters_and_keeps_other_fields(tmp_path: Path) -
         "size": "8x8",
         "color": "GRAY",
         "threads": "2",
+        "reduced_decode": "true",
         "mean": original.parameters["mean"].string_value,
         "std": original.parameters["std"].string_value,
     }
