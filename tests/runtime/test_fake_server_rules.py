@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any, Dict, List
 
 import numpy as np
 import pytest
@@ -304,3 +305,22 @@ def test_stream_errors_returned_after_the_parts_sent_before() -> None:
     assert [p["OUT"].tolist() for p in parts[:2]] == [[0], [1]]
     assert isinstance(parts[2], TritonRequestError)
     assert (parts[2].code, parts[2].message) == ("INTERNAL", "stopped after 2")
+
+
+def test_instance_name_without_an_instance_group_is_model_0() -> None:
+    """Measured on 24.10: without instance_group in config.pbtxt Triton's group is named after
+    the model (instance '<model>_0'); an explicit unnamed group is '<model>_<index>' (instance
+    '<model>_0_0', the pl_instance case above)."""
+
+    class Named:
+        def initialize(self, args: Dict[str, str]) -> None:
+            self.name = args["model_instance_name"]
+
+        def execute(self, requests: List[Any]) -> List[Any]:
+            return []
+
+    with ModelHarness(Named, name="plain") as h:
+        assert h.model.name == "plain_0"
+    config = {"instance_group": [{"kind": "KIND_CPU", "count": 1}]}
+    with ModelHarness(Named, name="grouped", config=config) as h:
+        assert h.model.name == "grouped_0_0"

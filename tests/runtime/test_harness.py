@@ -98,7 +98,8 @@ def test_from_directory_args_are_what_triton_passes():
         }
         assert all(isinstance(v, str) for v in args.values())
         assert args["model_instance_kind"] == "CPU"
-        # <model>_<group index>_<instance index>, measured on tritonserver 24.10
+        # an explicit unnamed instance_group: <model>_<group index>_<instance index> (measured
+        # on tritonserver 24.10; without instance_group it is <model>_0)
         assert args["model_instance_name"] == "add_sub_0_0"
         assert args["model_instance_device_id"] == "0"
         assert args["model_repository"] == str((EXAMPLES / "add_sub").resolve())
@@ -397,7 +398,7 @@ def test_execute_exception_becomes_internal_error():
             h.infer({"X": np.array([1], np.int32)})
         assert e.value.code == "INTERNAL"
         assert e.value.message.startswith(
-            "Failed to process the request(s) for model 'Raises_0_0', message: ValueError: raised "
+            "Failed to process the request(s) for model 'Raises_0', message: ValueError: raised "
             "in execute"
         )
         assert isinstance(e.value.__cause__, ValueError)

@@ -61,7 +61,7 @@ def test_sys_exit_in_execute_is_an_error_response_and_the_model_lives_on(tmp_pat
                 model.infer(X)
             assert caught.value.code == "INTERNAL"
             assert caught.value.message.startswith(
-                "Failed to process the request(s) for model 'sysexit_0_0', message: SystemExit: 3"
+                "Failed to process the request(s) for model 'sysexit_0', message: SystemExit: 3"
             )
             assert "model.py(12): execute" in caught.value.message
 
@@ -84,7 +84,7 @@ def test_ending_the_process_in_execute_is_a_clear_harness_error(
             model.infer(X)
         message = str(caught.value)
         assert f"model 'gone' ended its own process: {call} at model.py:12" in message
-        assert "\"Stub process 'gone_0_0' is not healthy.\"" in message
+        assert "\"Stub process 'gone_0' is not healthy.\"" in message
         # as in Triton, the model answers nothing any more
         with pytest.raises(ModelProcessDiedError):
             model.infer(X)

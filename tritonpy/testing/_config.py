@@ -70,7 +70,9 @@ def _fill_defaults(config: Dict[str, Any], instance_kind: str, device_id: int) -
     )
     groups = config.setdefault("instance_group", [])
     if not groups:
-        groups.append({"kind": instance_kind})
+        # no instance_group in config.pbtxt: Triton's own group is named after the model, so
+        # its instance is <model>_0 (measured, r24.10: 'sysexit_0' in error messages)
+        groups.append({"kind": instance_kind, "name": config["name"]})
     for idx, group in enumerate(groups):
         # Triton names an unnamed group <model>_<group index>, even when it is the only one
         # (measured, r24.10: instance_group [{name: "add_sub_0", ...}])
