@@ -482,3 +482,11 @@ def test_element_outputs_accept_arrays() -> None:
     assert out["ONE"].tolist() == [[b"1.0"], [b"1.0"]]
     decoded = cv2.imdecode(np.frombuffer(out["PNG"][1, 0], np.uint8), cv2.IMREAD_COLOR)
     np.testing.assert_array_equal(cv2.cvtColor(decoded, cv2.COLOR_BGR2RGB), pixels[1])
+
+
+def test_json_with_a_lone_surrogate_is_invalid_input_not_an_internal_error() -> None:
+    """Found by the fuzz on Python 3.9: '"\\ud800"' is valid JSON but not Unicode text."""
+    codec = tp.JSON()
+    with pytest.raises(ValueError, match="lone UTF-16 surrogate"):
+        codec.decode_element(b'{"k": ["\\ud800"]}')
+    assert codec.decode_element(b'"\\ud83d\\ude00"') == "\U0001f600"  # a valid pair

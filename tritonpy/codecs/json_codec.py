@@ -3,12 +3,35 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, Sequence
 
 import numpy as np
 
 from .base import MISSING, ElementCodec
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _check_text(value: Any) -> None:
+    """Raise ValueError when a string in ``value`` holds a lone UTF-16 surrogate."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                "it holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without its pair), "
+                "which is not valid Unicode text; send valid text"
+            ) from None
+    elif isinstance(value, list):
+        for item in value:
+            _check_text(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key)
+            _check_text(item)
+
 
 __all__ = ["JSON"]
 
@@ -61,7 +84,13 @@ class JSON(ElementCodec):
 
     def decode_element(self, data: bytes) -> Any:
         try:
-            return self._decoder.decode(data.decode("utf-8"))
+            text = data.decode("utf-8")
+            value = self._decoder.decode(text)
+            # "\ud800" is valid JSON but not Unicode: refuse a lone surrogate here (as bad
+            # input) rather than fail later when the value is encoded to UTF-8 again
+            if _SURROGATE_ESCAPE.search(text):
+                _check_text(value)
+            return value
         except RecursionError:
             # a RecursionError is no ValueError: without this, "[" * 100000 would be INTERNAL
             raise ValueError(
