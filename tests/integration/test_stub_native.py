@@ -61,7 +61,7 @@ TritonPythonModel = WhichPython
 """
 
 
-def _install_build_packages(message: str) -> None:
+def _install_build_packages(message: str, unavailable: Callable[[str], None]) -> None:
     """Install what ``build_stub.sh --check-deps`` named, as root; skip saying why otherwise."""
     apt_line = next(
         (line.strip() for line in message.splitlines() if line.strip().startswith("apt-get ")),
@@ -70,7 +70,7 @@ def _install_build_packages(message: str) -> None:
     if not apt_line:
         pytest.fail(f"build_stub.sh named no apt-get line:\n{message}")
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        pytest.skip(
+        unavailable(
             "the native stub build needs packages this machine lacks and the test is not root "
             f"(or has no apt-get) to install them; run as root:\n  {apt_line}\n{message}"
         )
@@ -84,16 +84,16 @@ def _install_build_packages(message: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def build_ready() -> Iterator[None]:
+def build_ready(unavailable: Callable[[str], None]) -> Iterator[None]:
     if not (SOURCES / "python_backend.tar.gz").is_file():
-        pytest.skip(
+        unavailable(
             f"Triton r24.10 source archives not found in {SOURCES}: put python_backend, common, "
             "core, backend, pybind11 and dlpack .tar.gz there (git archive of the r24.10 "
             "branches; see docs/environments.md) to run the native build"
         )
     message = missing_build_packages(SCRIPT, python=PYTHON, release="24.10", source_dir=SOURCES)
     if message:
-        _install_build_packages(message)
+        _install_build_packages(message, unavailable)
         again = missing_build_packages(SCRIPT, python=PYTHON, release="24.10", source_dir=SOURCES)
         assert again is None, again
     yield
