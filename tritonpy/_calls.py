@@ -237,6 +237,16 @@ class ModelCalls:
             preferred_memory=pb.PreferredMemory(pb.TRITONSERVER_MEMORY_CPU, 0),
         )
 
+    def _call_result(self, model: str, encoded: _Encoded, response: Any) -> Optional[Outputs]:
+        """The outputs of ``response``; None when a data type was learned from its error and
+        the request should be sent again; else raise the target's error."""
+        error = response.error() if response.has_error() else None
+        if error is None:
+            return _outputs(response)
+        if self._call_relearn(model, encoded, error.message()):
+            return None
+        raise TritonRequestError(error_code_name(error.code()), error.message())
+
     # -- public API -------------------------------------------------------------------------
     def call(
         self,
@@ -264,11 +274,9 @@ class ModelCalls:
         encoded = self._call_encode(model_name, inputs)
         while True:
             response = self._call_request(model_name, encoded, version, outputs, timeout_ms).exec()
-            error = response.error() if response.has_error() else None
-            if error is None:
-                return _outputs(response)
-            if not self._call_relearn(model_name, encoded, error.message()):
-                raise TritonRequestError(error_code_name(error.code()), error.message())
+            result = self._call_result(model_name, encoded, response)
+            if result is not None:
+                return result
 
     async def call_async(
         self,
@@ -293,12 +301,9 @@ class ModelCalls:
         encoded = self._call_encode(model_name, inputs)
         while True:
             request = self._call_request(model_name, encoded, version, outputs, timeout_ms)
-            response = await request.async_exec()
-            error = response.error() if response.has_error() else None
-            if error is None:
-                return _outputs(response)
-            if not self._call_relearn(model_name, encoded, error.message()):
-                raise TritonRequestError(error_code_name(error.code()), error.message())
+            result = self._call_result(model_name, encoded, await request.async_exec())
+            if result is not None:
+                return result
 
     def call_stream(
         self,
