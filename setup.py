@@ -3,7 +3,7 @@
 ``model_templates/``, ``envs/``, ``scripts/build_stub.sh``, ``Dockerfile.stub`` and ``LICENSE``
 stay at the top of the repository (the layout users and docs know); this copies them into the
 package at build time, so ``pip install tritonpy`` gets every file a command needs.
-``tritonpy/_resources.py`` finds them in either place. Everything else is in pyproject.toml.
+``tritonpy/_tooling/resources.py`` finds them in either place. Everything else is in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-# keep in sync with tritonpy._resources.SHIPPED (not imported: the build must not import tritonpy)
+# keep in sync with tritonpy._tooling.resources.SHIPPED (not imported: the build must not import tritonpy)
 SHIPPED = ("model_templates", "envs", "scripts/build_stub.sh", "Dockerfile.stub", "LICENSE")
 IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", ".pytest_cache", "*.tar.gz", "model.pt", "triton_python_backend_stub"

@@ -14,11 +14,21 @@ The public API is what ``__all__`` lists; everything else is private.
 from __future__ import annotations
 
 from . import parameters, vision
-from ._calls import CallError
-from .batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
-from .codecs import JSON, MISSING, Bytes, Codec, ElementCodec, Image, Tensor, Text, TorchTensor
-from .dtypes import DTYPES, DType, lookup_dtype
-from .errors import (
+from ._runtime._calls import CallError
+from ._runtime.batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
+from ._runtime.codecs import (
+    JSON,
+    MISSING,
+    Bytes,
+    Codec,
+    ElementCodec,
+    Image,
+    Tensor,
+    Text,
+    TorchTensor,
+)
+from ._runtime.dtypes import DTYPES, DType, lookup_dtype
+from ._runtime.errors import (
     DeclarationError,
     InputError,
     MissingDependencyError,
@@ -27,9 +37,9 @@ from .errors import (
     TritonPyError,
     TritonRequestError,
 )
-from .metrics import Counter, Gauge, Histogram, MetricError
-from .model import Model
-from .response import Response
+from ._runtime.metrics import Counter, Gauge, Histogram, MetricError
+from ._runtime.model import Model
+from ._runtime.response import Response
 
 __version__ = "0.1.0.dev0"
 

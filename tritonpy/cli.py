@@ -21,7 +21,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 from . import __version__
-from .errors import MissingDependencyError, TritonPyError, TritonRequestError
+from ._runtime.errors import MissingDependencyError, TritonPyError, TritonRequestError
 
 if TYPE_CHECKING:  # the templates module (and protobuf) load only when `new` runs
     from .templates import ClassifierEnsemble
@@ -117,8 +117,8 @@ def _serve_ready_lines(server: Any) -> List[str]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from ._tooling.installation import cache_directory
     from .server import CLI_NAMES, TritonServer
-    from .server.install import cache_directory
     from .server.keeper import serve_until_exit
     from .server.logs import new_log_file
 

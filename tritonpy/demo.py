@@ -22,7 +22,7 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
-from .errors import MissingDependencyError
+from ._runtime.errors import MissingDependencyError
 
 __all__ = ["DemoResult", "Prediction", "add_arguments", "main", "run", "run_demo"]
 
@@ -157,7 +157,7 @@ DESCRIPTION = (
     "'tritonpy[server,torch,image]' and scikit-learn."
 )
 
-#: what the demo imports beyond numpy (import names, see tritonpy._optional.KNOWN)
+#: what the demo imports beyond numpy (import names, see tritonpy._runtime._optional.KNOWN)
 REQUIRED_MODULES = ("pytriton", "tritonclient.grpc", "google.protobuf", "torch", "cv2", "sklearn")
 
 
@@ -192,7 +192,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the demo with parsed options (see :func:`add_arguments`); print the report and
     return the exit status: 0, 1 when it failed, 2 when accuracy is below 0.9."""
-    from ._optional import require
+    from ._runtime._optional import require
 
     require(*REQUIRED_MODULES, feature="the demo")
 

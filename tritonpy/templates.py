@@ -52,10 +52,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from ._optional import require
-from ._resources import ResourceNotFoundError, resource
-from .config.pbtxt import ConfigError, format_config, load_config
-from .errors import ToolError
+from ._runtime._optional import require
+from ._runtime.errors import ToolError
+from ._tooling.pbtxt import ConfigError, format_config, load_config
+from ._tooling.resources import ResourceNotFoundError, resource
 
 __all__ = [
     "ENSEMBLE_TEMPLATE",

@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import InputError
+from ._runtime.errors import InputError
 
 __all__ = ["to_chw_batch"]
 

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from tritonpy import TritonRequestError
-from tritonpy.errors import DeclarationError
-from tritonpy.metrics import CounterMetric, GaugeMetric, HistogramMetric, RefusedCounter
+from tritonpy._runtime.errors import DeclarationError
+from tritonpy._runtime.metrics import CounterMetric, GaugeMetric, HistogramMetric, RefusedCounter
 from tritonpy.server import TritonServer
 from tritonpy.server.client import InferClient
 from tritonpy.testing import ModelHarness
@@ -261,7 +261,7 @@ def test_server_lists_each_family_with_its_kind(server: TritonServer) -> None:
 
 CLASH = """
 import tritonpy as tp
-from tritonpy.metrics import Gauge
+from tritonpy._runtime.metrics import Gauge
 
 
 class Clash(tp.Model):

@@ -15,7 +15,7 @@ from typing import Callable, Dict, Iterator, Tuple
 import numpy as np
 import pytest
 
-from tritonpy.errors import TritonRequestError
+from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.server import TritonServer
 from tritonpy.server.client import InferClient
 from tritonpy.testing import ModelHarness

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tritonpy._tooling.pbtxt import load_config
 from tritonpy.cli import main
-from tritonpy.config.pbtxt import load_config
 from tritonpy.perf import PerfOptions, run_perf
 from tritonpy.perf.tune import TuneResult, candidate_of, tune, write_best
 from tritonpy.server import TritonServer

@@ -14,7 +14,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from tritonpy.errors import TritonRequestError
+from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.server import TritonServer
 from tritonpy.testing import ModelHarness, ModelProcessDiedError
 

@@ -32,11 +32,11 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from tritonpy._tooling.installation import find_wheel_installation
 from tritonpy.check.stubinfo import stub_release
 from tritonpy.envs import pack_env
-from tritonpy.envs.errors import EnvError
+from tritonpy.envs import EnvError
 from tritonpy.envs.interpreters import find_interpreter
-from tritonpy.server.install import find_wheel_installation
 from tritonpy.stubs.build import missing_build_packages
 from tritonpy.stubs.cache import STUB_NAME
 from tritonpy.stubs.elf import check_libpython

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, Iterator, List, Union
 import numpy as np
 import pytest
 
-from tritonpy.errors import TritonRequestError
+from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.server import TritonServer
 from tritonpy.server.client import InferClient
 from tritonpy.server.streaming import UNKNOWN_CODE, stream_infer

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import tritonpy as tp
-from tritonpy._calls import CallError, error_code_name
-from tritonpy.errors import TritonRequestError
+from tritonpy._runtime._calls import CallError, error_code_name
+from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.testing import ModelHarness, fake_pb_utils
 from tritonpy.testing._targets import RawTarget
 from tritonpy.testing.repository import RepositoryHarness

@@ -500,7 +500,7 @@ def test_image_header_size_is_read_before_decoding(ext: str) -> None:
     image over max_pixels is refused by it (a compressed image declaring gigapixels costs
     nothing)."""
     cv2 = pytest.importorskip("cv2", reason="tp.Image needs OpenCV (the image extra)")
-    from tritonpy.codecs.image import image_size
+    from tritonpy._runtime.codecs.image import image_size
 
     pixels = np.random.default_rng(0).integers(0, 255, (23, 37, 3), dtype=np.uint8)
     if ext in (".pfm", ".hdr"):

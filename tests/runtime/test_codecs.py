@@ -333,7 +333,7 @@ def test_reduced_decoding_only_where_the_target_is_at_most_half() -> None:
     # 300 > 480 / 2: no reduced decoding, so the fast path is the exact one
     near = tp.Image(size=(300, 300)).decode_element(data)
     np.testing.assert_array_equal(near, exact_resize(data, (300, 300)))
-    from tritonpy.codecs._image_decode import reduced_factor
+    from tritonpy._runtime.codecs._image_decode import reduced_factor
 
     assert reduced_factor((640, 480), (224, 224)) == 2
     assert reduced_factor((4000, 3000), (224, 224)) == 8
@@ -357,7 +357,7 @@ class ThreadNoting(tp.Image):
 def test_merged_images_decode_on_threads_in_request_order(
     threads: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tritonpy.codecs import _image_decode
+    from tritonpy._runtime.codecs import _image_decode
 
     monkeypatch.setattr(_image_decode, "PARALLEL_MIN_BYTES", 0)  # small test images
     images = [photo_jpeg(160 + 16 * i, 120, seed=i) for i in range(6)]

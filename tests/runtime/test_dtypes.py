@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tritonpy import DTYPES, DeclarationError, lookup_dtype
-from tritonpy.dtypes import dtype_of_numpy
+from tritonpy._runtime.dtypes import dtype_of_numpy
 
 
 @pytest.mark.parametrize(

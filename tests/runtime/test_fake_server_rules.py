@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-from tritonpy.errors import TritonRequestError
+from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.testing import HarnessError, ModelBugError, ModelHarness
 from tritonpy.testing import fake_pb_utils as pb
 from tritonpy.testing._hash_order import server_input_order, string_hash

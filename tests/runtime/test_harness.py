@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tritonpy.errors import TritonPyError, TritonRequestError
+from tritonpy._runtime.errors import TritonPyError, TritonRequestError
 from tritonpy.testing import (
     HarnessError,
     ModelBugError,
@@ -625,7 +625,7 @@ def test_plugin_closes_harnesses(pytester):
 def test_a_missing_testing_dependency_names_the_testing_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from tritonpy.errors import MissingDependencyError
+    from tritonpy._runtime.errors import MissingDependencyError
 
     model = tmp_path / "m"
     (model / "1").mkdir(parents=True)

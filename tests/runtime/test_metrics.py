@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import tritonpy as tp
-from tritonpy.errors import DeclarationError, TritonPyError
-from tritonpy.metrics import (
+from tritonpy._runtime.errors import DeclarationError, TritonPyError
+from tritonpy._runtime.metrics import (
     BuiltinMetrics,
     Counter,
     CounterMetric,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tritonpy as tp
-from tritonpy.response import Response, make_inference_response
+from tritonpy._runtime.response import Response, make_inference_response
 from tritonpy.testing import ModelHarness
 
 

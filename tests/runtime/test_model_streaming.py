@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import tritonpy as tp
+from tritonpy._tooling.pbtxt import new_config
 from tritonpy.config.declarations import apply_declarations, declared_message
-from tritonpy.config.pbtxt import new_config
 from tritonpy.testing import ModelHarness
 
 

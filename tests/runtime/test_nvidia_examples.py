@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tritonpy.errors import TritonRequestError
+from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.testing import ModelHarness
 
 EXAMPLES = Path(__file__).parent / "nvidia_examples"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tritonpy.errors import TritonRequestError
+from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.testing import ModelHarness, ModelProcessDiedError
 
 CONFIG = """name: "{name}"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tritonpy import errors
-from tritonpy._optional import install_command, optional_import, require
+from tritonpy._runtime import errors
+from tritonpy._runtime._optional import install_command, optional_import, require
+from tritonpy._runtime.errors import MissingDependencyError, ToolError
 from tritonpy.cli import main
-from tritonpy.errors import MissingDependencyError, ToolError
 
 TWO_LINES = 'name: "m"\nbackend: "python"\n'
 MODEL = """\
@@ -174,8 +174,8 @@ def test_tritonpy_serve_without_the_server_extra_is_one_line_and_exit_2(
 def test_the_conda_builder_without_conda_pack_is_one_line_and_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tritonpy._tooling.progress import Reporter
     from tritonpy.envs.conda import conda_pack_archive
-    from tritonpy.envs.progress import Reporter
 
     hide(monkeypatch, "conda_pack")
     with pytest.raises(MissingDependencyError) as caught:

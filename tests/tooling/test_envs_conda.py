@@ -23,7 +23,7 @@ import json, os, subprocess, sys
 from pathlib import Path
 from tritonpy.envs.interpreters import find_interpreter
 from tritonpy.envs.local import clean_environment, copy_interpreter
-from tritonpy.envs.progress import Reporter
+from tritonpy._tooling.progress import Reporter
 
 args = sys.argv[1:]
 with open(os.environ["STAND_IN_LOG"], "a") as log:

@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from tritonpy._resources import find_resource
+from tritonpy._tooling.resources import find_resource
 from tritonpy.envs import EnvSpec, Reporter, SpecError, read_spec
 from tritonpy.envs import cli as envs_cli
 from tritonpy.envs import pack as pack_module
@@ -209,7 +209,7 @@ def test_pack_adds_reports_records_and_verifies_the_model(
     verify = recorded["verify"]
     assert verify["model_file"] == model / "1" / "model.py"
     assert verify["distributions"] == ["numpy", "opencv-python-headless"]
-    assert ("tritonpy.codecs.image", "Image", "cv2") in verify["codecs"]
+    assert ("tritonpy._runtime.codecs.image", "Image", "cv2") in verify["codecs"]
     assert verify["tritonpy_version"] == pack_module.running_tritonpy().version
     assert read_record(model)["model_py3.10.tar.gz"]["added"] == ["opencv-python-headless>=4.5"]
 

@@ -106,11 +106,11 @@ def test_wheel_installs_offline_into_another_python(tmp_path: Path) -> None:
             "-I",
             "-c",
             "import importlib.metadata as m, sys; d = m.distribution('tritonpy'); "
-            "print(d.version); print(d.locate_file('tritonpy/model.py'))",
+            "print(d.version); print(d.locate_file('tritonpy/_runtime/model.py'))",
         ],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
     assert shown[0] == tritonpy.__version__
-    assert Path(shown[1]).read_bytes() == (package / "model.py").read_bytes()
+    assert Path(shown[1]).read_bytes() == (package / "_runtime" / "model.py").read_bytes()

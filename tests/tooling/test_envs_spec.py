@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from tritonpy._tooling.releases import TritonRelease
 from tritonpy.envs import EnvSpec, SpecError, read_spec
 from tritonpy.envs.conda import conda_create_command
 from tritonpy.envs.runtime import check_numpy_pin, runtime_requirements
 from tritonpy.envs.spec import parse_environment_yaml, requirement_name
-from tritonpy.releases import TritonRelease
 
 ROOT = Path(__file__).resolve().parents[2]
 

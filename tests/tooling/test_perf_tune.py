@@ -137,7 +137,7 @@ dynamic_batching {
 
 def test_write_best_keeps_the_users_fields(tmp_path: Path) -> None:
     pytest.importorskip("google.protobuf", reason="config.pbtxt is written with protobuf")
-    from tritonpy.config.pbtxt import load_config
+    from tritonpy._tooling.pbtxt import load_config
 
     model = tmp_path / "m"
     model.mkdir()

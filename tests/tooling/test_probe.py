@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from tritonpy._runtime.dtypes import DTYPES
+from tritonpy._runtime.errors import TritonRequestError
+from tritonpy._tooling.errors import ServerError
 from tritonpy.cli import main
-from tritonpy.dtypes import DTYPES
-from tritonpy.errors import TritonRequestError
 from tritonpy.probe import (
     ProbeRequestError,
     ProbeUsageError,
@@ -29,7 +30,6 @@ from tritonpy.probe import (
     runner,
     warmup_sample,
 )
-from tritonpy.server.errors import ServerError
 
 
 def config(max_batch_size: int = 0, **inputs: Any) -> Dict[str, Any]:

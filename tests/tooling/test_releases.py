@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tritonpy import ToolError
-from tritonpy.releases import BUNDLED_RELEASE, TritonRelease
+from tritonpy._tooling.releases import BUNDLED_RELEASE, TritonRelease
 
 
 @pytest.mark.parametrize(

@@ -23,10 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Union
 
-from .._optional import require
-from ..config.pbtxt import CONFIG_MODULES
-from ..errors import ToolError
-from ..releases import TritonRelease
+from .._runtime._optional import require
+from .._runtime.errors import ToolError
+from .._tooling.pbtxt import CONFIG_MODULES
+from .._tooling.releases import TritonRelease
 from .archives import check_archives
 from .batching import check_batching
 from .consistency import check_consistency
@@ -81,7 +81,7 @@ def check_repository(
 
     Importing each python model's ``model.py`` (with the fake pb_utils) is the only user code
     that runs; nothing is initialised. Raises
-    :class:`~tritonpy.errors.MissingDependencyError` when protobuf or tritonclient (the
+    :class:`~tritonpy._runtime.errors.MissingDependencyError` when protobuf or tritonclient (the
     ``config`` extra) is missing, :class:`CheckError` for a bad ``repo`` or options.
 
     >>> report = check_repository("model_repository", server_python="3.11")  # doctest: +SKIP

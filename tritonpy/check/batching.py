@@ -79,7 +79,7 @@ def _check_model(entry: ModelEntry, config: Any) -> Iterator[Finding]:
 def is_cpu_only(entry: ModelEntry) -> bool:
     """True for a tritonpy model whose declared work cannot touch a GPU (see the module
     docstring); False for every other model (nothing is known about them)."""
-    from ..codecs.torch_tensor import TorchTensor
+    from .._runtime.codecs.torch_tensor import TorchTensor
 
     cls = entry.model_class
     loaded = entry.loaded

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from .._tooling.pbtxt import data_type_name
 from ..config.declarations import declared_decoupled, declared_message
-from ..config.pbtxt import data_type_name
 from .context import ModelEntry, Repository, error
 from .report import WARNING, Finding
 

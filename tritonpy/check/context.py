@@ -8,11 +8,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from .._runtime.model import Model
+from .._tooling.pbtxt import ConfigError, parse_config
+from .._tooling.releases import TritonRelease
 from ..config.declarations import autocomplete_config
 from ..config.loader import LoadedModel, ModelImportError, load_model_class, version_dirs
-from ..config.pbtxt import ConfigError, parse_config
-from ..model import Model
-from ..releases import TritonRelease
 from .report import ERROR, Finding, Severity
 
 __all__ = ["CONFIG_FILE", "ModelEntry", "Repository"]

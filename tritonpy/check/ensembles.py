@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from ..config.pbtxt import data_type_name
+from .._tooling.pbtxt import data_type_name
 from .context import ModelEntry, Repository, error
 from .report import WARNING, Finding
 

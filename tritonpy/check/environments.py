@@ -2,7 +2,7 @@
 beside config.pbtxt and the target server's Python, numpy 2 on old releases.
 
 The target server is ``--triton-version YY.MM`` (its container's Python, see
-:class:`tritonpy.releases.TritonRelease`) or ``--server-python X.Y``; without either, the
+:class:`tritonpy._tooling.releases.TritonRelease`) or ``--server-python X.Y``; without either, the
 rules that need it are skipped.
 
 ==========  ========  ==============================================================

@@ -7,7 +7,7 @@ never imports this package.
 
 from __future__ import annotations
 
-from .pbtxt import (
+from .._tooling.pbtxt import (
     ConfigError,
     config_from_dict,
     config_to_dict,

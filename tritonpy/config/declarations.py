@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-from .loader import LoadedModel, load_model_class
-from .pbtxt import (
+from .._tooling.pbtxt import (
     ConfigError,
     PathLike,
     config_from_dict,
@@ -34,6 +33,7 @@ from .pbtxt import (
     new_config,
     write_config,
 )
+from .loader import LoadedModel, load_model_class
 
 __all__ = [
     "ConfigDiff",

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import List, Optional
 
-from .pbtxt import ConfigError, PathLike
+from .._tooling.pbtxt import ConfigError, PathLike
 
 __all__ = [
     "LoadedModel",
@@ -57,7 +57,7 @@ class LoadedModel:
     @property
     def is_tritonpy(self) -> bool:
         """True when ``TritonPythonModel`` is a :class:`tritonpy.Model` subclass."""
-        from ..model import Model
+        from .._runtime.model import Model
 
         return isinstance(self.cls, type) and issubclass(self.cls, Model)
 

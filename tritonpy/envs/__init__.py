@@ -14,11 +14,11 @@ Example::
 
 from __future__ import annotations
 
-from .archive import check_members, safe_extract, staging_file, write_archive
-from .errors import ArchiveError, EnvError, SpecError
+from .._tooling.archives import check_members, safe_extract, staging_file, write_archive
+from .._tooling.errors import ArchiveError, EnvError, SpecError
+from .._tooling.progress import CommandError, Reporter, run_command
 from .interpreters import BaseInterpreter, find_interpreter, probe_interpreter
 from .pack import BUILDERS, PackResult, find_default_spec, pack_env
-from .progress import CommandError, Reporter, run_command
 from .spec import EnvSpec, read_spec
 from .verify import VerifyReport, verify_archive
 

@@ -15,10 +15,10 @@ import sys
 import time
 from typing import Any, Optional
 
-from ..errors import MissingDependencyError, TritonPyError
-from ..releases import BUNDLED_RELEASE
+from .._runtime.errors import MissingDependencyError, TritonPyError
+from .._tooling.progress import Reporter
+from .._tooling.releases import BUNDLED_RELEASE
 from .pack import BUILDERS, STUB_MODES, pack_env
-from .progress import Reporter
 
 __all__ = ["ConsoleReporter", "add_parser", "cmd_pack_env"]
 

@@ -16,9 +16,9 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-from .errors import EnvError
+from .._tooling.errors import EnvError
+from .._tooling.progress import Reporter, run_command, step
 from .local import clean_environment, install_wheel
-from .progress import Reporter, run_command, step
 from .spec import EnvSpec
 
 __all__ = [
@@ -141,7 +141,7 @@ def conda_pack_archive(
         conda_pack_archive(Path("/tmp/e"), Path("/tmp/e.tar.gz"), reporter=Reporter())
     """
     if pack is None:
-        from .._optional import optional_import
+        from .._runtime._optional import optional_import
 
         conda_pack = optional_import("conda_pack", feature="the conda builder", extra="pack")
         pack = conda_pack.pack

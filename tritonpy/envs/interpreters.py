@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple, Union
 
-from ..server.errors import ServerError
-from ..server.install import inspect_interpreter
-from .errors import EnvError
+from .._tooling.errors import EnvError, ServerError
+from .._tooling.installation import inspect_interpreter
 
 __all__ = ["BaseInterpreter", "candidate_paths", "find_interpreter", "probe_interpreter"]
 

@@ -27,9 +27,9 @@ import stat
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Union
 
+from .._tooling.progress import Reporter, run_command, step
 from ..stubs.elf import ElfError, set_runpath
 from .interpreters import BaseInterpreter
-from .progress import Reporter, run_command, step
 from .spec import EnvSpec, requirement_name
 
 __all__ = [
@@ -201,7 +201,7 @@ def build_local_env(
     Conda-only packages in the spec are refused (the local builder has no conda).
     """
     if spec.conda:
-        from .errors import SpecError
+        from .._tooling.errors import SpecError
 
         raise SpecError(
             f"the local builder cannot install conda packages {', '.join(spec.conda)} from "

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .errors import SpecError
+from .._tooling.errors import SpecError
 from .selfwheel import running_distribution
 from .spec import EnvSpec, requirement_name
 
@@ -54,7 +54,7 @@ class CodecNeed:
 #: the codecs whose packages tritonpy's core does not install
 CODEC_NEEDS: Tuple[CodecNeed, ...] = (
     CodecNeed(
-        "tritonpy.codecs.image",
+        "tritonpy._runtime.codecs.image",
         "Image",
         "image",
         "cv2",
@@ -68,7 +68,11 @@ CODEC_NEEDS: Tuple[CodecNeed, ...] = (
         ),
     ),
     CodecNeed(
-        "tritonpy.codecs.torch_tensor", "TorchTensor", "torch", "torch", ("torch", "pytorch")
+        "tritonpy._runtime.codecs.torch_tensor",
+        "TorchTensor",
+        "torch",
+        "torch",
+        ("torch", "pytorch"),
     ),
 )
 
@@ -138,8 +142,8 @@ def scan_model(model_dir: Path) -> ModelScan:
         need, where = scan_model(Path("models/preprocess")).needs[0]
         need.name, where       # ('Image', "input 'IMAGE'")
     """
+    from .._tooling.pbtxt import ConfigError
     from ..config.loader import find_model_file, load_model_class
-    from ..config.pbtxt import ConfigError
 
     try:
         model_file = find_model_file(model_dir)

@@ -23,15 +23,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Iterator, List, Optional, Tuple, Union
 
-from ..config.pbtxt import load_config, set_parameter, write_config
-from ..releases import BUNDLED_RELEASE, TritonRelease
-from .archive import staging_file, write_archive
+from .._tooling.archives import staging_file, write_archive
+from .._tooling.errors import EnvError
+from .._tooling.pbtxt import load_config, set_parameter, write_config
+from .._tooling.progress import Reporter, step
+from .._tooling.releases import BUNDLED_RELEASE, TritonRelease
 from .conda import PackFunction, build_conda_env, conda_pack_archive, find_conda
-from .errors import EnvError
 from .interpreters import find_interpreter
 from .local import build_local_env
 from .needs import CODEC_NEEDS, Addition, ModelScan, plan_additions, scan_model
-from .progress import Reporter, step
 from .record import build_key, is_up_to_date, write_record
 from .runtime import check_numpy_pin, runtime_requirements
 from .selfwheel import running_tritonpy, self_wheel

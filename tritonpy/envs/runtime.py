@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import List, Sequence
 
-from ..releases import TritonRelease
-from .errors import SpecError
+from .._tooling.errors import SpecError
+from .._tooling.releases import TritonRelease
 
 __all__ = ["check_numpy_pin", "runtime_requirements"]
 

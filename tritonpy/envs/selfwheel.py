@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from .. import __version__
-from ..server.install import cache_directory
-from .progress import Reporter, step
+from .._tooling.installation import cache_directory
+from .._tooling.progress import Reporter, step
 
 __all__ = [
     "RunningTritonpy",

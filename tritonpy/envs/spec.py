@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .._resources import find_resource
-from .errors import SpecError
+from .._tooling.errors import SpecError
+from .._tooling.resources import find_resource
 
 __all__ = [
     "EnvSpec",
@@ -155,7 +155,7 @@ def parse_environment_yaml(text: str, source: str = "environment.yml") -> Dict[s
     try:
         import yaml
     except ImportError:
-        yaml = None
+        yaml = None  # type: ignore[assignment]
     if yaml is not None:
         try:
             data = yaml.safe_load(text)

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .archive import check_members, safe_extract
-from .errors import ArchiveError
-from .progress import Reporter, step
+from .._tooling.archives import check_members, safe_extract
+from .._tooling.errors import ArchiveError
+from .._tooling.progress import Reporter, step
 
 __all__ = ["VerifyReport", "verify_archive"]
 
@@ -181,7 +181,7 @@ def verify_archive(
 ) -> VerifyReport:
     """Check ``archive`` as described in the module docstring; raise :class:`ArchiveError`
     saying what is wrong and how to fix it. ``codecs`` lists (codec module, class name, module
-    it needs), e.g. ``("tritonpy.codecs.image", "Image", "cv2")``.
+    it needs), e.g. ``("tritonpy._runtime.codecs.image", "Image", "cv2")``.
 
     Example::
 

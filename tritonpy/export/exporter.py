@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Union
 
-from .._optional import require
+from .._runtime._optional import require
+from .._tooling.pbtxt import CONFIG_MODULES
+from .._tooling.progress import Reporter, step
+from .._tooling.releases import TritonRelease
 from ..check import Report, check_repository
-from ..config.pbtxt import CONFIG_MODULES
 from ..envs.pack import BUILDERS
-from ..envs.progress import Reporter, step
 from ..envs.selfwheel import running_tritonpy, self_wheel
-from ..releases import TritonRelease
 from .files import (
     REPOSITORY_DIR,
     WHEELS_DIR,

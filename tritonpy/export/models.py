@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Optional, Set
 
+from .._runtime.errors import ToolError
+from .._tooling.pbtxt import ConfigError, load_config, set_parameter, write_config
+from .._tooling.progress import Reporter
+from .._tooling.releases import TritonRelease
 from ..check.archives import ENV_PARAMETER
 from ..check.envinfo import MODEL_DIR_VARIABLE, inspect_env, resolve_env_path
 from ..check.imports import imports_tritonpy
 from ..config.declarations import NotDerivableError, sync_config
 from ..config.loader import ModelImportError
-from ..config.pbtxt import ConfigError, load_config, set_parameter, write_config
-from ..envs.progress import Reporter
 from ..envs.record import RECORD_NAME
-from ..errors import ToolError
-from ..releases import TritonRelease
 from ..stubs.cache import STUB_NAME
 
 __all__ = ["ExportError", "ModelExport", "copy_model", "prepare_model"]

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Dict, Optional, TextIO, Tuple
 
-from ..errors import MissingDependencyError, TritonPyError
+from .._runtime.errors import MissingDependencyError, TritonPyError
 from .inputs import InputSpec, PerfInputError, parse_input_option, parse_shape_option
 
 __all__ = ["add_parser", "cmd_perf", "cmd_tune"]

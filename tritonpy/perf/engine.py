@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ToolError
+from .._runtime.errors import ToolError
 
 __all__ = [
     "Caller",

@@ -38,8 +38,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ..dtypes import lookup_dtype
-from ..errors import DeclarationError, ToolError
+from .._runtime.dtypes import lookup_dtype
+from .._runtime.errors import DeclarationError, ToolError
 
 __all__ = [
     "DYNAMIC_DIM",
@@ -169,9 +169,9 @@ def guess_kind(name: str) -> str:
 def hints_from_class(cls: Any) -> Dict[str, str]:
     """The kind of each BYTES input declared by the tritonpy model class ``cls``
     (``inputs = {...}``): image, text or json; inputs of other codecs are left out."""
-    from ..codecs.image import Image
-    from ..codecs.json_codec import JSON
-    from ..codecs.text import Bytes, Text
+    from .._runtime.codecs.image import Image
+    from .._runtime.codecs.json_codec import JSON
+    from .._runtime.codecs.text import Bytes, Text
 
     kinds: Dict[str, str] = {}
     for name, codec in (getattr(cls, "inputs", None) or {}).items():

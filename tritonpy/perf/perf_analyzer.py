@@ -22,7 +22,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..errors import ToolError
+from .._runtime.errors import ToolError
 from .report import PerfPoint
 
 __all__ = ["PerfAnalyzerError", "build_command", "find_perf_analyzer", "parse_csv"]

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ToolError
+from .._runtime.errors import ToolError
 from ..server.client import InferClient
 from .cpu import cpu_used, is_local_host, pid_listening_on, tree_cpu_snapshot
 from .engine import (

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import ToolError
+from .._runtime.errors import ToolError
 from .engine import Progress
 from .inputs import InputSpec
 from .report import PerfReport, render_table
@@ -416,7 +416,7 @@ def write_best(result: TuneResult, model_dir: Any) -> Optional[Path]:
     tooling: instance count, max_batch_size, dynamic batching delay and preferred sizes; every
     other field of the file is kept. Returns the path, or None when nothing is written: no
     candidate met the budget, or the served configuration ("default") is the best."""
-    from ..config.pbtxt import load_config, new_config, write_config
+    from .._tooling.pbtxt import load_config, new_config, write_config
 
     best = result.best
     if best is None or best is result.default:

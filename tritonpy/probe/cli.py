@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import MissingDependencyError, TritonPyError
+from .._runtime.errors import MissingDependencyError, TritonPyError
 
 __all__ = ["add_parser", "cmd_probe"]
 

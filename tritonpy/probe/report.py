@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..errors import TritonRequestError
+from .._runtime.errors import TritonRequestError
 
 __all__ = ["ANSWERED_CODES", "ProbeReport", "ProbeResult", "judge"]
 

@@ -23,8 +23,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ..dtypes import lookup_dtype
-from ..errors import DeclarationError, ToolError
+from .._runtime.dtypes import lookup_dtype
+from .._runtime.errors import DeclarationError, ToolError
 
 __all__ = ["BYTES_VALUE", "ProbeRequestError", "probe_inputs", "warmup_sample"]
 

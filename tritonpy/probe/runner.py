@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from .._optional import require
-from ..errors import DeclarationError, ToolError, TritonPyError
+from .._runtime._optional import require
+from .._runtime.errors import DeclarationError, ToolError, TritonPyError
+from .._tooling.errors import ServerError
 from ..server.client import InferClient, ModelSignature, parse_endpoint
-from ..server.errors import ServerError
 from .report import ProbeReport, ProbeResult, judge
 from .requests import ProbeRequestError, probe_inputs
 
@@ -121,7 +121,7 @@ def probe(
     A server that does not answer gives a report with ``error`` set; a named model that is not
     READY (or unknown) fails with status ``NOT_READY`` (``NOT_FOUND``). Raises
     :class:`ProbeUsageError` for a bad ``url``/``protocol``/``timeout`` and
-    :class:`~tritonpy.errors.MissingDependencyError` when tritonclient is not installed.
+    :class:`~tritonpy._runtime.errors.MissingDependencyError` when tritonclient is not installed.
 
     Example::
 

@@ -11,9 +11,8 @@ Example::
 
 from __future__ import annotations
 
-from .console import ConsoleLog, LogEcho
-from .errors import ModelLoadError, ServerError, ServerTimeoutError
-from .install import (
+from .._tooling.errors import ModelLoadError, ServerError, ServerTimeoutError
+from .._tooling.installation import (
     Installation,
     Interpreter,
     WheelInstallation,
@@ -22,7 +21,8 @@ from .install import (
     prepare_backend_directory,
     resolve_installation,
 )
-from .options import CLI_NAMES, PYTHON_NAMES, OptionNames
+from .._tooling.options import CLI_NAMES, PYTHON_NAMES, OptionNames
+from .console import ConsoleLog, LogEcho
 from .ports import choose_ports, pick_free_ports, port_is_free
 from .preflight import PreflightError, preflight
 from .process import TritonServer

@@ -31,11 +31,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._optional import require
-from ..dtypes import lookup_dtype
-from ..errors import DeclarationError, TritonRequestError
-from ..tensor_display import format_tensor, tensor_to_json
-from .errors import ServerError
+from .._runtime._optional import require
+from .._runtime.dtypes import lookup_dtype
+from .._runtime.errors import DeclarationError, TritonRequestError
+from .._tooling.errors import ServerError
+from .._tooling.tensor_display import format_tensor, tensor_to_json
 
 __all__ = [
     "Endpoint",
@@ -262,7 +262,7 @@ class OutputTensor:
 
 def format_output(output: OutputTensor, *, full: bool = False) -> str:
     """``NAME (DTYPE, shape [..]): VALUE``, VALUE summarised by numpy (``...`` in long
-    dimensions) unless ``full``; see :func:`tritonpy.tensor_display.format_tensor`."""
+    dimensions) unless ``full``; see :func:`tritonpy._tooling.tensor_display.format_tensor`."""
     return format_tensor(output.name, output.datatype, output.array, full=full)
 
 
@@ -355,7 +355,7 @@ class InferClient:
         """Send one request; return the outputs in the order of ``outputs`` (default: the
         model's declared outputs). ``parameters``: the request parameters (``{str: bool |
         int | str}``), which a model's ``infer(parameters=...)`` receives. An error response
-        raises :class:`~tritonpy.errors.TritonRequestError`."""
+        raises :class:`~tritonpy._runtime.errors.TritonRequestError`."""
         return self.infer_with_parameters(
             model, inputs, outputs, signature=signature, parameters=parameters
         )[0]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence, Tuple
 
-from .errors import ServerError
+from .._tooling.errors import ServerError
+from .._tooling.options import OptionNames
 from .failures import busy_port_message
-from .options import OptionNames
 from .ports import choose_ports, port_is_free
 
 __all__ = ["Endpoints"]

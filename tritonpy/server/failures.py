@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import List, Mapping, Sequence
 
+from .._tooling.options import OptionNames
 from .logs import failure_hint
-from .options import OptionNames
 
 __all__ = [
     "busy_port_message",

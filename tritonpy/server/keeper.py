@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..errors import TritonPyError
+from .._runtime.errors import TritonPyError
 from .backoff import Backoff
 from .process import TritonServer
 from .stubwatch import describe_returncode

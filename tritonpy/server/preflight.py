@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Union
 
-from ..errors import ToolError
-from .errors import ServerError
-from .options import PYTHON_NAMES, OptionNames
+from .._runtime.errors import ToolError
+from .._tooling.errors import ServerError
+from .._tooling.options import PYTHON_NAMES, OptionNames
 
 if TYPE_CHECKING:  # the check package imports model code: loaded only when a check runs
     from ..check import Report

@@ -24,14 +24,14 @@ from typing import (
     Union,
 )
 
+from .._tooling.errors import ModelLoadError, ServerError, ServerTimeoutError
+from .._tooling.installation import Installation, resolve_installation
+from .._tooling.options import PYTHON_NAMES, OptionNames
 from .command import server_command
 from .console import ConsoleLog, LogEcho
 from .endpoints import Endpoints
-from .errors import ModelLoadError, ServerError, ServerTimeoutError
 from .failures import condensed, load_error_message, port_clash_message, timeout_message
-from .install import Installation, resolve_installation
 from .logs import LogFollower, lines_about, read_tail, temporary_log_file
-from .options import PYTHON_NAMES, OptionNames
 from .preflight import preflight
 from .procs import end_process_group
 from .readiness import ModelStatus, health_ready, repository_index

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .install import WheelInstallation
+from .._tooling.installation import WheelInstallation
 
 __all__ = [
     "STUB_NAME",
@@ -60,7 +60,7 @@ class StubPlan:
 def _read_env_parameter(config_path: Path) -> Optional[str]:
     """The ``EXECUTION_ENV_PATH`` value of a config.pbtxt (``None`` when unset or unreadable:
     the preflight check reports unreadable configurations)."""
-    from ..config.pbtxt import ConfigError, load_config
+    from .._tooling.pbtxt import ConfigError, load_config
 
     try:
         config = load_config(config_path)

@@ -32,10 +32,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from .._optional import require
-from ..errors import TritonRequestError
+from .._runtime._optional import require
+from .._runtime.errors import TritonRequestError
+from .._tooling.errors import ServerError
 from .client import _request_error, parse_endpoint
-from .errors import ServerError
 
 __all__ = ["UNKNOWN_CODE", "StreamResult", "stream_infer"]
 

@@ -22,8 +22,8 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
-from .._resources import find_resource
-from ..errors import ToolError
+from .._runtime.errors import ToolError
+from .._tooling.resources import find_resource
 
 __all__ = [
     "build_inputs",

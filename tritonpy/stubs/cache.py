@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-from ..server.install import cache_directory
+from .._tooling.installation import cache_directory
 from .elf import ElfError, check_libpython
 
 __all__ = ["STUB_NAME", "StubCache", "machine_arch"]

@@ -11,8 +11,8 @@ import argparse
 import sys
 from typing import Any, Optional
 
+from .._runtime.errors import MissingDependencyError, TritonPyError
 from ..envs.cli import ConsoleReporter
-from ..errors import MissingDependencyError, TritonPyError
 from .provision import SOURCES, provision_stub
 
 __all__ = ["add_parser", "cmd_stub"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Dict, List, Optional, Tuple, Union
 
-from ..errors import ToolError
+from .._runtime.errors import ToolError
 
 __all__ = [
     "ElfDynamic",

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..errors import ToolError
-from ..releases import BUNDLED_RELEASE
-from ..server.errors import ServerError
-from ..server.install import WheelInstallation, find_wheel_installation
+from .._runtime.errors import ToolError
+from .._tooling.errors import ServerError
+from .._tooling.installation import WheelInstallation, find_wheel_installation
+from .._tooling.releases import BUNDLED_RELEASE
 from .cache import StubCache
 
 __all__ = ["WHEEL_RELEASES", "FoundStub", "StubError", "find_stub", "wheel_stub"]

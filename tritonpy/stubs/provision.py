@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
-from ..envs.archive import staging_file
-from ..envs.progress import CommandError, Reporter, run_command, step
-from ..errors import ToolError
-from ..releases import TritonRelease
+from .._runtime.errors import ToolError
+from .._tooling.archives import staging_file
+from .._tooling.progress import CommandError, Reporter, run_command, step
+from .._tooling.releases import TritonRelease
 from .build import (
     build_inputs,
     build_key,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from ..dtypes import DTYPES
+from .._runtime.dtypes import DTYPES
 from ._errors import ModelLoadError
 
 
@@ -13,7 +13,7 @@ def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any
     """Parse config.pbtxt text into the JSON-like dict Triton hands to the Python backend
     (field names as in the proto, int64 values as ints). Needs the ``testing`` extra
     (tritonclient[grpc] and protobuf)."""
-    from .._optional import require
+    from .._runtime._optional import require
 
     # checked here so that the message names the extra a model's tests need
     require(
@@ -22,7 +22,7 @@ def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any
         extra="testing",
         feature="tritonpy.testing.ModelHarness",
     )
-    from ..config.pbtxt import ConfigError, config_to_dict, parse_config
+    from .._tooling.pbtxt import ConfigError, config_to_dict, parse_config
 
     try:
         return config_to_dict(parse_config(text, source))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import TritonPyError
+from .._runtime.errors import TritonPyError
 
 
 class HarnessError(TritonPyError):

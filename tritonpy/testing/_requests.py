@@ -8,8 +8,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from ..dtypes import DTYPES, dtype_of_numpy
-from ..errors import TritonRequestError
+from .._runtime.dtypes import DTYPES, dtype_of_numpy
+from .._runtime.errors import TritonRequestError
 from ._config import _CONFIG_TO_WIRE
 from ._errors import HarnessError
 from ._hash_order import server_input_order

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
-from ..errors import TritonRequestError
+from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
 from ._errors import ModelBugError
 from ._requests import NDArray, _client_view

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from ..errors import InputError, TritonRequestError
+from .._runtime.errors import InputError, TritonRequestError
 from . import fake_pb_utils as pb
 from ._errors import ModelBugError
 from ._requests import _check_requested_outputs, _client_view, _validate_request

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import TritonRequestError
+from .._runtime.errors import TritonRequestError
 from .harness import HarnessError, ModelHarness, parse_config_pbtxt
 
 __all__ = ["EnsembleHarness"]

@@ -44,7 +44,7 @@ from typing import (
     Union,
 )
 
-from ..errors import TritonRequestError
+from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
 from ._config import (
     _CONFIG_TO_WIRE,

@@ -1,7 +1,7 @@
 """Declared metrics of every kind, the built-in ones, and metric misuse (INTERNAL errors)."""
 
 import tritonpy as tp
-from tritonpy.metrics import Counter, Gauge, Histogram
+from tritonpy import Counter, Gauge, Histogram
 
 
 class MetricsModel(tp.Model):

@@ -1,7 +1,7 @@
 """Declares cf_metrics' counter family too: one family, one series per model."""
 
 import tritonpy as tp
-from tritonpy.metrics import Counter
+from tritonpy import Counter
 
 
 class TwinModel(tp.Model):

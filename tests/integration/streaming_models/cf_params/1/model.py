@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 import tritonpy as tp
-from tritonpy.response import Response
+from tritonpy import Response
 
 
 class Params(tp.Model):

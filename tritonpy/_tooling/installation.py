@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .._optional import missing
+from .._runtime._optional import missing
 from .errors import ServerError
 from .options import PYTHON_NAMES, OptionNames
 

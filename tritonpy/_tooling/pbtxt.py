@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Mapping, Union
 
-from .._optional import require
-from ..errors import ToolError
+from .._runtime._optional import require
+from .._runtime.errors import ToolError
 
 __all__ = [
     "CONFIG_MODULES",

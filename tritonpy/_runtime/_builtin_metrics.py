@@ -5,7 +5,7 @@
 ``tritonpy_requests_refused`` (counter, extra label ``input``), each labelled ``model`` and
 ``version``. Model calls the hooks of :class:`BuiltinMetrics` only when they are on.
 
-Runtime module: stdlib only. Import it through :mod:`tritonpy.metrics`.
+Runtime module: stdlib only. Import it through :mod:`tritonpy._runtime.metrics`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Tuple
 
-from .errors import ToolError
+from .._runtime.errors import ToolError
 
 __all__ = ["BUNDLED_RELEASE", "TritonRelease"]
 

@@ -1,12 +1,19 @@
-"""Errors of the embedded tritonserver tooling."""
+"""Errors of the tooling (the embedded server, environments), all under ``ToolError``."""
 
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..errors import ToolError
+from .._runtime.errors import ToolError
 
-__all__ = ["ModelLoadError", "ServerError", "ServerTimeoutError"]
+__all__ = [
+    "ArchiveError",
+    "EnvError",
+    "ModelLoadError",
+    "ServerError",
+    "ServerTimeoutError",
+    "SpecError",
+]
 
 
 class ServerError(ToolError):
@@ -49,3 +56,16 @@ class ServerTimeoutError(ServerError):
     def __init__(self, message: str, *, not_ready: Sequence[str], log_tail: str = "") -> None:
         super().__init__(message, log_tail=log_tail)
         self.not_ready = list(not_ready)
+
+
+class EnvError(ToolError):
+    """An environment could not be built, packed, verified or placed."""
+
+
+class SpecError(EnvError):
+    """An environment spec (conda environment file, requirements file) is unusable."""
+
+
+class ArchiveError(EnvError):
+    """An environment archive is unsafe or incomplete (absolute or ``..`` member paths, links
+    pointing outside, no ``bin/activate``, no ``lib/libpython3.X.so*``)."""

@@ -90,8 +90,8 @@ class MissingDependencyError(ToolError):
     ``feature`` names what needed it (``"tritonpy check"``), ``modules`` the missing import
     names, ``packages`` their pip names, ``extra`` the tritonpy extra that brings them (None
     when none does) and ``install`` the command that fixes it. Raise it through
-    :func:`tritonpy._optional.require`; the ``tritonpy`` command prints it as one line and exits
-    with status 2.
+    :func:`tritonpy._runtime._optional.require`; the ``tritonpy`` command prints it as one line
+    and exits with status 2.
 
     Example::
 

@@ -21,7 +21,7 @@ import subprocess
 import time
 from typing import Deque, Iterator, Mapping, Optional, Sequence, Union
 
-from ..errors import ToolError
+from .._runtime.errors import ToolError
 
 __all__ = ["CommandError", "Reporter", "run_command", "step"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Tuple
 
-from .errors import ToolError
+from .._runtime.errors import ToolError
 
 __all__ = ["SHIPPED", "ResourceNotFoundError", "find_resource", "resource"]
 
@@ -30,7 +30,7 @@ SHIPPED: Tuple[str, ...] = (
     "LICENSE",
 )
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 class ResourceNotFoundError(ToolError):

@@ -3,12 +3,12 @@
 tritonpy's core needs numpy alone; each tooling feature needs more (protobuf and tritonclient
 to read ``config.pbtxt``, OpenCV for images, torch, the ``nvidia-pytriton`` wheel to serve).
 :func:`require` and :func:`optional_import` turn a missing one into a
-:class:`~tritonpy.errors.MissingDependencyError` naming the feature, the packages and the
+:class:`~tritonpy._runtime.errors.MissingDependencyError` naming the feature, the packages and the
 ``pip install`` command; the ``tritonpy`` command prints it as one line and exits with 2.
 
 Example::
 
-    from tritonpy._optional import optional_import, require
+    from tritonpy._runtime._optional import optional_import, require
 
     require("tritonclient.grpc", "google.protobuf", extra="config", feature="tritonpy check")
     cv2 = optional_import("cv2", feature="tritonpy new --template image_preprocess")
