@@ -56,34 +56,45 @@ def to_chw_batch(
         out if out is not None else np.empty((len(images), channels, height, width), np.float32)
     )
     a, b = _affine(float(scale), _floats(mean), _floats(std), channels)
-    cv2: Any = None
     for index, image in enumerate(images):
-        if image.ndim == 2:
-            image = image[:, :, None]
-        if _channels(image) != channels:
-            raise InputError(
-                f"to_chw_batch: image {index} has {_channels(image)} channels, expected "
-                f"{channels} like the first image"
-            )
-        if image.shape[0] != height or image.shape[1] != width:
-            if size is None:
-                raise InputError(
-                    f"to_chw_batch: image {index} is {image.shape[1]}x{image.shape[0]}, "
-                    f"expected {width}x{height} like the first image; pass size=(w, h) to resize"
-                )
-            if cv2 is None:
-                import cv2 as _cv2
-
-                cv2 = _cv2
-            flag = cv2.INTER_LINEAR if interpolation is None else interpolation
-            image = cv2.resize(image, (width, height), interpolation=flag)
-            if image.ndim == 2:
-                image = image[:, :, None]
+        image = _sized(index, image, channels, (width, height), size is not None, interpolation)
         for channel in range(channels):
             plane = result[index, channel]
             np.multiply(image[:, :, channel], a[channel], out=plane, casting="unsafe")
             plane += b[channel]
     return result
+
+
+def _sized(
+    index: int,
+    image: NDArray[Any],
+    channels: int,
+    size: Size,
+    resize: bool,
+    interpolation: Optional[int],
+) -> NDArray[Any]:
+    """Image ``index`` as ``H x W x C`` of the batch's ``size`` = (width, height): resized
+    when ``resize`` (OpenCV, imported only then), else an InputError when it differs."""
+    if image.ndim == 2:
+        image = image[:, :, None]
+    if _channels(image) != channels:
+        raise InputError(
+            f"to_chw_batch: image {index} has {_channels(image)} channels, expected "
+            f"{channels} like the first image"
+        )
+    width, height = size
+    if image.shape[0] == height and image.shape[1] == width:
+        return image
+    if not resize:
+        raise InputError(
+            f"to_chw_batch: image {index} is {image.shape[1]}x{image.shape[0]}, "
+            f"expected {width}x{height} like the first image; pass size=(w, h) to resize"
+        )
+    import cv2
+
+    flag = cv2.INTER_LINEAR if interpolation is None else interpolation
+    resized: NDArray[Any] = cv2.resize(image, (width, height), interpolation=flag)
+    return resized[:, :, None] if resized.ndim == 2 else resized
 
 
 def _floats(values: Union[float, Sequence[float]]) -> Tuple[float, ...]:
