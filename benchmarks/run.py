@@ -37,10 +37,11 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks.cpu import self_cpu_seconds, tree_cpu_seconds
 from benchmarks.inprocess import InProcessResult, run_inprocess
-from benchmarks.loadgen import grpc_caller, grpc_infer_once, run_closed_loop, wait_model_ready
+from benchmarks.loadgen import grpc_infer_once, wait_model_ready
 from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository, expected_equal
+from tritonpy.perf.cpu import server_seconds, window_sample
+from tritonpy.perf.engine import grpc_caller_factory, run_closed_loop
 
 __all__ = ["Cell", "Target", "evaluate_targets", "main", "render_table"]
 
@@ -94,22 +95,19 @@ def measure(
     warmup: float,
     duration: float,
 ) -> Dict[str, Any]:
-    def sample() -> Dict[str, float]:
-        return {"server": tree_cpu_seconds(root_pid), "client": self_cpu_seconds()}
-
     result = run_closed_loop(
-        lambda worker: grpc_caller(url, model, workload.payloads, offset=worker),
+        grpc_caller_factory(url, model, workload.payloads),
         concurrency=concurrency,
         warmup=warmup,
         duration=duration,
-        sample=sample,
+        sample=lambda: window_sample(root_pid),
     )
     done = max(result.completed, 1)
     return {
         "throughput": result.throughput,
-        "p50_ms": result.p50_ms,
-        "p99_ms": result.p99_ms,
-        "server_cpu_ms": result.samples.get("server", math.nan) * 1000.0 / done,
+        "p50_ms": result.percentile_ms(50),
+        "p99_ms": result.percentile_ms(99),
+        "server_cpu_ms": server_seconds(result.samples) * 1000.0 / done,
         "client_cpu_ms": result.samples.get("client", math.nan) * 1000.0 / done,
         "completed": result.completed,
         "errors": result.errors,

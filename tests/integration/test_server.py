@@ -26,7 +26,7 @@ from tritonpy.server import (
     TritonServer,
     inspect_interpreter,
 )
-from tritonpy.server.procs import group_processes
+from tritonpy._tooling.processes import group_members
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ MakeRepo = Callable[..., Path]
 
 def leftovers(pgid: Optional[int], repo: Path) -> List[str]:
     """Processes of a stopped server still alive: its group, or anything serving ``repo``."""
-    found = [] if pgid is None else [p.cmdline for p in group_processes(pgid, include_zombies=True)]
+    found = [] if pgid is None else [p.cmdline for p in group_members(pgid, include_zombies=True)]
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -185,7 +185,7 @@ def test_stop_ends_server_and_stubs(tmp_path: Path, repository_builder: MakeRepo
     with TritonServer(repo) as server:
         pid = server.pid
         assert pid is not None
-        running = [p.cmdline for p in group_processes(pid)]
+        running = [p.cmdline for p in group_members(pid)]
         assert sum("triton_python_backend_stub" in c for c in running) == 2
         assert any("tritonserver" in c.split()[0] for c in running)
     assert server.returncode == 0  # SIGINT: Triton unloaded the models and exited cleanly

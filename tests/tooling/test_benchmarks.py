@@ -1,5 +1,5 @@
-"""Smoke tests of the benchmark harness (benchmarks/): the load generator on a stub callable,
-the /proc CPU accounting on fake stat lines, the workloads' raw, naive and tritonpy models
+"""Smoke tests of the benchmark harness (benchmarks/): tritonpy perf's load generator and CPU
+accounting as the benchmark uses them, the workloads' raw, naive and tritonpy models
 giving the same outputs under ModelHarness, and the report. Nothing here asserts on timings;
 the one test that runs the benchmark end to end (``--quick``, add_sub only) is marked
 ``integration``."""
@@ -15,14 +15,15 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
+from tritonpy import ToolError
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.cpu import CLOCK_TICKS, parse_stat, process_tree, tree_cpu_seconds  # noqa: E402
-from benchmarks.loadgen import build_request, run_closed_loop  # noqa: E402
-from benchmarks.run import Cell, evaluate_targets, render_table  # noqa: E402
+from benchmarks.run import Cell, evaluate_targets, measure, render_table  # noqa: E402
 from benchmarks.workloads import build_repository, expected_equal  # noqa: E402
+from tritonpy.perf.engine import grpc_request, run_closed_loop  # noqa: E402
 from tritonpy.testing import ModelHarness  # noqa: E402
 
 # -- load generator ----------------------------------------------------------------------------
@@ -49,7 +50,7 @@ def test_closed_loop_counts_requests_per_worker_and_samples_the_window() -> None
     assert len(result.latencies_ms) == result.completed
     assert result.errors == 0 and result.first_error == ""
     assert result.samples == {"cpu": 2.5}
-    assert result.p50_ms <= result.p99_ms
+    assert result.percentile_ms(50) <= result.percentile_ms(99)
 
 
 def test_closed_loop_records_errors_and_stops_a_failing_worker() -> None:
@@ -66,12 +67,12 @@ def test_closed_loop_records_errors_and_stops_a_failing_worker() -> None:
 
 
 def test_closed_loop_refuses_bad_settings() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ToolError, match="expected concurrency >= 1"):
         run_closed_loop(lambda i: lambda: None, concurrency=0, warmup=0.0, duration=1.0)
 
 
 def test_grpc_request_carries_raw_contents_and_serialized_bytes() -> None:
-    request = build_request(
+    request = grpc_request(
         "m",
         {
             "X": np.arange(4, dtype=np.float32),
@@ -89,37 +90,25 @@ def test_grpc_request_carries_raw_contents_and_serialized_bytes() -> None:
 
 # -- CPU accounting ----------------------------------------------------------------------------
 
-_TAIL = "0 0 0 0 20 0 1 0 100 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
 
+def test_measure_charges_the_server_tree_per_inference(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the benchmark's figures from tritonpy perf's engine and CPU sample, on a stub caller
+    import benchmarks.run as run
 
-def _stat(pid: int, comm: str, ppid: int, utime: int, stime: int) -> str:
-    return f"{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 4194560 10 0 0 0 {utime} {stime} {_TAIL}"
+    def factory(url: str, model: str, payloads: Any) -> Any:
+        return lambda worker: lambda: None
 
-
-def test_parse_stat_reads_utime_and_stime_after_a_tricky_comm() -> None:
-    stat = parse_stat(_stat(42, "triton (python) stub", 7, 150, 30))
-    assert (stat.pid, stat.comm, stat.ppid, stat.state) == (42, "triton (python) stub", 7, "S")
-    assert (stat.utime_ticks, stat.stime_ticks) == (150, 30)
-    assert stat.cpu_seconds == pytest.approx(180 / CLOCK_TICKS)
-
-
-def test_process_tree_sums_the_server_and_its_stubs_only(tmp_path: Path) -> None:
-    fake = {
-        10: _stat(10, "tritonserver", 1, 100, 50),
-        11: _stat(11, "triton_python_b", 10, 40, 10),
-        12: _stat(12, "triton_python_b", 10, 5, 5),
-        13: _stat(13, "grandchild", 11, 1, 1),
-        20: _stat(20, "unrelated", 1, 999, 999),
-    }
-    for pid, line in fake.items():
-        (tmp_path / str(pid)).mkdir()
-        (tmp_path / str(pid) / "stat").write_text(line + "\n")
-    (tmp_path / "self").mkdir()
-    tree = process_tree(10, proc=str(tmp_path))
-    assert sorted(s.pid for s in tree) == [10, 11, 12, 13]
-    ticks = 150 + 50 + 10 + 2
-    assert tree_cpu_seconds(10, proc=str(tmp_path)) == pytest.approx(ticks / CLOCK_TICKS)
-    assert process_tree(99, proc=str(tmp_path)) == []
+    samples = iter([{"server:10": 1.0, "server:11": 2.0, "client": 1.0},
+                    {"server:10": 1.5, "server:12": 0.5, "client": 1.25}])  # fmt: skip
+    monkeypatch.setattr(run, "grpc_caller_factory", factory)
+    monkeypatch.setattr(run, "window_sample", lambda pid: next(samples))
+    workload = type("W", (), {"payloads": [{}]})()
+    figures = measure("url", 10, workload, "raw", "m", 1, 0.0, 0.05)  # type: ignore[arg-type]
+    assert figures["completed"] > 0 and figures["errors"] == 0
+    # stub 11 ended inside the window: left out; stub 12 started inside it: counted whole
+    assert figures["server_cpu_ms"] == pytest.approx(1000.0 / figures["completed"])
+    assert figures["client_cpu_ms"] == pytest.approx(250.0 / figures["completed"])
+    assert figures["p50_ms"] <= figures["p99_ms"]
 
 
 # -- the workloads' models agree ---------------------------------------------------------------

@@ -1,11 +1,14 @@
 """``tritonpy perf``'s pieces that need no server: Triton statistics, the report, the
-perf_analyzer CSV parser, /proc accounting and the closed-loop engine on a fake caller."""
+perf_analyzer CSV parser, the server CPU accounting and the closed-loop engine on a fake caller."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -15,10 +18,11 @@ import pytest
 
 from tritonpy.perf.cpu import (
     cpu_used,
-    listening_inodes,
-    parse_stat,
-    tree_cpu_seconds,
+    pid_listening_on,
+    server_pid,
+    server_seconds,
     tree_cpu_snapshot,
+    window_sample,
 )
 from tritonpy.perf.engine import LoadWindow, Progress, run_closed_loop
 from tritonpy.perf.perf_analyzer import PerfAnalyzerError, build_command, parse_csv
@@ -153,28 +157,51 @@ def test_empty_window_has_no_latencies() -> None:
     assert point.to_json()["p99_ms"] is None
 
 
-def test_parse_stat_with_spaces_in_the_name() -> None:
-    ticks = os.sysconf("SC_CLK_TCK")
-    pid, ppid, seconds = parse_stat(f"42 (a (b) c) S 7 42 42 0 -1 0 9 0 0 0 {ticks} {ticks} 0 0")
-    assert (pid, ppid) == (42, 7) and seconds == pytest.approx(2.0)
+def _busy_child() -> subprocess.Popen[bytes]:
+    """A child that spends CPU until it is told to stop."""
+    code = "import time\nt = time.time()\nwhile time.time() - t < 30: pass"
+    return subprocess.Popen([sys.executable, "-c", code])
 
 
-def test_tree_cpu_over_a_fake_proc(tmp_path: Path) -> None:
-    ticks = os.sysconf("SC_CLK_TCK")
+def test_tree_cpu_snapshot_holds_the_root_and_its_children() -> None:
+    child = _busy_child()
+    try:
+        time.sleep(0.3)
+        snapshot = tree_cpu_snapshot(os.getpid())
+        assert os.getpid() in snapshot and child.pid in snapshot
+        assert snapshot[child.pid] > 0.0
+        assert tree_cpu_snapshot(child.pid).keys() == {child.pid}
+    finally:
+        child.kill()
+        child.wait()
+    assert tree_cpu_snapshot(child.pid) == {}  # gone
 
-    def proc(pid: int, ppid: int, cpu_ticks: int) -> None:
-        (tmp_path / str(pid)).mkdir()
-        (tmp_path / str(pid) / "stat").write_text(
-            f"{pid} (x) S {ppid} 0 0 0 -1 0 0 0 0 0 {cpu_ticks} 0 0 0\n"
-        )
 
-    proc(10, 1, ticks)  # the server
-    proc(11, 10, 2 * ticks)  # a stub
-    proc(12, 11, ticks)  # its child
-    proc(20, 1, 50 * ticks)  # unrelated
-    assert tree_cpu_seconds(10, str(tmp_path)) == pytest.approx(4.0)
-    assert tree_cpu_seconds(99, str(tmp_path)) == 0.0
-    assert tree_cpu_snapshot(10, str(tmp_path)) == pytest.approx({10: 1.0, 11: 2.0, 12: 1.0})
+def test_window_sample_charges_the_server_tree_and_the_client() -> None:
+    child = _busy_child()
+    try:
+        before = window_sample(child.pid)
+        time.sleep(0.3)
+        after = window_sample(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert set(after) == {f"server:{child.pid}", "client"}
+    differences = {key: after[key] - before.get(key, 0.0) for key in after}
+    assert 0.05 < server_seconds(differences) < 1.0
+    # a server process that ended inside the window is left out, not subtracted
+    assert server_seconds({"server:1": -5.0, "server:2": 0.25, "client": 9.0}) == 0.25
+
+
+def test_pid_listening_on_finds_this_process() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert pid_listening_on(port) == os.getpid()
+        assert server_pid(f"localhost:{port}", None) == os.getpid()
+    assert server_pid("example.com:8001", None) is None
+    assert server_pid("example.com:8001", 42) == 42
 
 
 def test_cpu_used_survives_a_process_ending() -> None:
@@ -182,19 +209,6 @@ def test_cpu_used_survives_a_process_ending() -> None:
     before = {10: 5.0, 11: 40.0}
     after = {10: 6.0, 13: 0.5}
     assert cpu_used(before, after) == pytest.approx(1.5)  # never negative
-
-
-def test_listening_inodes() -> None:
-    table = (
-        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
-        "timeout inode\n"
-        "   0: 0100007F:1F41 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
-        "0 555 1\n"
-        "   1: 0100007F:1F41 0100007F:D000 01 00000000:00000000 00:00000000 00000000  1000 "
-        "0 556 1\n"
-    )
-    assert listening_inodes([table], 8001) == {"555"}  # the established one is not listening
-    assert listening_inodes([table], 8000) == set()
 
 
 def test_closed_loop_counts_and_reports_errors() -> None:

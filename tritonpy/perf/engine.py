@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,16 +27,21 @@ from numpy.typing import NDArray
 from .._runtime.errors import ToolError
 
 __all__ = [
+    "GRPC_CHANNEL_OPTIONS",
     "Caller",
     "LoadWindow",
+    "Phase",
     "Progress",
     "describe_error",
     "grpc_caller_factory",
+    "grpc_request",
     "http_caller_factory",
     "run_closed_loop",
 ]
 
 Caller = Callable[[], None]
+#: the part of a load window a :class:`Progress` event is about
+Phase = Literal["warmup", "measure"]
 Payload = Mapping[str, NDArray[Any]]
 #: a worker stops after this many failures in a row: a broken model does not spin forever
 FAILURE_STREAK = 100
@@ -50,7 +55,7 @@ class Progress:
     and total, requests completed in the window so far, errors so far."""
 
     concurrency: int
-    phase: str
+    phase: Phase
     elapsed_s: float
     total_s: float
     completed: int
@@ -94,6 +99,63 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class _ClosedLoop:
+    """The shared state of one window's workers: each keeps its own latencies and counts (no
+    lock on the hot path); the window's bounds are set before the barrier releases them."""
+
+    def __init__(self, callers: Sequence[Caller]) -> None:
+        count = len(callers)
+        self.callers = list(callers)
+        self.barrier = threading.Barrier(count + 1)
+        self.begin = self.end = 0.0
+        self.latencies: List[List[float]] = [[] for _ in range(count)]
+        self.completed = [0] * count
+        self.errors = [0] * count
+        self.first_error: List[str] = []
+
+    def work(self, index: int) -> None:
+        """Worker ``index``: send, wait, send again until the window's end; a streak of
+        :data:`FAILURE_STREAK` failures stops it early."""
+        call, latencies, now = self.callers[index], self.latencies[index], time.perf_counter
+        self.barrier.wait()
+        begin, end = self.begin, self.end
+        streak = 0
+        while streak < FAILURE_STREAK:
+            t0 = now()
+            if t0 >= end:
+                return
+            try:
+                call()
+            except Exception as exc:  # any failure of one request is counted, not raised
+                self.errors[index] += 1
+                streak += 1
+                if not self.first_error:
+                    self.first_error.append(describe_error(exc))
+                continue
+            streak = 0
+            t1 = now()
+            if t0 >= begin and t1 <= end:
+                self.completed[index] += 1
+                if len(latencies) < MAX_SAMPLES_PER_WORKER:
+                    latencies.append((t1 - t0) * 1000.0)
+
+    def progress(self, concurrency: int, phase: Phase, elapsed: float, total: float) -> Progress:
+        return Progress(
+            concurrency, phase, min(elapsed, total), total, sum(self.completed), sum(self.errors)
+        )
+
+    def window(self, duration: float, samples: Dict[str, float]) -> LoadWindow:
+        return LoadWindow(
+            concurrency=len(self.callers),
+            duration_s=duration,
+            completed=sum(self.completed),
+            errors=sum(self.errors),
+            latencies_ms=[value for worker in self.latencies for value in worker],
+            first_error=self.first_error[0] if self.first_error else "",
+            samples=samples,
+        )
+
+
 def run_closed_loop(
     make_caller: Callable[[int], Caller],
     *,
@@ -108,100 +170,56 @@ def run_closed_loop(
     request and raises on failure) for ``warmup`` then ``duration`` seconds.
 
     ``sample()`` is called at the window's start and end and the result holds the
-    differences; ``on_progress`` gets a :class:`Progress` every ``progress_every`` seconds
-    from the calling thread. The run is bounded: every worker stops at the window's end.
+    differences (for the keys of the end's sample); ``on_progress`` gets a :class:`Progress`
+    every ``progress_every`` seconds from the calling thread. The run is bounded: every
+    worker stops at the window's end.
     """
     if concurrency < 1 or duration <= 0 or warmup < 0:
         raise ToolError(
             f"load window: concurrency {concurrency}, duration {duration}, warmup {warmup}: "
             "expected concurrency >= 1, duration > 0 and warmup >= 0."
         )
-    callers = [make_caller(index) for index in range(concurrency)]
-    now = time.perf_counter
-    barrier = threading.Barrier(concurrency + 1)
-    window = [0.0, 0.0]
-    per_worker: List[List[float]] = [[] for _ in range(concurrency)]
-    completed = [0] * concurrency
-    errors = [0] * concurrency
-    first_error: List[str] = []
-
-    def work(index: int) -> None:
-        call, latencies = callers[index], per_worker[index]
-        barrier.wait()
-        begin, end = window
-        streak = 0
-        while True:
-            t0 = now()
-            if t0 >= end:
-                return
-            try:
-                call()
-            except Exception as exc:  # any failure of one request is counted, not raised
-                errors[index] += 1
-                streak += 1
-                if not first_error:
-                    first_error.append(describe_error(exc))
-                if streak >= FAILURE_STREAK:
-                    return
-                continue
-            streak = 0
-            t1 = now()
-            if t0 >= begin and t1 <= end:
-                completed[index] += 1
-                if len(latencies) < MAX_SAMPLES_PER_WORKER:
-                    latencies.append((t1 - t0) * 1000.0)
-
+    loop = _ClosedLoop([make_caller(index) for index in range(concurrency)])
     threads = [
-        threading.Thread(target=work, args=(i,), name=f"tritonpy-perf-{i}", daemon=True)
+        threading.Thread(target=loop.work, args=(i,), name=f"tritonpy-perf-{i}", daemon=True)
         for i in range(concurrency)
     ]
     for thread in threads:
         thread.start()
-    start = now()
-    window[0], window[1] = start + warmup, start + warmup + duration
-    barrier.wait()
+    now = time.perf_counter
+    start, total = now(), warmup + duration
+    loop.begin, loop.end = start + warmup, start + total
+    loop.barrier.wait()
 
-    def wait_until(deadline: float, phase: str) -> None:
+    def wait_until(deadline: float, phase: Phase) -> None:
         while True:
             left = deadline - now()
             if on_progress is not None:
-                done = now() - start
-                on_progress(
-                    Progress(
-                        concurrency,
-                        phase,
-                        min(done, warmup + duration),
-                        warmup + duration,
-                        sum(completed),
-                        sum(errors),
-                    )
-                )
+                on_progress(loop.progress(concurrency, phase, now() - start, total))
             if left <= 0 or not any(t.is_alive() for t in threads):
                 return
             time.sleep(min(left, progress_every))
 
-    wait_until(window[0], "warmup")
+    wait_until(loop.begin, "warmup")
     before = sample() if sample is not None else {}
-    wait_until(window[1], "measure")
+    wait_until(loop.end, "measure")
     after = sample() if sample is not None else {}
     for thread in threads:
         thread.join(timeout=max(30.0, duration * 4))
-    return LoadWindow(
-        concurrency=concurrency,
-        duration_s=duration,
-        completed=sum(completed),
-        errors=sum(errors),
-        latencies_ms=[value for worker in per_worker for value in worker],
-        first_error=first_error[0] if first_error else "",
-        samples={key: after[key] - before.get(key, 0.0) for key in after},
-    )
+    return loop.window(duration, {key: after[key] - before.get(key, 0.0) for key in after})
 
 
 # -- gRPC --------------------------------------------------------------------------------
-_CHANNEL_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+#: no message size limit: large tensors pass as they would with tritonclient
+GRPC_CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", -1),
+    ("grpc.max_receive_message_length", -1),
+]
 
 
-def _grpc_request(model: str, payload: Payload) -> Any:
+def grpc_request(model: str, payload: Payload) -> Any:
+    """A ``ModelInferRequest`` for ``model`` carrying ``payload`` as raw contents (BYTES
+    tensors serialized the way tritonclient does); every output is returned."""
     from tritonclient.grpc import service_pb2
     from tritonclient.utils import np_to_triton_dtype, serialize_byte_tensor
 
@@ -227,10 +245,10 @@ def grpc_caller_factory(
     import grpc
     from tritonclient.grpc import service_pb2_grpc
 
-    requests = [_grpc_request(model, payload) for payload in payloads]
+    requests = [grpc_request(model, payload) for payload in payloads]
 
     def make(index: int) -> Caller:
-        channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        channel = grpc.insecure_channel(address, options=GRPC_CHANNEL_OPTIONS)
         infer = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer
         state = [index % len(requests)]
 

@@ -15,14 +15,14 @@ import json
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Literal, Mapping, Optional, Sequence, Tuple, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._runtime.errors import ToolError
 from ..server.client import InferClient
-from .cpu import cpu_used, is_local_host, pid_listening_on, tree_cpu_snapshot
+from .cpu import cpu_used, server_pid, tree_cpu_snapshot
 from .engine import (
     Progress,
     describe_error,
@@ -35,9 +35,20 @@ from .perf_analyzer import build_command, find_perf_analyzer, run_perf_analyzer
 from .report import PerfPoint, PerfReport, point_from_window
 from .stats import ModelStats
 
-__all__ = ["ENGINES", "PerfOptions", "perf_analyzer_input_data", "run_perf"]
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "EngineChoice",
+    "PerfOptions",
+    "perf_analyzer_input_data",
+    "run_perf",
+]
 
-ENGINES = ("auto", "builtin", "perf_analyzer")
+#: the load engine asked for: ``auto`` takes perf_analyzer when it is on PATH
+EngineChoice = Literal["auto", "builtin", "perf_analyzer"]
+#: the load engine that ran
+Engine = Literal["builtin", "perf_analyzer"]
+ENGINES: Tuple[EngineChoice, ...] = get_args(EngineChoice)
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,7 @@ class PerfOptions:
     specs: Mapping[str, InputSpec] = field(default_factory=dict)
     hints: Mapping[str, str] = field(default_factory=dict)
     shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
-    engine: str = "auto"
+    engine: EngineChoice = "auto"
     server_pid: Optional[int] = None
     timeout: float = 60.0
 
@@ -67,15 +78,6 @@ def _statistics(client: InferClient, model: str) -> Optional[ModelStats]:
     except Exception:  # statistics are extra information: a server without them still runs
         return None
     return ModelStats.from_json(reply, model)
-
-
-def _server_pid(address: str, given: Optional[int]) -> Optional[int]:
-    if given is not None:
-        return given
-    host, _, port = address.rpartition(":")
-    if not is_local_host(host.strip("[]")) or not port.isdigit():
-        return None
-    return pid_listening_on(int(port))
 
 
 def perf_analyzer_input_data(payloads: Sequence[Mapping[str, NDArray[Any]]]) -> Dict[str, Any]:
@@ -96,6 +98,22 @@ def perf_analyzer_input_data(payloads: Sequence[Mapping[str, NDArray[Any]]]) -> 
     return {"data": [{name: tensor(a) for name, a in p.items()} for p in payloads]}
 
 
+@dataclass(frozen=True)
+class _Sweep:
+    """What every point of one sweep shares: the client, the requests' factory, the chosen
+    engine (with perf_analyzer's binary and input file), the server's pid."""
+
+    client: InferClient
+    model: str
+    options: PerfOptions
+    make: Callable[[int], Callable[[], None]]
+    engine: Engine
+    binary: Optional[str]
+    data_file: Path
+    pid: Optional[int]
+    on_progress: Optional[Callable[[Progress], None]]
+
+
 def run_perf(
     model: str,
     url: str = "localhost:8001",
@@ -109,23 +127,16 @@ def run_perf(
     client = InferClient(url, protocol, timeout=options.timeout)
     endpoint = client.endpoint
     try:
-        config = client.model_config(model)
         payloads = generate_payloads(
-            config, specs=options.specs, hints=options.hints, shapes=options.shapes
+            client.model_config(model),
+            specs=options.specs,
+            hints=options.hints,
+            shapes=options.shapes,
         )
-        engine = options.engine
-        if engine not in ENGINES:
-            raise ToolError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}.")
         binary = find_perf_analyzer()
-        if engine == "perf_analyzer" and binary is None:
-            raise ToolError(
-                "--engine perf_analyzer: perf_analyzer is not on PATH. Install it (Triton's "
-                "SDK container, or a perf-analyzer wheel that ships the binary), or use "
-                "--engine builtin."
-            )
-        chosen = "perf_analyzer" if engine != "builtin" and binary is not None else "builtin"
-        pid = _server_pid(endpoint.address, options.server_pid)
-        report = PerfReport(model, url, endpoint.protocol, chosen, options.duration)
+        engine = _choose_engine(options.engine, binary)
+        pid = server_pid(endpoint.address, options.server_pid)
+        report = PerfReport(model, url, endpoint.protocol, engine, options.duration)
         if pid is None:
             report.notes.append(
                 "server CPU not measured: the server is not local (pass --server-pid)"
@@ -136,32 +147,54 @@ def run_perf(
         with tempfile.TemporaryDirectory(prefix="tritonpy-perf-") as scratch:
             data_file = Path(scratch) / "input_data.json"
             data_file.write_text(json.dumps(perf_analyzer_input_data(payloads)))
-            for concurrency in options.concurrency:
-                before = _statistics(client, model)
-                cpu_before = tree_cpu_snapshot(pid) if pid is not None else None
-                if chosen == "perf_analyzer" and binary is not None:
-                    csv_path = Path(scratch) / f"c{concurrency}.csv"
-                    command = build_command(
-                        binary, model, endpoint.address, endpoint.protocol, concurrency,
-                        duration=options.duration, csv_path=csv_path, input_data=data_file,
-                        shapes={k: list(v) for k, v in options.shapes.items()},
-                    )  # fmt: skip
-                    found = run_perf_analyzer(command, csv_path, timeout=options.duration * 20 + 60)
-                    point = found[0] if found else _empty_point(concurrency)
-                else:
-                    window = run_closed_loop(
-                        make,
-                        concurrency=concurrency,
-                        warmup=options.warmup,
-                        duration=options.duration,
-                        on_progress=on_progress,
-                    )
-                    point = point_from_window(window)
-                point = _with_server_side(point, client, model, before, pid, cpu_before, chosen)
-                report.points.append(point)
+            sweep = _Sweep(client, model, options, make, engine, binary, data_file, pid,
+                           on_progress)  # fmt: skip
+            report.points.extend(_measure(sweep, c) for c in options.concurrency)
         return report
     finally:
         client.close()
+
+
+def _choose_engine(wanted: str, binary: Optional[str]) -> Engine:
+    """perf_analyzer when asked for or (``auto``) when it is on PATH, else the built-in one."""
+    if wanted not in ENGINES:
+        raise ToolError(f"--engine {wanted!r}: expected one of {', '.join(ENGINES)}.")
+    if wanted == "perf_analyzer" and binary is None:
+        raise ToolError(
+            "--engine perf_analyzer: perf_analyzer is not on PATH. Install it (Triton's "
+            "SDK container, or a perf-analyzer wheel that ships the binary), or use "
+            "--engine builtin."
+        )
+    return "perf_analyzer" if wanted != "builtin" and binary is not None else "builtin"
+
+
+def _measure(sweep: _Sweep, concurrency: int) -> PerfPoint:
+    """One point of the sweep, with the server's side (statistics, CPU) added."""
+    before = _statistics(sweep.client, sweep.model)
+    cpu_before = tree_cpu_snapshot(sweep.pid) if sweep.pid is not None else None
+    options = sweep.options
+    if sweep.engine == "perf_analyzer" and sweep.binary is not None:
+        endpoint = sweep.client.endpoint
+        csv_path = sweep.data_file.with_name(f"c{concurrency}.csv")
+        command = build_command(
+            sweep.binary, sweep.model, endpoint.address, endpoint.protocol, concurrency,
+            duration=options.duration, csv_path=csv_path, input_data=sweep.data_file,
+            shapes={k: list(v) for k, v in options.shapes.items()},
+        )  # fmt: skip
+        found = run_perf_analyzer(command, csv_path, timeout=options.duration * 20 + 60)
+        point = found[0] if found else _empty_point(concurrency)
+    else:
+        window = run_closed_loop(
+            sweep.make,
+            concurrency=concurrency,
+            warmup=options.warmup,
+            duration=options.duration,
+            on_progress=sweep.on_progress,
+        )
+        point = point_from_window(window)
+    return _with_server_side(
+        point, sweep.client, sweep.model, before, sweep.pid, cpu_before, sweep.engine
+    )
 
 
 def _empty_point(concurrency: int) -> PerfPoint:
@@ -189,7 +222,7 @@ def _with_server_side(
     before: Optional[ModelStats],
     pid: Optional[int],
     cpu_before: Optional[Dict[int, float]],
-    engine: str,
+    engine: Engine,
 ) -> PerfPoint:
     """Add the server's CPU per inference and the statistics over the point. The statistics'
     inference count divides the CPU (it counts the warm-up too, as the CPU sample does)."""

@@ -32,7 +32,7 @@ from .._runtime.errors import ToolError
 from .engine import Progress
 from .inputs import InputSpec
 from .report import PerfReport, render_table
-from .runner import PerfOptions, run_perf
+from .runner import EngineChoice, PerfOptions, run_perf
 
 __all__ = [
     "Candidate",
@@ -280,6 +280,31 @@ def _hints(model_dir: Path) -> Dict[str, str]:
     return hints_from_class(loaded.cls) if loaded.is_tritonpy else {}
 
 
+@dataclass(frozen=True)
+class _Session:
+    """One tuning run on a started server: the model, its served configuration, the sweep's
+    options and where events and progress go."""
+
+    client: Any  # tritonpy.server.client.InferClient (imported with the server)
+    url: str
+    name: str
+    base: Dict[str, Any]
+    options: PerfOptions
+    budget_ms: Optional[float]
+    say: Callable[[str], None]
+    on_progress: Optional[Callable[[Progress], None]]
+
+
+def _model_path(model_dir: Any) -> Path:
+    model_path = Path(model_dir).resolve()
+    if not (model_path / "config.pbtxt").is_file() and not any(model_path.glob("*/model.py")):
+        raise ToolError(
+            f"tritonpy tune {str(model_dir)!r}: not a model directory (no config.pbtxt or "
+            "<version>/model.py). Pass the directory of one model inside a repository."
+        )
+    return model_path
+
+
 def tune(
     model_dir: Any,
     *,
@@ -288,7 +313,7 @@ def tune(
     concurrency: Sequence[int] = (1, 4, 16),
     duration: float = 2.0,
     warmup: float = 0.5,
-    engine: str = "builtin",
+    engine: EngineChoice = "builtin",
     specs: Optional[Mapping[str, InputSpec]] = None,
     shapes: Optional[Mapping[str, Sequence[int]]] = None,
     cores: Optional[int] = None,
@@ -299,79 +324,67 @@ def tune(
     """Search the configurations of the model in ``model_dir`` (see the module's docstring).
     ``on_event`` gets a line per step (the CLI prints them); nothing is printed here."""
     from ..server import TritonServer
+    from ..server.client import InferClient
 
-    model_path = Path(model_dir).resolve()
-    if not (model_path / "config.pbtxt").is_file() and not any(model_path.glob("*/model.py")):
-        raise ToolError(
-            f"tritonpy tune {str(model_dir)!r}: not a model directory (no config.pbtxt or "
-            "<version>/model.py). Pass the directory of one model inside a repository."
-        )
+    model_path = _model_path(model_dir)
     name = model_path.name
     say = on_event or (lambda line: None)
     deadline = time.monotonic() + max_minutes * 60.0
     result = TuneResult(name, latency_budget_ms)
-    hints = _hints(model_path)
+    options = PerfOptions(
+        concurrency=tuple(concurrency), duration=duration, warmup=warmup,
+        hints=_hints(model_path), engine=engine, specs=dict(specs or {}),
+        shapes=dict(shapes or {}),
+    )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="tritonpy-tune-") as scratch:
         repository = Path(scratch)
         os.symlink(model_path, repository / name)  # the user's directory stays untouched
         say(f"starting tritonserver on {name}")
         with TritonServer(repository, **(server_options or {})) as server:
-            from ..server.client import InferClient
-
             client = InferClient(server.grpc_url, "grpc")
             try:
-                base = client.model_config(name)
-                default = candidate_of(base)
-                space = search_space(
-                    default.max_batch_size, cores or os.cpu_count() or 1, default=default
-                )
-                options = PerfOptions(
-                    concurrency=tuple(concurrency), duration=duration, warmup=warmup,
-                    hints=hints, engine=engine, specs=dict(specs or {}),
-                    shapes=dict(shapes or {}),
-                )  # fmt: skip
-                per_trial = len(concurrency) * (duration + warmup) + 2.0
-                for index, candidate in enumerate(space):
-                    if index > 0 and time.monotonic() + per_trial > deadline:
-                        result.notes.append(
-                            f"stopped after {index} of {len(space)} configurations "
-                            f"(--max-minutes {max_minutes:g})"
-                        )
-                        break
-                    say(f"[{index + 1}/{len(space)}] {candidate.describe()}")
-                    result.trials.append(
-                        _trial(client, server.grpc_url, name, base, candidate, index > 0,
-                               options, latency_budget_ms, on_progress)
-                    )  # fmt: skip
-                if time.monotonic() + 2 * per_trial <= deadline:
-                    _confirm(result, client, server.grpc_url, name, base, options, say, on_progress)
-                elif result.best is not result.default:
-                    result.notes.append(
-                        "the winner was not measured again next to the default (no time left): "
-                        "differences within run-to-run noise may not hold"
-                    )
+                session = _Session(client, server.grpc_url, name, client.model_config(name),
+                                   options, latency_budget_ms, say, on_progress)  # fmt: skip
+                _search(session, result, cores or os.cpu_count() or 1, deadline, max_minutes)
             finally:
                 client.close()
     return result
 
 
-def _trial(
-    client: Any,
-    url: str,
-    name: str,
-    base: Dict[str, Any],
-    candidate: Candidate,
-    reload: bool,
-    options: PerfOptions,
-    budget: Optional[float],
-    on_progress: Optional[Callable[[Progress], None]],
-) -> Trial:
+def _search(
+    session: _Session, result: TuneResult, cores: int, deadline: float, max_minutes: float
+) -> None:
+    """Measure the candidates in order until the deadline, then confirm the winner."""
+    default = candidate_of(session.base)
+    space = search_space(default.max_batch_size, cores, default=default)
+    options = session.options
+    per_trial = len(options.concurrency) * (options.duration + options.warmup) + 2.0
+    for index, candidate in enumerate(space):
+        if index > 0 and time.monotonic() + per_trial > deadline:
+            result.notes.append(
+                f"stopped after {index} of {len(space)} configurations "
+                f"(--max-minutes {max_minutes:g})"
+            )
+            break
+        session.say(f"[{index + 1}/{len(space)}] {candidate.describe()}")
+        result.trials.append(_trial(session, candidate, index > 0))
+    if time.monotonic() + 2 * per_trial <= deadline:
+        _confirm(session, result)
+    elif result.best is not result.default:
+        result.notes.append(
+            "the winner was not measured again next to the default (no time left): "
+            "differences within run-to-run noise may not hold"
+        )
+
+
+def _trial(session: _Session, candidate: Candidate, reload: bool) -> Trial:
+    client, name = session.client, session.name
     try:
         if reload and candidate.label == "default":
             # the configuration of the user's files, as the server reads them
             client._call(f"model {name!r}", client._client.load_model, name)
         elif reload:
-            override = json.dumps(apply_candidate(base, candidate))
+            override = json.dumps(apply_candidate(session.base, candidate))
             client._call(f"model {name!r}", client._client.load_model, name, config=override)
             served = candidate_of(client.model_config(name))
             if served.instances != candidate.instances:
@@ -379,35 +392,26 @@ def _trial(
                     f"model {name!r}: loaded with {candidate.instances} instance(s) but the "
                     f"server reports {served.instances}; the override was not applied."
                 )
-        report = run_perf(name, url, options, protocol="grpc", on_progress=on_progress)
+        report = run_perf(
+            name, session.url, session.options, protocol="grpc", on_progress=session.on_progress
+        )
     except ToolError as exc:
         return Trial(candidate, None, 0.0, error=str(exc))
-    score, p99 = score_report(report, budget)
+    score, p99 = score_report(report, session.budget_ms)
     errors = [p.first_error for p in report.points if p.first_error]
     return Trial(candidate, report, score, p99, errors[0] if errors else "")
 
 
-def _confirm(
-    result: TuneResult,
-    client: Any,
-    url: str,
-    name: str,
-    base: Dict[str, Any],
-    options: PerfOptions,
-    say: Callable[[str], None],
-    on_progress: Optional[Callable[[Progress], None]],
-) -> None:
+def _confirm(session: _Session, result: TuneResult) -> None:
     """Measure the default and the winner once more, one after the other: on a busy machine
     two points measured minutes apart differ by more than many real gains, so the gain is
     stated from this pair."""
     best, default = result.best, result.default
     if best is None or default is None or best is default:
         return
-    say(f"confirming: default, then {best.candidate.describe()}")
-    again_default = _trial(client, url, name, base, default.candidate, True, options,
-                           result.latency_budget_ms, on_progress)  # fmt: skip
-    again_best = _trial(client, url, name, base, best.candidate, True, options,
-                        result.latency_budget_ms, on_progress)  # fmt: skip
+    session.say(f"confirming: default, then {best.candidate.describe()}")
+    again_default = _trial(session, default.candidate, True)
+    again_best = _trial(session, best.candidate, True)
     result.confirmation = (again_default, again_best)
 
 

@@ -1,5 +1,6 @@
-"""Find and end the processes of one server's process group (the server and its
-``triton_python_backend_stub`` children) through ``/proc`` (Linux)."""
+"""End the processes of one server's process group (the server and its
+``triton_python_backend_stub`` children); they are found through psutil
+(:mod:`tritonpy._tooling.processes`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from typing import Iterable, List, Optional, Set
 
+from .._tooling.processes import ProcessEntry, group_members, mapped_files
+
 __all__ = [
-    "GroupProcess",
     "end_process_group",
-    "group_processes",
     "kill_group",
     "remove_shm_regions",
     "shm_regions",
@@ -25,63 +25,25 @@ __all__ = [
 _SHM_PREFIX = "/dev/shm/triton_python_backend_shm_region_"
 
 
-@dataclass(frozen=True)
-class GroupProcess:
-    pid: int
-    state: str  # one letter, as in /proc/<pid>/stat ("Z" for a zombie)
-    cmdline: str
-
-
-def group_processes(pgid: int, *, include_zombies: bool = False) -> List[GroupProcess]:
-    """The processes whose process group is ``pgid``.
-
-    Example::
-
-        [p.cmdline for p in group_processes(server.pid)]
-    """
-    found: List[GroupProcess] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read().decode("utf-8", "replace")
-            # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses
-            fields = stat[stat.rindex(")") + 2 :].split()
-            state, pgrp = fields[0], int(fields[2])
-            if pgrp != pgid or (state == "Z" and not include_zombies):
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile
-        found.append(GroupProcess(int(entry), state, cmdline))
-    return found
-
-
 def kill_group(pgid: int, sig: int) -> None:
     """Send ``sig`` to every process of group ``pgid``; a group already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
 
-def wait_group_gone(pgid: int, timeout: float) -> List[GroupProcess]:
+def wait_group_gone(pgid: int, timeout: float) -> List[ProcessEntry]:
     """Wait until no live process is left in group ``pgid``; return the survivors."""
     deadline = time.monotonic() + timeout
     while True:
-        alive = group_processes(pgid)
+        alive = group_members(pgid)
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.05)
 
 
-def terminate_group(pgid: int, *, grace: float = 2.0) -> List[GroupProcess]:
+def terminate_group(pgid: int, *, grace: float = 2.0) -> List[ProcessEntry]:
     """SIGTERM then SIGKILL whatever remains in group ``pgid``; return the survivors."""
-    if not group_processes(pgid):
+    if not group_members(pgid):
         return []
     kill_group(pgid, signal.SIGTERM)
     alive = wait_group_gone(pgid, grace)
@@ -93,18 +55,7 @@ def terminate_group(pgid: int, *, grace: float = 2.0) -> List[GroupProcess]:
 
 def shm_regions(pids: Iterable[int]) -> Set[str]:
     """The Python backend's shared-memory regions (``/dev/shm/...``) mapped by ``pids``."""
-    found: Set[str] = set()
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/maps", "rb") as fh:
-                for raw in fh:
-                    line = raw.decode("utf-8", "replace")
-                    start = line.find(_SHM_PREFIX)
-                    if start >= 0:
-                        found.add(line[start:].split()[0])
-        except OSError:
-            continue
-    return found
+    return mapped_files(pids, _SHM_PREFIX)
 
 
 def remove_shm_regions(paths: Iterable[str]) -> None:
@@ -132,8 +83,8 @@ def _wait_unless_stuck(proc: subprocess.Popen[bytes], grace: float) -> bool:
         now = time.monotonic()
         if now >= deadline:
             raise subprocess.TimeoutExpired(proc.args, grace)
-        others = [p for p in group_processes(proc.pid, include_zombies=True) if p.pid != proc.pid]
-        if others and all(p.state == "Z" for p in others):
+        others = [p for p in group_members(proc.pid, include_zombies=True) if p.pid != proc.pid]
+        if others and all(p.zombie for p in others):
             stuck_since = now if stuck_since is None else stuck_since
             if now - stuck_since >= 1.0:
                 return True
@@ -141,7 +92,7 @@ def _wait_unless_stuck(proc: subprocess.Popen[bytes], grace: float) -> bool:
             stuck_since = None
 
 
-def end_process_group(proc: subprocess.Popen[bytes], grace: float) -> List[GroupProcess]:
+def end_process_group(proc: subprocess.Popen[bytes], grace: float) -> List[ProcessEntry]:
     """End a server started in its own process group: SIGINT (it unloads its models), after
     ``grace`` seconds SIGTERM to the whole group, then SIGKILL; then the stubs left behind.
     Returns the processes that survived (none, normally).
@@ -152,7 +103,7 @@ def end_process_group(proc: subprocess.Popen[bytes], grace: float) -> List[Group
     """
     pgid = proc.pid
     # regions of a server killed while loading are never unlinked: note them to clean up
-    regions = shm_regions(p.pid for p in group_processes(pgid))
+    regions = shm_regions(p.pid for p in group_members(pgid))
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGINT)
