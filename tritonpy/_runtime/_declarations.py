@@ -7,9 +7,10 @@ with the class, what was declared, what the configuration says and how to fix it
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Collection, Dict, Mapping, Optional, Tuple
 
-from .codecs.base import Codec
+from .codecs.base import Codec, shape_matches
 from .errors import DeclarationError
 from .metrics import check_metric_declarations
 
@@ -22,10 +23,13 @@ __all__ = [
     "INFER_GENERATOR",
     "INFER_SYNC",
     "PARAMETERS_ARGUMENT",
+    "SCHEDULERS",
+    "Completion",
     "cancellation_policy",
     "check_batch_size",
     "check_config_tensors",
     "check_instance_codecs",
+    "completion",
     "validate_declarations",
 ]
 
@@ -37,6 +41,41 @@ INFER_GENERATOR = "generator"
 INFER_ASYNC_GENERATOR = "async generator"
 #: the name of infer's argument that receives the request parameters (never an input)
 PARAMETERS_ARGUMENT = "parameters"
+
+
+#: the model configuration fields that schedule requests (one of them at most)
+SCHEDULERS = ("dynamic_batching", "sequence_batching", "ensemble_scheduling")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What Triton's auto-complete fills in from a class's declarations (one rule, applied
+    by ``Model.auto_complete_config`` at load time and by the config tooling offline)."""
+
+    #: the declared max_batch_size when the configuration has none (0), else None: keep it
+    max_batch_size: Optional[int]
+    #: add an empty ``dynamic_batching`` (batching declared, no scheduler configured)
+    dynamic_batching: bool
+    #: the declared input and output entries, in the JSON form of ``ModelConfig``
+    inputs: Tuple[Dict[str, Any], ...]
+    outputs: Tuple[Dict[str, Any], ...]
+    #: set ``model_transaction_policy { decoupled: true }``
+    decoupled: bool
+
+
+def completion(cls: Any, configured_batch_size: int, configured: Collection[str]) -> Completion:
+    """The auto-complete of ``cls`` for a configuration with ``configured_batch_size`` and
+    the top-level fields ``configured`` (to see whether a scheduler is set)."""
+    declared = cls.declared_config()
+    batching = int(declared["max_batch_size"])
+    return Completion(
+        max_batch_size=batching if batching > 0 and configured_batch_size == 0 else None,
+        dynamic_batching="dynamic_batching" in declared
+        and not any(field in configured for field in SCHEDULERS),
+        inputs=tuple(declared["input"]),
+        outputs=tuple(declared["output"]),
+        decoupled="model_transaction_policy" in declared,
+    )
 
 
 def infer_kind(infer: Any) -> str:
@@ -136,7 +175,7 @@ def check_config_tensors(cls: type, config: Mapping[str, Any]) -> None:
                     f"agree"
                 )
             dims = [int(d) for d in entry.get("dims", [])]
-            if "reshape" not in entry and not _dims_agree(dims, codec.dims):
+            if "reshape" not in entry and not shape_matches(dims, codec.dims):
                 raise DeclarationError(
                     f"{cls.__name__}: {section} {name!r} has dims {list(codec.dims)} on the "
                     f"class but {dims} in the model configuration; make them agree"
@@ -173,12 +212,6 @@ def check_instance_codecs(cls: type, model: Model) -> None:
                     f"with {codec!r}; the replacement must keep the data type, dims and "
                     f"optional flag Triton was configured with"
                 )
-
-
-def _dims_agree(configured: Sequence[int], declared: Sequence[int]) -> bool:
-    return len(configured) == len(declared) and all(
-        d == -1 or c == d for c, d in zip(configured, declared)
-    )
 
 
 def validate_declarations(cls: type) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, FrozenSet, Hashable, List, Optional, Sequence, Set
 
+from .batching import group_indices
+
 __all__ = ["Decoded", "groups", "request_parameters", "union_requested"]
 
 
@@ -33,10 +35,7 @@ class Decoded:
 
 def groups(ready: Sequence[Decoded]) -> List[List[Decoded]]:
     """Requests that can merge, by group key (ragged shapes, optional inputs), in order."""
-    found: Dict[Hashable, List[Decoded]] = {}
-    for item in ready:
-        found.setdefault(item.key, []).append(item)
-    return list(found.values())
+    return [[ready[i] for i in members] for members in group_indices([r.key for r in ready])]
 
 
 def request_parameters(request: Any) -> Dict[str, Any]:

@@ -45,9 +45,11 @@ from ._declarations import (
     check_batch_size,
     check_config_tensors,
     check_instance_codecs,
+    completion,
     validate_declarations,
 )
-from ._decoded import Decoded, groups, request_parameters, union_requested
+from ._decoded import Decoded, request_parameters
+from ._merged import MergedExecution, rows_error
 from .codecs.base import Codec
 from .errors import DeclarationError, InputError, OutputError, TritonPyError
 from .metrics import bind_metrics
@@ -55,13 +57,12 @@ from .response import Response, make_inference_response
 
 __all__ = ["Model"]
 
-_SCHEDULERS = ("sequence_batching", "ensemble_scheduling")
 #: with check_cancellation = "auto", requests are checked while infer() takes this long or more
 AUTO_CANCELLATION_SECONDS = 0.002
 _ABSENT = "<absent>"
 
 
-class Model(ModelCalls, ModelContext):
+class Model(ModelCalls, ModelContext, MergedExecution):
     """Base class of a tritonpy model. Subclass it, declare ``inputs`` and ``outputs``, write
     ``infer``, and bind the class to the name Triton looks for.
 
@@ -184,20 +185,17 @@ class Model(ModelCalls, ModelContext):
         current = config.as_dict()
         configured = int(current.get("max_batch_size", 0) or 0)
         check_batch_size(cls, configured, auto_completing=True)
+        steps = completion(cls, configured, current)
         try:
-            if cls.max_batch_size > 0 and configured == 0:
-                config.set_max_batch_size(cls.max_batch_size)
-            if (
-                cls.max_batch_size > 0
-                and cls.dynamic_batching
-                and not any(s in current for s in _SCHEDULERS)
-            ):
+            if steps.max_batch_size is not None:
+                config.set_max_batch_size(steps.max_batch_size)
+            if steps.dynamic_batching:
                 config.set_dynamic_batching()
-            for name, codec in cls.inputs.items():
-                config.add_input(codec.config_entry(name, is_input=True))
-            for name, codec in cls.outputs.items():
-                config.add_output(codec.config_entry(name, is_input=False))
-            if cls.decoupled:
+            for entry in steps.inputs:
+                config.add_input(entry)
+            for entry in steps.outputs:
+                config.add_output(entry)
+            if steps.decoupled:
                 config.set_model_transaction_policy({"decoupled": True})
         except ValueError as exc:
             raise DeclarationError(
@@ -269,14 +267,7 @@ class Model(ModelCalls, ModelContext):
         if not self._merge or len(requests) == 1:
             # the hot path of most calls: nothing to merge, each request straight through
             return [self._serve_alone(index, request) for index, request in enumerate(requests)]
-        responses, ready = self._decode_all(requests)
-        if self._merge and len(ready) > 1:
-            for members in groups(ready):
-                self._run_group(members, responses)
-        else:
-            for item in ready:
-                self._run_one(item, responses)
-        return responses
+        return self._execute_merged(requests)
 
     def _execute_special(self, requests: Sequence[Any]) -> Any:
         # imported here: plain models never load these modules
@@ -328,7 +319,7 @@ class Model(ModelCalls, ModelContext):
                 continue
             value = codec.encode(name, result[name], batched)
             if batched and len(value) != item.rows:
-                raise _rows_error(name, item.rows, value)
+                raise rows_error(name, item.rows, value)
             if requested is None or name in requested:
                 tensors.append(codec.to_tensor(name, value, pb))
         if parameters:
@@ -346,25 +337,6 @@ class Model(ModelCalls, ModelContext):
         if self._builtin is not None:
             self._builtin.refused(exc.input_name)
         return self._error_response(str(exc), self._error_codes.INVALID_ARG)
-
-    def _decode_all(self, requests: Sequence[Any]) -> Tuple[List[Any], List[Decoded]]:
-        """Decode every request: (responses with the refused ones filled, the decoded)."""
-        responses: List[Any] = [None] * len(requests)
-        ready: List[Decoded] = []
-        check = self._check_cancellation
-        if check is None:
-            check = self._infer_seconds >= AUTO_CANCELLATION_SECONDS
-        for index, request in enumerate(requests):
-            if check and request.is_cancelled():
-                responses[index] = self._cancelled_response()
-                continue
-            try:
-                ready.append(self._decode(index, request))
-            except InputError as exc:
-                responses[index] = self._refused(exc)
-            except Exception as exc:
-                responses[index] = self._internal_error(exc, "decoding the inputs")
-        return responses, ready
 
     def finalize(self) -> None:
         """Triton's unload hook: calls :meth:`teardown`."""
@@ -438,65 +410,6 @@ class Model(ModelCalls, ModelContext):
             )
         return values, max(rows, 0), key
 
-    def _run_group(self, members: List[Decoded], responses: List[Any]) -> None:
-        if len(members) == 1:
-            self._run_one(members[0], responses)
-            return
-        try:
-            merged = self._merged_values(members)
-            self._split_group(members, self._timed_infer(merged), responses)
-            return
-        except Exception as exc:
-            failure = f"{type(exc).__name__}: {exc}"
-        # Isolate the culprit: run each request alone so only the bad ones fail. (Outside the
-        # except block, so their tracebacks are not chained to the merged failure.)
-        self._log_isolation(len(members), failure)
-        for member in members:
-            self._run_one(member, responses)
-
-    def _merged_values(self, members: List[Decoded]) -> Dict[str, Any]:
-        merged = {
-            name: None
-            if members[0].values[name] is None
-            else codec.merge([m.values[name] for m in members])
-            for name, codec in self._input_plan
-        }
-        if self._wants_parameters:
-            merged[PARAMETERS_ARGUMENT] = [m.parameters for m in members for _ in range(m.rows)]
-        if self._builtin is not None:
-            self._builtin.batch_rows(sum(m.rows for m in members))
-        return merged
-
-    def _split_group(self, members: List[Decoded], result: Any, responses: List[Any]) -> None:
-        parameters: Optional[Mapping[str, Any]] = None
-        if type(result) is not dict and isinstance(result, Response):
-            result, parameters = result.outputs, result.parameters
-        counts = [m.rows for m in members]
-        encoded = self._encode(result, union_requested(members), sum(counts))
-        splits = {
-            name: codec.split(encoded[name], counts) for name, codec in self._outputs_in(encoded)
-        }
-        for position, member in enumerate(members):
-            responses[member.index] = self._response(
-                {name: parts[position] for name, parts in splits.items()},
-                member.requested,
-                parameters,
-            )
-
-    def _log_isolation(self, count: int, failure: str) -> None:
-        self.logger.log_verbose(
-            f"{self.model_name}: merged batch of {count} requests failed ({failure}); "
-            f"running them one by one"
-        )
-
-    def _run_one(self, item: Decoded, responses: List[Any]) -> None:
-        try:
-            self._finish_one(item, self._timed_infer(self._one_values(item)), responses)
-        except InputError as exc:
-            responses[item.index] = self._refused(exc)
-        except Exception as exc:
-            responses[item.index] = self._internal_error(exc, "running infer()")
-
     def _one_values(self, item: Decoded) -> Dict[str, Any]:
         """The values ``infer`` gets for one request alone."""
         values = item.values
@@ -521,6 +434,12 @@ class Model(ModelCalls, ModelContext):
 
     def _finish_one(self, item: Decoded, result: Any, responses: List[Any]) -> None:
         responses[item.index] = self._respond(item, result)
+
+    def _cancellation_checked(self) -> bool:
+        """Whether this call asks its requests if they were cancelled (see
+        ``check_cancellation``)."""
+        check = self._check_cancellation
+        return self._infer_seconds >= AUTO_CANCELLATION_SECONDS if check is None else check
 
     def _timed_infer(self, values: Dict[str, Any]) -> Any:
         started = perf_counter()
@@ -561,38 +480,6 @@ class Model(ModelCalls, ModelContext):
                 f"it returned {sorted(result)}"
             )
 
-    def _encode(self, result: Any, needed: Optional[FrozenSet[str]], rows: int) -> Dict[str, Any]:
-        self._check_result(result)
-        encoded: Dict[str, Any] = {}
-        batched = self.batched
-        for name, codec in self._output_plan:
-            if name not in result:
-                self._check_not_needed(name, needed, result)
-                continue
-            value = codec.encode(name, result[name], batched)
-            if batched and len(value) != rows:
-                raise _rows_error(name, rows, value)
-            encoded[name] = value
-        return encoded
-
-    def _outputs_in(self, encoded: Mapping[str, Any]) -> List[Tuple[str, Codec]]:
-        return [(name, codec) for name, codec in self._output_plan if name in encoded]
-
-    def _response(
-        self,
-        encoded: Mapping[str, Any],
-        requested: Optional[FrozenSet[str]],
-        parameters: Optional[Mapping[str, Any]] = None,
-    ) -> Any:
-        pb = self._pb
-        tensors = []
-        for name, codec in self._output_plan:
-            if name in encoded and (requested is None or name in requested):
-                tensors.append(codec.to_tensor(name, encoded[name], pb))
-        if parameters:
-            return make_inference_response(pb, tensors, parameters)
-        return pb.InferenceResponse(output_tensors=tensors)
-
     def _error_response(self, message: str, code: Any) -> Any:
         pb = self._pb
         return pb.InferenceResponse(output_tensors=[], error=pb.TritonError(message, code))
@@ -607,10 +494,3 @@ class Model(ModelCalls, ModelContext):
             f"{traceback.format_exc()}"
         )
         return self._error_response(message, self._error_codes.INTERNAL)
-
-
-def _rows_error(name: str, rows: int, value: Any) -> OutputError:
-    return OutputError(
-        f"output {name!r}: expected {rows} rows (one per input row), got "
-        f"{len(value)}; infer() must return one row per input row"
-    )

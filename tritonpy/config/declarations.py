@@ -22,8 +22,10 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Optional, Sequence
 
+from .._runtime._declarations import SCHEDULERS, completion
+from .._runtime.codecs.base import shape_matches
 from .._tooling.pbtxt import (
     ConfigError,
     PathLike,
@@ -87,14 +89,7 @@ class ConfigDiff:
     @property
     def diff(self) -> str:
         """A unified diff from the current configuration to the derived one ('' if none)."""
-        name = str(self.path)
-        lines = difflib.unified_diff(
-            self.before.splitlines(keepends=True),
-            self.after.splitlines(keepends=True),
-            fromfile=f"{name} (now)",
-            tofile=f"{name} (from the declarations)",
-        )
-        return "".join(lines)
+        return self._diff_to_derived(self.before, "now")
 
     @property
     def conflicts(self) -> str:
@@ -102,11 +97,15 @@ class ConfigDiff:
         configuration: only what the file contradicts ('' when nothing does)."""
         if not self.completed or self.autocompletes:
             return ""
+        return self._diff_to_derived(self.completed, "as auto-complete completes it")
+
+    def _diff_to_derived(self, text: str, label: str) -> str:
+        """A unified diff from ``text`` (the file ``label``) to the derived configuration."""
         name = str(self.path)
         lines = difflib.unified_diff(
-            self.completed.splitlines(keepends=True),
+            text.splitlines(keepends=True),
             self.after.splitlines(keepends=True),
-            fromfile=f"{name} (as auto-complete completes it)",
+            fromfile=f"{name} ({label})",
             tofile=f"{name} (from the declarations)",
         )
         return "".join(lines)
@@ -125,11 +124,8 @@ def declared_message(cls: Any, name: str) -> Any:
     >>> declared_message(Double, "double").max_batch_size     # doctest: +SKIP
     8
     """
-    data: Dict[str, Any] = {"name": name, "backend": "python", **cls.declared_config()}
-    decoupled = declared_decoupled(cls)
-    if decoupled:
-        data["model_transaction_policy"] = {"decoupled": True}
-    return config_from_dict(data)
+    # declared_config() holds model_transaction_policy too when the class is decoupled
+    return config_from_dict({"name": name, "backend": "python", **cls.declared_config()})
 
 
 def apply_declarations(config: Any, cls: Any, name: str) -> Any:
@@ -174,26 +170,24 @@ def apply_declarations(config: Any, cls: Any, name: str) -> Any:
 
 def autocomplete_config(config: Any, cls: Any) -> Any:
     """A copy of ``config`` completed the way Triton's auto-complete runs the class's
-    ``auto_complete_config``: missing inputs/outputs added, ``max_batch_size`` set when 0,
-    ``dynamic_batching`` added when no scheduler is set. Conflicts are left as they are (the
-    checker reports them)."""
-    declared = declared_message(cls, config.name)
+    ``auto_complete_config`` (the same rule, :func:`completion`): missing inputs/outputs
+    added, ``max_batch_size`` set when 0, ``dynamic_batching`` added when no scheduler is set.
+    Conflicts are left as they are (the checker reports them)."""
     result = new_config()
     result.CopyFrom(config)
-    if declared.max_batch_size > 0 and result.max_batch_size == 0:
-        result.max_batch_size = declared.max_batch_size
-    if (
-        declared.HasField("dynamic_batching")
-        and result.max_batch_size > 0
-        and result.WhichOneof(_SCHEDULING) is None
-    ):
+    scheduled = [field for field in SCHEDULERS if result.HasField(field)]
+    steps = completion(cls, result.max_batch_size, scheduled)
+    if steps.max_batch_size is not None:
+        result.max_batch_size = steps.max_batch_size
+    if steps.dynamic_batching:
         result.dynamic_batching.SetInParent()
+    added = config_from_dict({"input": steps.inputs, "output": steps.outputs})
     for section in ("input", "output"):
         present = {entry.name for entry in getattr(result, section)}
-        for entry in getattr(declared, section):
+        for entry in getattr(added, section):
             if entry.name not in present:
                 getattr(result, section).add().CopyFrom(entry)
-    if declared_decoupled(cls) and not result.model_transaction_policy.decoupled:
+    if steps.decoupled:
         result.model_transaction_policy.decoupled = True
     return result
 
@@ -206,7 +200,7 @@ def _merge_io(repeated: Any, declared: Sequence[Any], *, is_input: bool) -> None
         old = existing.get(entry.name)
         item.CopyFrom(old if old is not None else entry)
         item.data_type = entry.data_type
-        if not item.HasField("reshape") and not _refines(list(item.dims), list(entry.dims)):
+        if not item.HasField("reshape") and not shape_matches(list(item.dims), list(entry.dims)):
             del item.dims[:]
             item.dims.extend(entry.dims)
         if is_input:
@@ -217,13 +211,6 @@ def _merge_io(repeated: Any, declared: Sequence[Any], *, is_input: bool) -> None
         merged.append(item)
     del repeated[:]
     repeated.extend(merged)
-
-
-def _refines(configured: Sequence[int], declared: Sequence[int]) -> bool:
-    """True when configured dims fit declared ones (same rank; -1 declared matches any)."""
-    return len(configured) == len(declared) and all(
-        d == -1 or c == d for c, d in zip(configured, declared)
-    )
 
 
 def sync_config(

@@ -1,0 +1,186 @@
+"""The merged path of ``Model.execute``: several requests of one call decoded, merged into one
+``infer`` call per group, and the result split back into one response per request.
+
+A request served alone never comes here (``Model._serve_alone`` is the hot path); this mixin
+holds what only merging needs, including the isolation of a failing group (each member run
+alone, so that a poison request fails on its own).
+"""
+
+from __future__ import annotations
+
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Dict,
+    FrozenSet,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+)
+
+from ._declarations import PARAMETERS_ARGUMENT
+from ._decoded import Decoded, groups, union_requested
+from .codecs.base import Codec
+from .errors import InputError, OutputError
+from .response import Response, make_inference_response
+
+__all__ = ["MergedExecution", "rows_error"]
+
+
+class MergedExecution:
+    """Mixin of :class:`tritonpy.Model`: decoding a whole call, running merged groups,
+    encoding and splitting their outputs."""
+
+    _pb: Any
+    _builtin: Any
+    _input_plan: Tuple[Tuple[str, Codec], ...]
+    _output_plan: Tuple[Tuple[str, Codec], ...]
+    _wants_parameters: ClassVar[bool]
+    _merge: bool
+    batched: bool
+    logger: Any
+    model_name: str
+
+    if TYPE_CHECKING:  # defined by Model; declared here for the type checker only
+
+        def _decode(self, index: int, request: Any, keyed: bool = True) -> Decoded: ...
+        def _cancelled_response(self) -> Any: ...
+        def _refused(self, exc: InputError) -> Any: ...
+        def _internal_error(self, exc: BaseException, during: str) -> Any: ...
+        def _timed_infer(self, values: Dict[str, Any]) -> Any: ...
+        def _one_values(self, item: Decoded) -> Dict[str, Any]: ...
+        def _finish_one(self, item: Decoded, result: Any, responses: List[Any]) -> None: ...
+        def _check_result(self, result: Any) -> None: ...
+        def _check_not_needed(
+            self, name: str, needed: Optional[FrozenSet[str]], result: Mapping[str, Any]
+        ) -> None: ...
+        def _cancellation_checked(self) -> bool: ...
+
+    def _execute_merged(self, requests: Sequence[Any]) -> List[Any]:
+        """Several requests of one ``execute()`` call, merged where they can be."""
+        responses, ready = self._decode_all(requests)
+        if len(ready) > 1:
+            for members in groups(ready):
+                self._run_group(members, responses)
+        else:
+            for item in ready:
+                self._run_one(item, responses)
+        return responses
+
+    def _decode_all(self, requests: Sequence[Any]) -> Tuple[List[Any], List[Decoded]]:
+        """Decode every request: (responses with the refused ones filled, the decoded)."""
+        responses: List[Any] = [None] * len(requests)
+        ready: List[Decoded] = []
+        check = self._cancellation_checked()
+        for index, request in enumerate(requests):
+            if check and request.is_cancelled():
+                responses[index] = self._cancelled_response()
+                continue
+            try:
+                ready.append(self._decode(index, request))
+            except InputError as exc:
+                responses[index] = self._refused(exc)
+            except Exception as exc:
+                responses[index] = self._internal_error(exc, "decoding the inputs")
+        return responses, ready
+
+    def _run_group(self, members: List[Decoded], responses: List[Any]) -> None:
+        if len(members) == 1:
+            self._run_one(members[0], responses)
+            return
+        try:
+            merged = self._merged_values(members)
+            self._split_group(members, self._timed_infer(merged), responses)
+            return
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+        # Isolate the culprit: run each request alone so only the bad ones fail. (Outside the
+        # except block, so their tracebacks are not chained to the merged failure.)
+        self._log_isolation(len(members), failure)
+        for member in members:
+            self._run_one(member, responses)
+
+    def _merged_values(self, members: List[Decoded]) -> Dict[str, Any]:
+        merged = {
+            name: None
+            if members[0].values[name] is None
+            else codec.merge([m.values[name] for m in members])
+            for name, codec in self._input_plan
+        }
+        if self._wants_parameters:
+            merged[PARAMETERS_ARGUMENT] = [m.parameters for m in members for _ in range(m.rows)]
+        if self._builtin is not None:
+            self._builtin.batch_rows(sum(m.rows for m in members))
+        return merged
+
+    def _split_group(self, members: List[Decoded], result: Any, responses: List[Any]) -> None:
+        parameters: Optional[Mapping[str, Any]] = None
+        if type(result) is not dict and isinstance(result, Response):
+            result, parameters = result.outputs, result.parameters
+        counts = [m.rows for m in members]
+        encoded = self._encode(result, union_requested(members), sum(counts))
+        splits = {
+            name: codec.split(encoded[name], counts)
+            for name, codec in self._output_plan
+            if name in encoded
+        }
+        for position, member in enumerate(members):
+            responses[member.index] = self._response(
+                {name: parts[position] for name, parts in splits.items()},
+                member.requested,
+                parameters,
+            )
+
+    def _log_isolation(self, count: int, failure: str) -> None:
+        self.logger.log_verbose(
+            f"{self.model_name}: merged batch of {count} requests failed ({failure}); "
+            f"running them one by one"
+        )
+
+    def _run_one(self, item: Decoded, responses: List[Any]) -> None:
+        try:
+            self._finish_one(item, self._timed_infer(self._one_values(item)), responses)
+        except InputError as exc:
+            responses[item.index] = self._refused(exc)
+        except Exception as exc:
+            responses[item.index] = self._internal_error(exc, "running infer()")
+
+    def _encode(self, result: Any, needed: Optional[FrozenSet[str]], rows: int) -> Dict[str, Any]:
+        self._check_result(result)
+        encoded: Dict[str, Any] = {}
+        batched = self.batched
+        for name, codec in self._output_plan:
+            if name not in result:
+                self._check_not_needed(name, needed, result)
+                continue
+            value = codec.encode(name, result[name], batched)
+            if batched and len(value) != rows:
+                raise rows_error(name, rows, value)
+            encoded[name] = value
+        return encoded
+
+    def _response(
+        self,
+        encoded: Mapping[str, Any],
+        requested: Optional[FrozenSet[str]],
+        parameters: Optional[Mapping[str, Any]] = None,
+    ) -> Any:
+        pb = self._pb
+        tensors = []
+        for name, codec in self._output_plan:
+            if name in encoded and (requested is None or name in requested):
+                tensors.append(codec.to_tensor(name, encoded[name], pb))
+        if parameters:
+            return make_inference_response(pb, tensors, parameters)
+        return pb.InferenceResponse(output_tensors=tensors)
+
+
+def rows_error(name: str, rows: int, value: Any) -> OutputError:
+    """An output with another number of rows than its request(s) sent."""
+    return OutputError(
+        f"output {name!r}: expected {rows} rows (one per input row), got "
+        f"{len(value)}; infer() must return one row per input row"
+    )
