@@ -11,23 +11,19 @@ the serving interpreter's ``X.Y``, so it is built once and is cheap to re-create
 from __future__ import annotations
 
 import contextlib
-import ctypes.util
 import importlib.metadata
 import importlib.util
-import json
 import os
 import shutil
-import subprocess
-import sys
-import sysconfig
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
-from .._runtime._optional import missing
+from .._runtime._optional import missing, require
 from .errors import ServerError
 from .options import PYTHON_NAMES, OptionNames
+from .pythons import PythonProbeError, libpython_of, no_libpython, probe_python
 
 __all__ = [
     "Installation",
@@ -43,18 +39,6 @@ __all__ = [
 _WHEEL = "nvidia-pytriton"
 _BACKEND_FILES = ("libtriton_python.so", "triton_python_backend_utils.py")
 _STUB = "triton_python_backend_stub"
-
-_PROBE = """
-import json, sys, sysconfig
-v = sysconfig.get_config_var
-print(json.dumps({
-    "version": list(sys.version_info[:2]),
-    "libdir": v("LIBDIR") or "",
-    "multiarch": v("MULTIARCH") or "",
-    "instsoname": v("INSTSONAME") or "",
-    "shared": bool(v("Py_ENABLE_SHARED")),
-}))
-"""
 
 
 @dataclass(frozen=True)
@@ -114,7 +98,6 @@ class Installation:
     tritonserver: Path
     backend_directory: Path
     env: Dict[str, str] = field(repr=False)
-    from_wheel: bool = False
     #: the serving interpreter's ``X.Y`` (``None`` for another tritonserver without ``python``)
     python_xy: Optional[str] = None
     #: the wheel whose stubs serve environments of other Pythons (``None`` for another server)
@@ -133,49 +116,18 @@ def inspect_interpreter(
 
         inspect_interpreter().xy   # "3.11"
     """
-    executable = python or sys.executable
-    if python is None or os.path.abspath(python) == os.path.abspath(sys.executable):
-        v = sysconfig.get_config_var
-        info: Dict[str, Any] = {
-            "version": list(sys.version_info[:2]),
-            "libdir": v("LIBDIR") or "",
-            "multiarch": v("MULTIARCH") or "",
-            "instsoname": v("INSTSONAME") or "",
-            "shared": bool(v("Py_ENABLE_SHARED")),
-        }
-    else:
-        try:
-            out = subprocess.run(
-                [executable, "-c", _PROBE], capture_output=True, text=True, timeout=60, check=True
-            ).stdout
-            info = dict(json.loads(out))
-        except (OSError, subprocess.SubprocessError, ValueError) as exc:
-            raise ServerError(
-                f"cannot inspect the serving interpreter {executable!r}: {exc}. Expected a "
-                "runnable CPython 3.8+ executable; pass "
-                f"{names.option('python', '<path to bin/python>')}."
-            ) from exc
-    major, minor = (int(x) for x in info["version"])
-    libdir = str(info["libdir"])
-    soname = str(info["instsoname"]) or f"libpython{major}.{minor}.so.1.0"
-    if not soname.startswith("libpython") or ".so" not in soname:
-        soname = f"libpython{major}.{minor}.so.1.0"
-    candidates = [Path(libdir) / soname]
-    if info["multiarch"]:
-        candidates.append(Path(libdir) / str(info["multiarch"]) / soname)
-    for candidate in candidates:
-        if candidate.exists():
-            return Interpreter(executable, (major, minor), libdir, str(candidate))
-    if ctypes.util.find_library(f"python{major}.{minor}"):
-        return Interpreter(executable, (major, minor), libdir, soname)
-    raise ServerError(
-        f"the serving interpreter {executable!r} (Python {major}.{minor}) has no shared "
-        f"library: expected {soname} in {libdir or '<LIBDIR unset>'}, found none "
-        f"(Py_ENABLE_SHARED={int(bool(info['shared']))}). triton_python_backend_stub links "
-        "libpython and would hang without it. Use an interpreter built with --enable-shared "
-        "(pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install X.Y), or install your "
-        "distribution's libpython package."
-    )
+    try:
+        facts = probe_python(python)
+    except PythonProbeError as exc:
+        raise ServerError(
+            f"cannot inspect the serving interpreter {python!r}: {exc}. Expected a "
+            "runnable CPython 3.8+ executable; pass "
+            f"{names.option('python', '<path to bin/python>')}."
+        ) from exc
+    libpython = libpython_of(facts)
+    if libpython is None:
+        raise ServerError(no_libpython(facts))
+    return Interpreter(facts.executable, facts.version, facts.libdir, libpython)
 
 
 def find_wheel_installation(*, names: OptionNames = PYTHON_NAMES) -> WheelInstallation:
@@ -212,14 +164,15 @@ def find_wheel_installation(*, names: OptionNames = PYTHON_NAMES) -> WheelInstal
 
 
 def cache_directory() -> Path:
-    """tritonpy's cache: ``$TRITONPY_CACHE_DIR``, else ``$XDG_CACHE_HOME/tritonpy``, else
-    ``~/.cache/tritonpy``."""
+    """tritonpy's cache: ``$TRITONPY_CACHE_DIR``, else the user cache directory of the
+    platform (platformdirs; on Linux ``$XDG_CACHE_HOME/tritonpy``, else ``~/.cache/tritonpy``)."""
     explicit = os.environ.get("TRITONPY_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "tritonpy"
+    require("platformdirs", feature="tritonpy's cache directory", extra="tools")
+    import platformdirs
+
+    return platformdirs.user_cache_path("tritonpy", appauthor=False)
 
 
 def _backend_is_complete(python_dir: Path, sources: Mapping[str, Path]) -> bool:
@@ -231,6 +184,32 @@ def _backend_is_complete(python_dir: Path, sources: Mapping[str, Path]) -> bool:
         except OSError:
             return False
     return True
+
+
+def _backend_sources(
+    wheel: WheelInstallation, interpreter: Interpreter, names: OptionNames
+) -> Dict[str, Path]:
+    """The files of ``<dir>/python``: the wheel's Python backend and the stub for
+    ``interpreter``'s Python, each checked to exist."""
+    stub = wheel.stub(interpreter.xy)
+    if not stub.is_file():
+        raise ServerError(
+            f"no triton_python_backend_stub for Python {interpreter.xy} in the nvidia-pytriton "
+            f"wheel ({wheel.version}): expected {stub}; the wheel has stubs for "
+            f"{', '.join(wheel.stub_versions()) or 'no version'}. Serve with one of those "
+            f"Pythons ({names.option('python', '<path to bin/python>')}), or build a stub for "
+            f"this one and pass {names.option('backend_directory', 'DIR')}."
+        )
+    sources = {name: wheel.python_backend / name for name in _BACKEND_FILES}
+    absent = [str(p) for p in sources.values() if not p.is_file()]
+    if absent:
+        raise ServerError(
+            f"the nvidia-pytriton wheel ({wheel.version}) lacks Python backend files: "
+            f"{', '.join(absent)}. Reinstall it with "
+            "`pip install --force-reinstall nvidia-pytriton==0.7.0`."
+        )
+    sources[_STUB] = stub
+    return sources
 
 
 def prepare_backend_directory(
@@ -251,24 +230,7 @@ def prepare_backend_directory(
 
         backends = prepare_backend_directory(find_wheel_installation(), inspect_interpreter())
     """
-    stub = wheel.stub(interpreter.xy)
-    if not stub.is_file():
-        raise ServerError(
-            f"no triton_python_backend_stub for Python {interpreter.xy} in the nvidia-pytriton "
-            f"wheel ({wheel.version}): expected {stub}; the wheel has stubs for "
-            f"{', '.join(wheel.stub_versions()) or 'no version'}. Serve with one of those "
-            f"Pythons ({names.option('python', '<path to bin/python>')}), or build a stub for "
-            f"this one and pass {names.option('backend_directory', 'DIR')}."
-        )
-    sources = {name: wheel.python_backend / name for name in _BACKEND_FILES}
-    missing = [str(p) for p in sources.values() if not p.is_file()]
-    if missing:
-        raise ServerError(
-            f"the nvidia-pytriton wheel ({wheel.version}) lacks Python backend files: "
-            f"{', '.join(missing)}. Reinstall it with "
-            "`pip install --force-reinstall nvidia-pytriton==0.7.0`."
-        )
-    sources[_STUB] = stub
+    sources = _backend_sources(wheel, interpreter, names)
     key = f"pytriton-{wheel.version}-py{interpreter.xy}"
     base = (cache_dir or cache_directory()) / "backends"
     final = base / key
@@ -277,17 +239,27 @@ def prepare_backend_directory(
     try:
         base.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=base))
-    except OSError:
+    except OSError:  # the cache is not writable: a directory of this run only
         staging = Path(tempfile.mkdtemp(prefix=f"tritonpy-backends-{key}-"))
-        final = staging
-    python_dir = staging / "python"
+        _copy_backend(sources, staging)
+        return staging
+    _copy_backend(sources, staging)
+    _move_into_place(staging, final, sources)
+    return final
+
+
+def _copy_backend(sources: Mapping[str, Path], directory: Path) -> None:
+    python_dir = directory / "python"
     python_dir.mkdir(exist_ok=True)
     for name, source in sources.items():
         shutil.copy2(source, python_dir / name)
-    if final == staging:
-        return final
+
+
+def _move_into_place(staging: Path, final: Path, sources: Mapping[str, Path]) -> None:
+    """Rename the complete ``staging`` to ``final``, replacing an incomplete or stale one;
+    when another process wins the race, its directory is used if complete."""
     if final.exists():  # incomplete or stale: move it away, then replace it
-        stale = Path(tempfile.mkdtemp(prefix=f".{key}-stale-", dir=base))
+        stale = Path(tempfile.mkdtemp(prefix=f".{final.name}-stale-", dir=final.parent))
         with contextlib.suppress(OSError):
             final.rename(stale / "old")
         shutil.rmtree(stale, ignore_errors=True)
@@ -300,7 +272,6 @@ def prepare_backend_directory(
                 f"cannot prepare the Python backend directory {final}: it is incomplete and "
                 "could not be replaced. Delete it and retry."
             ) from None
-    return final
 
 
 def _prepend(value: str, existing: Optional[str]) -> str:
@@ -331,29 +302,7 @@ def resolve_installation(
     """
     base_env = dict(os.environ if env is None else env)
     if tritonserver is not None:
-        binary = Path(tritonserver)
-        if not binary.is_file() or not os.access(binary, os.X_OK):
-            raise ServerError(
-                f"tritonserver {tritonserver!r} is not an executable file. Pass the path of "
-                f"the binary: {names.option('tritonserver', '/opt/tritonserver/bin/tritonserver')}."
-            )
-        if backend_directory is None:
-            guess = binary.resolve().parent.parent / "backends"
-            if not guess.is_dir():
-                raise ServerError(
-                    f"no backend directory for tritonserver {tritonserver!r}: expected "
-                    f"{guess} (the <prefix>/bin, <prefix>/backends layout). Pass "
-                    f"{names.option('backend_directory', 'DIR')}."
-                )
-            backend_directory = str(guess)
-        xy = None
-        if python is not None:
-            interp = inspect_interpreter(python, names=names)
-            xy = interp.xy
-            base_env["PATH"] = _prepend(interp.bindir, base_env.get("PATH"))
-            base_env["LD_LIBRARY_PATH"] = _prepend(interp.libdir, base_env.get("LD_LIBRARY_PATH"))
-        return Installation(binary, Path(backend_directory), base_env, python_xy=xy)
-
+        return _given_installation(tritonserver, backend_directory, python, base_env, names)
     wheel = find_wheel_installation(names=names)
     interp = inspect_interpreter(python, names=names)
     if backend_directory is None:
@@ -368,6 +317,36 @@ def resolve_installation(
             os.pathsep.join(libs), base_env.get("LD_LIBRARY_PATH")
         )
     base_env["PATH"] = _prepend(interp.bindir, base_env.get("PATH"))
-    return Installation(
-        wheel.tritonserver, backends, base_env, from_wheel=True, python_xy=interp.xy, wheel=wheel
-    )
+    return Installation(wheel.tritonserver, backends, base_env, python_xy=interp.xy, wheel=wheel)
+
+
+def _given_installation(
+    tritonserver: str,
+    backend_directory: Optional[str],
+    python: Optional[str],
+    base_env: Dict[str, str],
+    names: OptionNames,
+) -> Installation:
+    """Another tritonserver than the wheel's, used as it is installed."""
+    binary = Path(tritonserver)
+    if not binary.is_file() or not os.access(binary, os.X_OK):
+        raise ServerError(
+            f"tritonserver {tritonserver!r} is not an executable file. Pass the path of "
+            f"the binary: {names.option('tritonserver', '/opt/tritonserver/bin/tritonserver')}."
+        )
+    if backend_directory is None:
+        guess = binary.resolve().parent.parent / "backends"
+        if not guess.is_dir():
+            raise ServerError(
+                f"no backend directory for tritonserver {tritonserver!r}: expected "
+                f"{guess} (the <prefix>/bin, <prefix>/backends layout). Pass "
+                f"{names.option('backend_directory', 'DIR')}."
+            )
+        backend_directory = str(guess)
+    xy = None
+    if python is not None:
+        interp = inspect_interpreter(python, names=names)
+        xy = interp.xy
+        base_env["PATH"] = _prepend(interp.bindir, base_env.get("PATH"))
+        base_env["LD_LIBRARY_PATH"] = _prepend(interp.libdir, base_env.get("LD_LIBRARY_PATH"))
+    return Installation(binary, Path(backend_directory), base_env, python_xy=xy)

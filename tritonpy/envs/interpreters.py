@@ -13,32 +13,25 @@ Example::
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple, Union
 
-from .._tooling.errors import EnvError, ServerError
-from .._tooling.installation import inspect_interpreter
+from .._tooling.errors import EnvError
+from .._tooling.pythons import (
+    PythonFacts,
+    PythonProbeError,
+    libpython_of,
+    no_libpython,
+    probe_python,
+)
 
 __all__ = ["BaseInterpreter", "candidate_paths", "find_interpreter", "probe_interpreter"]
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-_PROBE = """
-import json, platform, sys, sysconfig
-v = sysconfig.get_config_var
-print(json.dumps({
-    "xy": "%d.%d" % sys.version_info[:2], "version": platform.python_version(),
-    "implementation": sys.implementation.name, "base_prefix": sys.base_prefix,
-    "bindir": v("BINDIR") or "", "libdest": v("LIBDEST") or "", "libdir": v("LIBDIR") or "",
-    "include": sysconfig.get_config_var("INCLUDEPY") or "",
-}))
-"""
 
 
 @dataclass(frozen=True)
@@ -65,51 +58,59 @@ def probe_interpreter(executable: PathLike) -> BaseInterpreter:
     """
     exe = Path(executable)
     try:
-        out = subprocess.run(
-            [os.fspath(exe), "-I", "-c", _PROBE],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
-        info = json.loads(out)
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        facts = probe_python(os.fspath(exe), isolated=True)
+    except PythonProbeError as exc:
         raise EnvError(f"cannot run the Python {exe}: {exc}") from exc
-    if info["implementation"] != "cpython":
-        raise EnvError(f"{exe} is {info['implementation']}, not CPython; the stub embeds CPython")
-    try:
-        found = inspect_interpreter(os.fspath(exe))
-    except ServerError as exc:
-        raise EnvError(str(exc)) from exc
-    libpython = Path(found.libpython)
+    if facts.implementation != "cpython":
+        raise EnvError(f"{exe} is {facts.implementation}, not CPython; the stub embeds CPython")
+    libpython = _own_libpython(exe, facts)
+    binary = _interpreter_binary(exe, facts)
+    stdlib = _standard_library(exe, facts)
+    include = Path(facts.include) if facts.include else None
+    return BaseInterpreter(
+        exe,
+        facts.xy,
+        facts.full_version,
+        Path(facts.base_prefix),
+        binary,
+        stdlib,
+        libpython,
+        include if include and include.is_dir() else None,
+    )
+
+
+def _own_libpython(exe: Path, facts: PythonFacts) -> Path:
+    """The shared libpython inside the installation (a copy must carry it along)."""
+    found = libpython_of(facts)
+    if found is None:
+        raise EnvError(no_libpython(facts))
+    libpython = Path(found)
     if not libpython.is_absolute() or not libpython.is_file():
         raise EnvError(
-            f"{exe} (Python {info['xy']}) uses the shared library {found.libpython} from the "
+            f"{exe} (Python {facts.xy}) uses the shared library {found} from the "
             f"system library path, not from its installation; expected a file in "
-            f"{info['libdir']}. Use a pyenv or uv-managed Python (--python-path)."
+            f"{facts.libdir}. Use a pyenv or uv-managed Python (--python-path)."
         )
-    xy = info["xy"]
+    return libpython.resolve()
+
+
+def _interpreter_binary(exe: Path, facts: PythonFacts) -> Path:
+    xy = facts.xy
     candidates = [
-        Path(info["bindir"]) / f"python{xy}",
-        Path(info["base_prefix"]) / "bin" / f"python{xy}",
+        Path(facts.bindir) / f"python{xy}",
+        Path(facts.base_prefix) / "bin" / f"python{xy}",
     ]
     binary = next((c.resolve() for c in candidates if c.is_file()), None)
     if binary is None:
-        raise EnvError(f"{exe}: no interpreter binary python{xy} in {info['bindir']}")
-    stdlib = Path(info["libdest"])
+        raise EnvError(f"{exe}: no interpreter binary python{xy} in {facts.bindir}")
+    return binary
+
+
+def _standard_library(exe: Path, facts: PythonFacts) -> Path:
+    stdlib = Path(facts.libdest)
     if not (stdlib / "os.py").is_file():
         raise EnvError(f"{exe}: its standard library {stdlib} has no os.py; is it complete?")
-    include = Path(info["include"]) if info["include"] else None
-    return BaseInterpreter(
-        exe,
-        xy,
-        info["version"],
-        Path(info["base_prefix"]),
-        binary,
-        stdlib,
-        libpython.resolve(),
-        include if include and include.is_dir() else None,
-    )
+    return stdlib
 
 
 def _version_key(path: Path) -> Tuple[int, ...]:
