@@ -18,13 +18,18 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Literal, Optional, Sequence
 
 import numpy as np
 
 from ._runtime.errors import MissingDependencyError
 
-__all__ = ["DemoResult", "Prediction", "add_arguments", "main", "run", "run_demo"]
+if TYPE_CHECKING:
+    from .server.client import InferClient, ModelSignature
+
+__all__ = ["DemoResult", "Prediction", "Protocol", "add_arguments", "main", "run", "run_demo"]
+
+Protocol = Literal["grpc", "http"]
 
 
 @dataclass(frozen=True)
@@ -65,14 +70,13 @@ class DemoResult:
 def run_demo(
     repository: Path,
     *,
-    protocol: str = "grpc",
+    protocol: Protocol = "grpc",
     concurrency: int = 4,
     limit: Optional[int] = None,
     progress: Callable[[str], None] = lambda message: None,
 ) -> DemoResult:
     """Render the digits ensemble into ``repository`` (replacing it), serve it, query it."""
     from .server import TritonServer
-    from .server.client import InferClient
     from .templates import render_digits_ensemble
 
     if repository.exists():
@@ -88,58 +92,81 @@ def run_demo(
         models = server.models_ready()
         progress(f"ready: {', '.join(models)} at grpc {server.grpc_url}, http {server.http_url}")
         url = server.grpc_url if protocol == "grpc" else server.http_url
-        predictions: List[Optional[Prediction]] = [None] * len(images)
-        failures: List[BaseException] = []
-        next_index = iter(range(len(images)))
-        lock = threading.Lock()
-
-        def worker() -> None:
-            client = InferClient(url, protocol)
-            try:
-                signature = client.signature(rendered.ensemble)
-                while True:
-                    with lock:
-                        index = next(next_index, None)
-                    if index is None:
-                        return
-                    request = {"IMAGE": np.array([[images[index]]], dtype=object)}
-                    started = time.perf_counter()
-                    outputs = client.infer(
-                        rendered.ensemble, request, ["LABELS", "SCORES"], signature=signature
-                    )
-                    elapsed = (time.perf_counter() - started) * 1000
-                    by_name = {o.name: o.array for o in outputs}
-                    predictions[index] = Prediction(
-                        truth=labels[index],
-                        labels=[b.decode() for b in by_name["LABELS"][0]],
-                        scores=[float(s) for s in by_name["SCORES"][0]],
-                        latency_ms=elapsed,
-                    )
-            except BaseException as exc:  # reported after the threads end
-                failures.append(exc)
-            finally:
-                client.close()
-
         progress(
             f"sending {len(images)} held-out digits as PNG ({protocol}, {concurrency} at once)"
         )
+        sender = _Sender(url, protocol, rendered.ensemble, images, labels)
         started = time.perf_counter()
-        threads = [threading.Thread(target=worker) for _ in range(max(concurrency, 1))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        predictions = sender.send_all(concurrency)
         wall = time.perf_counter() - started
-        if failures:
-            raise failures[0]
     return DemoResult(
         repository=repository,
         ensemble=rendered.ensemble,
         models=models,
-        predictions=[p for p in predictions if p is not None],
+        predictions=predictions,
         wall_seconds=wall,
         training_accuracy=rendered.holdout_accuracy,
     )
+
+
+class _Sender:
+    """Sends every image through the ensemble from a few threads, each with its own client;
+    the first failure is raised once all threads have ended."""
+
+    def __init__(
+        self,
+        url: str,
+        protocol: Protocol,
+        ensemble: str,
+        images: Sequence[bytes],
+        labels: Sequence[int],
+    ) -> None:
+        self.url, self.protocol, self.ensemble = url, protocol, ensemble
+        self.images, self.labels = images, labels
+        self.predictions: List[Optional[Prediction]] = [None] * len(images)
+        self.failures: List[BaseException] = []
+        self._next_index = iter(range(len(images)))
+        self._lock = threading.Lock()
+
+    def send_all(self, concurrency: int) -> List[Prediction]:
+        threads = [threading.Thread(target=self._work) for _ in range(max(concurrency, 1))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if self.failures:
+            raise self.failures[0]
+        return [p for p in self.predictions if p is not None]
+
+    def _work(self) -> None:
+        from .server.client import InferClient
+
+        client = InferClient(self.url, self.protocol)
+        try:
+            signature = client.signature(self.ensemble)
+            while True:
+                with self._lock:
+                    index = next(self._next_index, None)
+                if index is None:
+                    return
+                self.predictions[index] = self._predict(client, signature, index)
+        except BaseException as exc:  # reported after the threads end
+            self.failures.append(exc)
+        finally:
+            client.close()
+
+    def _predict(self, client: InferClient, signature: ModelSignature, index: int) -> Prediction:
+        request = {"IMAGE": np.array([[self.images[index]]], dtype=object)}
+        started = time.perf_counter()
+        outputs = client.infer(self.ensemble, request, ["LABELS", "SCORES"], signature=signature)
+        elapsed = (time.perf_counter() - started) * 1000
+        by_name = {o.name: o.array for o in outputs}
+        return Prediction(
+            truth=self.labels[index],
+            labels=[b.decode() for b in by_name["LABELS"][0]],
+            scores=[float(s) for s in by_name["SCORES"][0]],
+            latency_ms=elapsed,
+        )
 
 
 def _digit_art(png: bytes) -> List[str]:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import http.client
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .._runtime._optional import require
 from .._runtime.errors import DeclarationError, ToolError, TritonPyError
 from .._tooling.errors import ServerError
-from ..server.client import InferClient, ModelSignature, parse_endpoint
+from ..server.client import Endpoint, InferClient, ModelSignature, parse_endpoint
 from .report import ProbeReport, ProbeResult, judge
 from .requests import ProbeRequestError, probe_inputs
 
@@ -128,14 +128,7 @@ def probe(
         report = probe("grpc://localhost:8001", ["preprocess"], timeout=2)
         assert report.ok, report.render_text()
     """
-    if timeout <= 0:
-        raise ProbeUsageError(f"--timeout {timeout}: expected a number of seconds above 0")
-    if protocol is None and "://" not in url:
-        protocol = "http"  # the port the health endpoints (and Kubernetes probes) use
-    try:
-        endpoint = parse_endpoint(url, protocol)
-    except ServerError as exc:
-        raise ProbeUsageError(str(exc)) from exc
+    protocol, endpoint = _checked_endpoint(url, protocol, timeout)
     require(f"tritonclient.{endpoint.protocol}", extra="client", feature="tritonpy probe")
     report = ProbeReport(url, endpoint.protocol)
     client = _ProbeClient(url, protocol, timeout=timeout)
@@ -148,34 +141,38 @@ def probe(
         wanted = list(dict.fromkeys(models)) if models else None
         names = wanted or sorted(n for n, s in states.items() if s["state"] == "READY")
         where = Path(repository) if repository is not None else None
-        for name in names:
-            state = states.get(name)
-            if state is None:
-                known = ", ".join(sorted(states)) or "none"
-                report.results.append(
-                    ProbeResult(
-                        name,
-                        False,
-                        False,
-                        None,
-                        "NOT_FOUND",
-                        f"the server has no model {name!r}; its models: {known}",
-                    )
-                )
-            elif state["state"] != "READY":
-                reason = f": {state['reason']}" if state["reason"] else ""
-                report.results.append(
-                    ProbeResult(
-                        name,
-                        False,
-                        False,
-                        None,
-                        "NOT_READY",
-                        f"state {state['state'] or 'not loaded'}{reason}",
-                    )
-                )
-            else:
-                report.results.append(_probe_one(client, name, where))
+        report.results.extend(_result_for(client, name, states, where) for name in names)
         return report
     finally:
         client.close()
+
+
+def _checked_endpoint(
+    url: str, protocol: Optional[str], timeout: float
+) -> Tuple[Optional[str], Endpoint]:
+    """The protocol to ask for (HTTP for a bare ``host:port``) and the endpoint ``url``
+    names, or :class:`ProbeUsageError`."""
+    if timeout <= 0:
+        raise ProbeUsageError(f"--timeout {timeout}: expected a number of seconds above 0")
+    if protocol is None and "://" not in url:
+        protocol = "http"  # the port the health endpoints (and Kubernetes probes) use
+    try:
+        return protocol, parse_endpoint(url, protocol)
+    except ServerError as exc:
+        raise ProbeUsageError(str(exc)) from exc
+
+
+def _result_for(
+    client: _ProbeClient, name: str, states: Dict[str, Dict[str, str]], where: Optional[Path]
+) -> ProbeResult:
+    """A model the server does not know or that is not READY fails without a request."""
+    state = states.get(name)
+    if state is None:
+        known = ", ".join(sorted(states)) or "none"
+        message = f"the server has no model {name!r}; its models: {known}"
+        return ProbeResult(name, False, False, None, "NOT_FOUND", message)
+    if state["state"] != "READY":
+        reason = f": {state['reason']}" if state["reason"] else ""
+        message = f"state {state['state'] or 'not loaded'}{reason}"
+        return ProbeResult(name, False, False, None, "NOT_READY", message)
+    return _probe_one(client, name, where)
