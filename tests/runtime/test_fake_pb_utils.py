@@ -326,14 +326,14 @@ def test_request_defaults_and_lookup():
     assert pb.get_input_tensor_by_name(r, "X") is t
     assert pb.get_input_tensor_by_name(r, "Z") is None
     assert r.is_cancelled() is False
-    r._cancel()
+    r.cancel_as_client()
     assert r.is_cancelled() is True
     assert json.loads(pb.InferenceRequest(parameters={"a": 1, "b": "s"}).parameters()) == {
         "a": 1,
         "b": "s",
     }
     r.set_release_flags(pb.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE)
-    assert r._release_flags_value() == 2
+    assert r.release_flags() == 2
 
 
 def test_bls_to_an_unknown_model_is_the_servers_error_response():
@@ -392,7 +392,7 @@ def test_response_sender_rules():
     with pytest.raises(pb.TritonModelException, match="Response sender has been closed"):
         sender.send(flags=pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     assert [f for _, f in sender.sent] == [0, 1]
-    r._cancel()
+    r.cancel_as_client()
     assert sender.is_cancelled() is True
 
 

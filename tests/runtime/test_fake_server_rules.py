@@ -67,7 +67,7 @@ def test_sender_rules_and_their_messages() -> None:
 
 def test_sender_refuses_unknown_flags_and_a_final_before_any_response() -> None:
     request = pb.InferenceRequest(model_name="m", inputs=[], requested_output_names=[])
-    request._decoupled = False
+    request.set_decoupled(False)
     sender = request.get_response_sender()
     with pytest.raises(pb.TritonModelException, match="Unsupported flag provided"):
         sender.send(pb.InferenceResponse([]), flags=2)

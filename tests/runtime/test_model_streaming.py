@@ -99,7 +99,9 @@ def sent_through_the_sender(harness: ModelHarness, inputs: Dict[str, Any]) -> Li
     public view of the parts before an error yet, so this reads the fake sender's record."""
     request, _ = harness._build_request(inputs, None, None, "")
     assert harness._execute([request]) is None
-    return list(request._sender.sent)
+    sender = request.created_sender()
+    assert sender is not None
+    return list(sender.sent)
 
 
 def test_input_error_mid_stream_is_invalid_arg_after_the_parts_sent() -> None:

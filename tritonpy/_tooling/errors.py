@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 from .._runtime.errors import ToolError
 
@@ -29,10 +29,12 @@ class ServerError(ToolError):
 
 
 class ModelLoadError(ServerError):
-    """One or more models of the repository failed to load.
+    """A model fails to load: in tritonserver (one or more models of the repository), or in
+    :class:`tritonpy.testing.ModelHarness`, which loads a model the way Triton would.
 
     ``failures`` maps each failed model name to the error text Triton reported for it (the
-    model's own exception and traceback when it came from ``model.py``).
+    model's own exception and traceback when it came from ``model.py``); empty when the
+    harness raised it (the message says what failed).
 
     Example::
 
@@ -42,9 +44,11 @@ class ModelLoadError(ServerError):
             print(err.failures["preprocess"])   # "SyntaxError: expected ':' (model.py, line 4)"
     """
 
-    def __init__(self, message: str, *, failures: Mapping[str, str], log_tail: str = "") -> None:
+    def __init__(
+        self, message: str, *, failures: Optional[Mapping[str, str]] = None, log_tail: str = ""
+    ) -> None:
         super().__init__(message, log_tail=log_tail)
-        self.failures = dict(failures)
+        self.failures = dict(failures or {})
 
 
 class ServerTimeoutError(ServerError):

@@ -3,7 +3,9 @@ normalisation after ``auto_complete_config`` and the checks Triton makes at load
 
 from __future__ import annotations
 
-from typing import Any, Dict
+import copy
+from pathlib import Path
+from typing import Any, Dict, Union
 
 from .._runtime.dtypes import DTYPES
 from ._errors import ModelLoadError
@@ -30,6 +32,20 @@ def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any
         raise ModelLoadError(str(exc)) from exc
 
 
+def directory_config(model_dir: Path, config: Union[Dict[str, Any], str, None]) -> Dict[str, Any]:
+    """The configuration of a model directory as Triton reads it: ``config`` (a dict, or
+    pbtxt text) when given, else its ``config.pbtxt`` (empty when there is none)."""
+    if isinstance(config, dict):
+        return copy.deepcopy(config)
+    if isinstance(config, str):
+        text, source = config, "config="
+    else:
+        path = model_dir / "config.pbtxt"
+        text = path.read_text() if path.is_file() else ""
+        source = str(path)
+    return parse_config_pbtxt(text, source=source) if text.strip() else {}
+
+
 def _fill_io_defaults(config: Dict[str, Any]) -> None:
     for inp in config.get("input", []):
         inp.setdefault("data_type", "TYPE_INVALID")
@@ -47,7 +63,7 @@ def _fill_io_defaults(config: Dict[str, Any]) -> None:
         out.setdefault("is_non_linear_format_io", False)
 
 
-def _fill_defaults(config: Dict[str, Any], instance_kind: str, device_id: int) -> None:
+def fill_defaults(config: Dict[str, Any], instance_kind: str, device_id: int) -> None:
     """The defaults Triton fills in before it calls auto_complete_config (measured, r24.10)."""
     config.setdefault("platform", "")
     config.setdefault("backend", "python")
@@ -92,7 +108,7 @@ def _fill_defaults(config: Dict[str, Any], instance_kind: str, device_id: int) -
     _fill_io_defaults(config)
 
 
-def _normalize_after_autocomplete(config: Dict[str, Any]) -> None:
+def normalize_after_autocomplete(config: Dict[str, Any]) -> None:
     _fill_io_defaults(config)
     dyn = config.get("dynamic_batching")
     if dyn is not None:
@@ -107,7 +123,7 @@ def _normalize_after_autocomplete(config: Dict[str, Any]) -> None:
         dyn.setdefault("priority_queue_policy", {})
 
 
-def _validate_config(config: Dict[str, Any]) -> None:
+def validate_config(config: Dict[str, Any]) -> None:
     name = config.get("name", "")
     if not name:
         raise ModelLoadError("model configuration must specify 'name'")
@@ -138,7 +154,7 @@ def _validate_config(config: Dict[str, Any]) -> None:
                 )
             seen.add(io_name)
             dtype = io.get("data_type", "TYPE_INVALID")
-            if dtype == "TYPE_INVALID" or dtype not in _CONFIG_TO_WIRE:
+            if dtype == "TYPE_INVALID" or dtype not in CONFIG_TO_WIRE:
                 raise ModelLoadError(
                     f"model {what} '{io_name}' must specify 'data_type' for model '{name}'"
                 )
@@ -156,4 +172,4 @@ def _validate_config(config: Dict[str, Any]) -> None:
 
 
 #: config.pbtxt data type -> wire name, from tritonpy's one dtype table
-_CONFIG_TO_WIRE = {d.config_name: d.name for d in DTYPES.values()}
+CONFIG_TO_WIRE = {d.config_name: d.name for d in DTYPES.values()}

@@ -1,17 +1,18 @@
-"""The harness's own errors (re-exported by :mod:`tritonpy.testing.harness`)."""
+"""The harness's own errors (re-exported by :mod:`tritonpy.testing.harness`).
+
+A model that would fail to load raises :class:`tritonpy.server.ModelLoadError`, the one class
+for load failures (re-exported here), also under the harness."""
 
 from __future__ import annotations
 
 from .._runtime.errors import TritonPyError
+from .._tooling.errors import ModelLoadError
+
+__all__ = ["HarnessError", "ModelBugError", "ModelLoadError"]
 
 
 class HarnessError(TritonPyError):
     """The harness itself could not do what was asked (missing tritonclient, bad arguments)."""
-
-
-class ModelLoadError(HarnessError):
-    """The model would fail to load in Triton: bad config, missing model.py, invalid
-    auto-completed configuration."""
 
 
 class ModelBugError(HarnessError):

@@ -22,7 +22,13 @@ from typing import Any, Callable, Dict, Iterator, Optional
 
 from ._errors import HarnessError
 
-__all__ = ["ModelProcessDiedError", "ProcessEnded", "guard_process_exit", "stub_not_healthy"]
+__all__ = [
+    "ModelProcessDiedError",
+    "ProcessEnded",
+    "guard_process_exit",
+    "process_died",
+    "stub_not_healthy",
+]
 
 
 class ModelProcessDiedError(HarnessError):
@@ -43,6 +49,18 @@ class ProcessEnded(BaseException):
 def stub_not_healthy(instance_name: str) -> str:
     """The message Triton 24.10 answers every request with once a model's stub is gone."""
     return f"Stub process '{instance_name}' is not healthy."
+
+
+def process_died(model: str, instance_name: str, ended: ProcessEnded) -> ModelProcessDiedError:
+    """The error of every call to a model after it ended its own process: what it called,
+    where, what Triton would answer from then on and what to do instead."""
+    return ModelProcessDiedError(
+        f"model '{model}' ended its own process: {ended.call} at {ended.where}. In "
+        f"Triton its stub process is gone: that request and every later one fail with "
+        f"{stub_not_healthy(instance_name)!r} while the server still reports the model READY "
+        "(tritonpy serve reloads it). Raise an exception instead (tp.InputError for a bad "
+        "request), so that only the request fails."
+    )
 
 
 def _caller() -> str:

@@ -4,13 +4,14 @@ INVALID_ARG before the model sees it."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._runtime.codecs.base import shape_matches
 from .._runtime.dtypes import DTYPES, dtype_of_numpy
 from .._runtime.errors import TritonRequestError
-from ._config import _CONFIG_TO_WIRE
+from ._config import CONFIG_TO_WIRE
 from ._errors import HarnessError
 from ._hash_order import server_input_order
 
@@ -28,7 +29,7 @@ def _shape_str(shape: Sequence[int]) -> str:
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
 
 
-def _to_client_array(value: Any, name: str, declared: Optional[str] = None) -> NDArray:
+def to_client_array(value: Any, name: str, declared: Optional[str] = None) -> NDArray:
     """Convert a value the way a client library would before sending it.
 
     numpy arrays are sent as they are (a wrong dtype is the server's INVALID_ARG, as with a
@@ -99,7 +100,7 @@ def _preview_values(array: NDArray, limit: int = 6) -> str:
     return str(flat[:limit])[:-1] + (", ...]" if len(flat) > limit else "]")
 
 
-def _client_view(array: NDArray) -> NDArray:
+def client_view(array: NDArray) -> NDArray:
     """What a client receives for an output tensor."""
     if array.dtype.kind in ("O", "S"):
         flat = array.reshape(-1).tolist()
@@ -109,32 +110,13 @@ def _client_view(array: NDArray) -> NDArray:
     return np.array(array, copy=True)
 
 
-def _validate_request(
+def validate_request(
     config: Dict[str, Any], name: str, arrays: Dict[str, NDArray], request_id: str
 ) -> None:
     """Reject a request the way tritonserver does before the model sees it."""
     prefix = f"[request id: {request_id or '<id_unknown>'}] "
     inputs: Dict[str, Dict[str, Any]] = {io["name"]: io for io in config.get("input", [])}
-    required = [n for n, io in inputs.items() if not io.get("optional", False)]
-    given = list(arrays)
-    missing = [n for n in required if n not in arrays]
-    unknown = [n for n in given if n not in inputs]
-    if len(given) > len(inputs) or len(given) < len(required) or (missing and not unknown):
-        # The server lists the inputs from a hash map, in reverse order of arrival here.
-        got = "[" + ",".join(f"'{n}'" for n in reversed(given)) + "]"
-        missing_txt = ("[" + ",".join(f"'{n}'" for n in missing) + "]") if missing else "]"
-        if len(inputs) == len(required):
-            head = f"expected {len(inputs)} inputs but got {len(given)} inputs"
-        else:
-            head = (
-                f"expected number of inputs between {len(required)} and {len(inputs)} but "
-                f"got {len(given)} inputs"
-            )
-        raise TritonRequestError(
-            "INVALID_ARG",
-            f"{prefix}{head} for model '{name}'. Got input(s) {got}, but missing required "
-            f"input(s) {missing_txt}. Please provide all required input(s).",
-        )
+    _check_input_names(inputs, list(arrays), name, prefix)
     mbs = int(config.get("max_batch_size", 0))
     batch_size: Optional[int] = None
     # in the order the server walks its map of inputs: with several wrong, it names the first
@@ -146,7 +128,7 @@ def _validate_request(
                 "INVALID_ARG",
                 f"{prefix}unexpected inference input '{input_name}' for model '{name}'",
             )
-        expected_dtype = _CONFIG_TO_WIRE.get(io["data_type"], io["data_type"])
+        expected_dtype = CONFIG_TO_WIRE.get(io["data_type"], io["data_type"])
         got_dtype = _wire_dtype(array)
         if got_dtype != expected_dtype:
             raise TritonRequestError(
@@ -154,58 +136,99 @@ def _validate_request(
                 f"{prefix}inference input '{input_name}' data-type is '{got_dtype}', but "
                 f"model '{name}' expects '{expected_dtype}'",
             )
-        shape = [int(d) for d in array.shape]
+        where = f"for model '{name}'"
+        batch_size, item_shape = _batch_and_item(array, mbs, batch_size, input_name, name, prefix)
         dims = [int(d) for d in io["dims"]]
-        if mbs > 0:
-            if not shape:
-                raise TritonRequestError(
-                    "INVALID_ARG",
-                    f"{prefix}input '{input_name}' has no shape but model requires batch "
-                    f"dimension for '{name}'",
-                )
-            if batch_size is None:
-                batch_size = shape[0]
-                if batch_size > mbs:
-                    raise TritonRequestError(
-                        "INVALID_ARG",
-                        f"{prefix}inference request batch-size must be <= {mbs} for '{name}'",
-                    )
-            elif shape[0] != batch_size:
-                raise TritonRequestError(
-                    "INVALID_ARG",
-                    f"{prefix}input '{input_name}' batch size does not match other inputs "
-                    f"for '{name}'",
-                )
-            item_shape = shape[1:]
-        else:
-            item_shape = shape
-        if len(item_shape) != len(dims) or any(
-            d != -1 and d != s for d, s in zip(dims, item_shape)
-        ):
-            expected = ([-1] if mbs > 0 else []) + dims
-            message = (
-                f"{prefix}unexpected shape for input '{input_name}' for model '{name}'. "
-                f"Expected {_shape_str(expected)}, got {_shape_str(shape)}. "
-            )
-            if mbs > 0:
-                message += (
-                    "NOTE: Setting a non-zero max_batch_size in the model config requires a "
-                    "batch dimension to be prepended to each input shape. If you want to "
-                    "specify the full shape including the batch dim in your input dims "
-                    "config, try setting max_batch_size to zero. See the model "
-                    "configuration docs for more info on max_batch_size."
-                )
-            raise TritonRequestError("INVALID_ARG", message)
+        if not shape_matches(item_shape, dims):
+            raise _shape_error(prefix, input_name, where, mbs, dims, array.shape)
         if mbs > 0 and batch_size == 0 and got_dtype != "BYTES":
             row = int(np.prod([max(d, 0) for d in item_shape])) * array.dtype.itemsize
             raise TritonRequestError(
                 "INVALID_ARG",
-                f"{prefix}input byte size mismatch for input '{input_name}' for model "
-                f"'{name}'. Expected {row}, got 0",
+                f"{prefix}input byte size mismatch for input '{input_name}' {where}. "
+                f"Expected {row}, got 0",
             )
 
 
-def _check_requested_outputs(
+def _check_input_names(
+    inputs: Dict[str, Dict[str, Any]], given: List[str], name: str, prefix: str
+) -> None:
+    """The server's refusal of a request with too few or too many inputs."""
+    required = [n for n, io in inputs.items() if not io.get("optional", False)]
+    missing = [n for n in required if n not in given]
+    unknown = [n for n in given if n not in inputs]
+    if not (len(given) > len(inputs) or len(given) < len(required) or (missing and not unknown)):
+        return
+    # The server lists the inputs from a hash map, in reverse order of arrival here.
+    got = "[" + ",".join(f"'{n}'" for n in reversed(given)) + "]"
+    missing_txt = ("[" + ",".join(f"'{n}'" for n in missing) + "]") if missing else "]"
+    if len(inputs) == len(required):
+        head = f"expected {len(inputs)} inputs but got {len(given)} inputs"
+    else:
+        head = (
+            f"expected number of inputs between {len(required)} and {len(inputs)} but "
+            f"got {len(given)} inputs"
+        )
+    raise TritonRequestError(
+        "INVALID_ARG",
+        f"{prefix}{head} for model '{name}'. Got input(s) {got}, but missing required "
+        f"input(s) {missing_txt}. Please provide all required input(s).",
+    )
+
+
+def _batch_and_item(
+    array: NDArray,
+    mbs: int,
+    batch_size: Optional[int],
+    input_name: str,
+    name: str,
+    prefix: str,
+) -> Tuple[Optional[int], List[int]]:
+    """(the request's batch size, this input's shape without it); the server's refusal of
+    a missing, too large or disagreeing batch dimension."""
+    shape = [int(d) for d in array.shape]
+    if mbs == 0:
+        return batch_size, shape
+    if not shape:
+        raise TritonRequestError(
+            "INVALID_ARG",
+            f"{prefix}input '{input_name}' has no shape but model requires batch "
+            f"dimension for '{name}'",
+        )
+    if batch_size is None:
+        if shape[0] > mbs:
+            raise TritonRequestError(
+                "INVALID_ARG",
+                f"{prefix}inference request batch-size must be <= {mbs} for '{name}'",
+            )
+    elif shape[0] != batch_size:
+        raise TritonRequestError(
+            "INVALID_ARG",
+            f"{prefix}input '{input_name}' batch size does not match other inputs for '{name}'",
+        )
+    return shape[0], shape[1:]
+
+
+def _shape_error(
+    prefix: str, input_name: str, where: str, mbs: int, dims: List[int], shape: Sequence[int]
+) -> TritonRequestError:
+    expected = ([-1] if mbs > 0 else []) + dims
+    message = (
+        f"{prefix}unexpected shape for input '{input_name}' {where}. "
+        f"Expected {_shape_str(expected)}, got {_shape_str(shape)}. "
+    )
+    if mbs > 0:
+        message += (
+            "NOTE: Setting a non-zero max_batch_size in the model config requires a "
+            "batch dimension to be prepended to each input shape. If you want to "
+            "specify the full shape including the batch dim in your input dims "
+            "config, try setting max_batch_size to zero. See the model "
+            "configuration docs for more info on max_batch_size."
+        )
+    return TritonRequestError("INVALID_ARG", message)
+
+
+def check_requested_outputs(
     config: Dict[str, Any], name: str, requested_outputs: Optional[Iterable[str]]
 ) -> List[str]:
     """The output names a request asks for (all declared ones when it names none); an unknown

@@ -27,7 +27,7 @@ def _iterative(config: Dict[str, Any]) -> bool:
 
 def _rescheduled(requests: List[pb.InferenceRequest]) -> List[int]:
     flag = pb.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
-    return [i for i, r in enumerate(requests) if r._release_flags_value() == flag]
+    return [i for i, r in enumerate(requests) if r.release_flags() == flag]
 
 
 def execute_with_rescheduling(

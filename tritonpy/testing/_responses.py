@@ -4,20 +4,21 @@ outputs back into a response for a BLS caller."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+import os
+import traceback
+from typing import Any, Dict, List, Optional, Union
 
 from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
 from ._errors import ModelBugError
-from ._requests import NDArray, _client_view
-
-if TYPE_CHECKING:
-    from .harness import ModelHarness
+from ._requests import NDArray, client_view
 
 Outputs = Dict[str, NDArray]
+#: frames of the harness's own code, left out of the tracebacks a client sees
+_TESTING_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _client_outputs(response: pb.InferenceResponse, requested: Optional[List[str]]) -> Outputs:
+def client_outputs(response: pb.InferenceResponse, requested: Optional[List[str]]) -> Outputs:
     error = response.error()
     if error is not None:
         raise TritonRequestError(error.code().name, error.message())
@@ -25,8 +26,33 @@ def _client_outputs(response: pb.InferenceResponse, requested: Optional[List[str
     for tensor in response.output_tensors():
         if requested is not None and tensor.name() not in requested:
             continue
-        result[tensor.name()] = _client_view(tensor.as_numpy())
+        result[tensor.name()] = client_view(tensor.as_numpy())
     return result
+
+
+def outputs_or_error(
+    response: pb.InferenceResponse, requested: Optional[List[str]]
+) -> Union[Outputs, TritonRequestError]:
+    """What a client receives for a response: its outputs, or its error (returned)."""
+    try:
+        return client_outputs(response, requested)
+    except TritonRequestError as exc:
+        return exc
+
+
+def execute_failed(instance_name: str, exc: BaseException) -> TritonRequestError:
+    """The error a client receives when ``execute`` raised: the stub's message, with the
+    model's frames only, innermost first, as the stub lists them."""
+    frames = "".join(
+        f"  {f.filename}({f.lineno}): {f.name}\n"
+        for f in reversed(traceback.extract_tb(exc.__traceback__))
+        if not f.filename.startswith(_TESTING_DIR)
+    )
+    return TritonRequestError(
+        "INTERNAL",
+        f"Failed to process the request(s) for model '{instance_name}', "
+        f"message: {type(exc).__name__}: {exc}\n\nAt:\n{frames}",
+    )
 
 
 #: what the server answers a non-streaming request to a decoupled model (measured, r24.10;
@@ -42,7 +68,7 @@ def decoupled_refused(name: str, protocol: str = "http") -> TritonRequestError:
     return TritonRequestError("UNSUPPORTED", DECOUPLED_REFUSED[protocol])
 
 
-def _collect_sent(
+def collect_sent(
     name: str,
     request: pb.InferenceRequest,
     stream_timeout: Optional[float],
@@ -52,16 +78,16 @@ def _collect_sent(
     wait forever for it; the harness waits ``stream_timeout`` seconds). With ``cancel_after``,
     the first that many responses once the request was cancelled (the client has gone: it
     receives nothing more and waits for no FINAL)."""
-    sender = request._sender
+    sender = request.created_sender()
     if sender is None:
         raise ModelBugError(
             f"model '{name}': execute() returned None but never used the response "
             f"sender of request '{request.request_id()}'; return one InferenceResponse per "
             f"request, or send through request.get_response_sender()"
         )
-    if cancel_after is not None and sender._wait_cancelled(stream_timeout):
+    if cancel_after is not None and sender.wait_cancelled(stream_timeout):
         return [r for r, _ in sender.sent if r is not None][:cancel_after]
-    if not sender._wait_final(stream_timeout):
+    if not sender.wait_final(stream_timeout):
         raise ModelBugError(
             f"model '{name}': no response with flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL "
             f"within {stream_timeout}s for request '{request.request_id()}'; a real "
@@ -71,7 +97,7 @@ def _collect_sent(
     return [r for r, _ in sender.sent if r is not None]
 
 
-def _check_responses(
+def check_responses(
     name: str,
     requests: List[pb.InferenceRequest],
     returned: Any,
@@ -81,7 +107,7 @@ def _check_responses(
     if returned is None:
         responses = []
         for request in requests:
-            sent = _collect_sent(name, request, stream_timeout)
+            sent = collect_sent(name, request, stream_timeout)
             if len(sent) != 1:
                 raise ModelBugError(
                     f"model '{name}': a non-decoupled model must send exactly one "
@@ -109,24 +135,5 @@ def _check_responses(
     return list(returned)
 
 
-def _response_from(outputs: Outputs) -> pb.InferenceResponse:
+def response_from(outputs: Outputs) -> pb.InferenceResponse:
     return pb.InferenceResponse([pb.Tensor(n, a) for n, a in outputs.items()])
-
-
-def _bls_handler(harness: ModelHarness) -> Callable[[pb.InferenceRequest], Any]:
-    """A BLS handler that runs the request on ``harness``, as the server would run it on
-    that model."""
-
-    def handler(request: pb.InferenceRequest) -> Any:
-        inputs = {t.name(): t.as_numpy() for t in request.inputs()}
-        names = request.requested_output_names() or None
-        try:
-            if harness.decoupled:
-                outs = harness.infer_stream(inputs, requested_outputs=names)
-                return [_response_from(o) for o in outs]
-            return _response_from(harness.infer(inputs, requested_outputs=names))
-        except TritonRequestError as exc:
-            code = getattr(pb.ErrorCode, exc.code, pb.ErrorCode.INTERNAL)
-            return pb.InferenceResponse(error=pb.TritonError(exc.message, code))
-
-    return handler

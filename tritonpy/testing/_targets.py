@@ -34,8 +34,8 @@ import numpy as np
 from .._runtime.errors import InputError, TritonRequestError
 from . import fake_pb_utils as pb
 from ._errors import ModelBugError
-from ._requests import _check_requested_outputs, _client_view, _validate_request
-from ._responses import _collect_sent, _response_from
+from ._requests import check_requested_outputs, client_view, validate_request
+from ._responses import collect_sent, response_from
 
 if TYPE_CHECKING:
     from .harness import ModelHarness
@@ -98,22 +98,22 @@ def bls_handler(target: Any) -> Handler:
 
 
 def _inputs_of(request: pb.InferenceRequest) -> Dict[str, Any]:
-    return {t.name(): _client_view(t.as_numpy()) for t in request.inputs()}
+    return {t.name(): client_view(t.as_numpy()) for t in request.inputs()}
 
 
 def _harness_handler(harness: ModelHarness) -> Handler:
     def handler(request: pb.InferenceRequest) -> Any:
         inputs = _inputs_of(request)
         names = sorted(request.requested_output_names()) or None
-        version = request._model_version
+        _, version = request.target_model()
         if version not in (-1, harness.version):
             return server_error(
                 harness.name,
                 f"Failed for execute the inference request. Model '{harness.name}' is not ready.",
             )
         try:  # what the server checks before the model runs, with its wording
-            _validate_request(harness.config, harness.name, inputs, request.request_id())
-            _check_requested_outputs(harness.config, harness.name, names)
+            validate_request(harness.config, harness.name, inputs, request.request_id())
+            check_requested_outputs(harness.config, harness.name, names)
         except TritonRequestError as exc:
             # on the BLS path the server names an unknown input without the request id
             # (measured, 24.10), unlike its answer to a client
@@ -125,7 +125,7 @@ def _harness_handler(harness: ModelHarness) -> Handler:
         if harness.decoupled:
             return _stream(harness, request, inputs, names)
         try:
-            return _response_from(harness.infer(inputs, requested_outputs=names))
+            return response_from(harness.infer(inputs, requested_outputs=names))
         except TritonRequestError as exc:
             return _model_error(exc.message)
 
@@ -145,7 +145,7 @@ def _stream(
         return [_model_error(exc.message)]
     if returned is not None:  # the harness reports this contract breach itself
         harness.infer_stream(inputs, requested_outputs=names)
-    _collect_sent(harness.name, inner, harness.stream_timeout)
+    collect_sent(harness.name, inner, harness.stream_timeout)
     parts: List[pb.InferenceResponse] = []
     sent = inner._sender.sent if inner._sender is not None else []
     for response, flags in sent:
@@ -181,7 +181,7 @@ def _callable_handler(fn: Callable[[Dict[str, Any]], Any]) -> Handler:
             return _model_error(getattr(exc, "message", None) or str(exc))
         if not isinstance(outputs, Mapping):
             raise TypeError(
-                f"BLS target {fn!r} for model '{request._model_name}' must return a dict "
+                f"BLS target {fn!r} for model '{request.target_model()[0]}' must return a dict "
                 f"{{output name: value}}, got {type(outputs).__name__}"
             )
         wanted = request.requested_output_names()

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._runtime.errors import TritonRequestError
+from .._tooling.closing import Closing
 from .harness import HarnessError, ModelHarness, parse_config_pbtxt
 
 __all__ = ["EnsembleHarness"]
@@ -26,7 +27,7 @@ __all__ = ["EnsembleHarness"]
 Outputs = Dict[str, NDArray[Any]]
 
 
-class EnsembleHarness:
+class EnsembleHarness(Closing):
     """Load the ensemble ``name`` of ``repository`` and a :class:`ModelHarness` for each of its
     step models, then run requests through the steps the way Triton's ensemble scheduler does:
     a step runs once every tensor of its ``input_map`` exists.
@@ -113,9 +114,3 @@ class EnsembleHarness:
         for harness in self.members.values():
             harness.close()
         self.members = {}
-
-    def __enter__(self) -> EnsembleHarness:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -16,7 +16,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import inspect
 import json
@@ -24,11 +23,9 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
-import traceback
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import (
     Any,
     Callable,
@@ -36,23 +33,26 @@ from typing import (
     Iterable,
     Iterator,
     List,
+    Literal,
     Mapping,
     Optional,
     Sequence,
     Tuple,
-    Type,
     Union,
 )
 
 from .._runtime.errors import TritonRequestError
+from .._tooling.closing import Closing
 from . import fake_pb_utils as pb
 from ._config import (
-    _CONFIG_TO_WIRE,
-    _fill_defaults,
-    _normalize_after_autocomplete,
-    _validate_config,
+    CONFIG_TO_WIRE,
+    directory_config,
+    fill_defaults,
+    normalize_after_autocomplete,
     parse_config_pbtxt,
+    validate_config,
 )
+from ._coroutines import LoopRunner
 from ._errors import HarnessError, ModelBugError, ModelLoadError
 from ._install import (
     fake_pb_utils_installed,
@@ -64,25 +64,22 @@ from ._process_guard import (
     ModelProcessDiedError,
     ProcessEnded,
     guard_process_exit,
-    stub_not_healthy,
+    process_died,
 )
-from ._requests import (
-    _check_requested_outputs,
-    _to_client_array,
-    _validate_request,
-)
+from ._requests import check_requested_outputs, to_client_array, validate_request
 from ._reschedule import execute_with_rescheduling
 from ._responses import (
     Outputs,
-    _check_responses,
-    _client_outputs,
-    _collect_sent,
+    check_responses,
+    client_outputs,
+    collect_sent,
     decoupled_refused,
+    execute_failed,
+    outputs_or_error,
 )
 from ._targets import bls_handler
 from .fake_pb_utils import errors as pb_errors
-from .fake_pb_utils import metrics as _pb_metrics
-from .fake_pb_utils import models as _pb_models
+from .fake_pb_utils.models import model_running
 
 __all__ = [
     "HarnessError",
@@ -96,14 +93,13 @@ __all__ = [
     "uninstall_fake_pb_utils",
 ]
 
-_HARNESS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 # --------------------------------------------------------------------------------------------
 # The harness
 # --------------------------------------------------------------------------------------------
 
 
-class ModelHarness:
+class ModelHarness(Closing):
     """Load and run one Triton Python-backend model in-process.
 
     ``model`` is a model directory (``config.pbtxt`` + ``<version>/model.py``) or a
@@ -134,102 +130,121 @@ class ModelHarness:
             self.register_bls_model(target_name, target)
         self._ended: Optional[ProcessEnded] = None  # set when the model ended its own process
         self._tmpdir: Optional[str] = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._coroutines = LoopRunner()
         self._sys_path_entries: List[str] = []
         self.stream_timeout = stream_timeout
         self.instance_kind = instance_kind
         self.device_id = device_id
         self.execute_calls = 0
         self.module: Optional[ModuleType] = None
-        raw: Dict[str, Any]
         if isinstance(model, type):
-            self.model_class: type = model
-            self.version = 1 if version is None else int(version)
-            model_name = name or model.__name__
-            raw = {"name": model_name, "backend": "python", "max_batch_size": 0}
-            if isinstance(config, str):
-                raw.update(parse_config_pbtxt(config, source=f"config of {model_name}"))
-            elif config is not None:
-                raw.update(copy.deepcopy(config))
-            if name:
-                raw["name"] = name
-            self._tmpdir = tempfile.mkdtemp(prefix=f"tritonpy-{model_name}-")
-            self.model_dir = Path(self._tmpdir) / model_name
-            (self.model_dir / str(self.version)).mkdir(parents=True)
+            raw = self._class_config(model, config, name, version)
         else:
-            self.model_dir = Path(os.fspath(model)).resolve()
-            if not self.model_dir.is_dir():
-                raise ModelLoadError(f"model directory {self.model_dir} does not exist")
-            if isinstance(config, dict):
-                raw = copy.deepcopy(config)
-            else:
-                if isinstance(config, str):
-                    text, source = config, "config="
-                else:
-                    path = self.model_dir / "config.pbtxt"
-                    if path.is_file():
-                        text, source = path.read_text(), str(path)
-                    else:
-                        text, source = "", str(path)
-                raw = parse_config_pbtxt(text, source=source) if text.strip() else {}
-            raw.setdefault("name", name or self.model_dir.name)
-            if name:
-                raw["name"] = name
-            filename = raw.get("default_model_filename") or "model.py"
-            self.version = pick_version(self.model_dir, version, filename)
-            model_file = self.model_dir / str(self.version) / filename
-            # the stub puts the version directory and the model directory on sys.path
-            self._sys_path_entries = [str(model_file.parent), str(self.model_dir)]
-            self.module = import_model_file(model_file, self._running)
-            cls = getattr(self.module, "TritonPythonModel", None)
-            if not isinstance(cls, type):
-                raise ModelLoadError(f"{model_file} does not define a class TritonPythonModel")
-            self.model_class = cls
+            raw = self._directory_model(Path(os.fspath(model)).resolve(), config, name, version)
         self.name: str = raw["name"]
-        _fill_defaults(raw, instance_kind, device_id)
+        fill_defaults(raw, instance_kind, device_id)
         self.instance_name = f"{raw['instance_group'][0]['name']}_0"
         with self._running():
-            auto = getattr(self.model_class, "auto_complete_config", None)
-            if auto_complete and auto is not None:
-                completed = auto(pb.ModelConfig(json.dumps(raw)))
-                if not isinstance(completed, pb.ModelConfig):
-                    raise ModelLoadError(
-                        f"model '{self.name}': auto_complete_config must return the "
-                        f"pb_utils.ModelConfig object it was given, got {type(completed).__name__}"
-                    )
-                raw = completed.as_dict()
-            _normalize_after_autocomplete(raw)
-            _validate_config(raw)
-            self.config: Dict[str, Any] = raw
-            self.decoupled = pb.using_decoupled_model_transaction_policy(raw)
-            kind = raw["instance_group"][0]["kind"]
-            self.args: Dict[str, str] = {
-                "model_config": json.dumps(raw),
-                "model_instance_kind": kind.replace("KIND_", ""),
-                "model_instance_name": self.instance_name,
-                "model_instance_device_id": str(device_id),
-                "model_repository": str(self.model_dir),
-                "model_version": str(self.version),
-                "model_name": self.name,
-            }
+            self.config: Dict[str, Any] = self._completed(raw, auto_complete)
+            self.decoupled = pb.using_decoupled_model_transaction_policy(self.config)
+            self.args: Dict[str, str] = self._initialize_args()
             self.model: Any = self.model_class()
             init = getattr(self.model, "initialize", None)
             if init is not None:
                 self._call(init, self.args)
 
+    def _class_config(
+        self,
+        model_class: type,
+        config: Union[Dict[str, Any], str, None],
+        name: Optional[str],
+        version: Optional[int],
+    ) -> Dict[str, Any]:
+        """A model given as a class: ``config`` over the defaults, in a temporary model
+        directory of its own (the model's ``model_dir``)."""
+        self.model_class: type = model_class
+        self.version = 1 if version is None else int(version)
+        model_name = name or model_class.__name__
+        raw: Dict[str, Any] = {"name": model_name, "backend": "python", "max_batch_size": 0}
+        if isinstance(config, str):
+            raw.update(parse_config_pbtxt(config, source=f"config of {model_name}"))
+        elif config is not None:
+            raw.update(copy.deepcopy(config))
+        if name:
+            raw["name"] = name
+        self._tmpdir = tempfile.mkdtemp(prefix=f"tritonpy-{model_name}-")
+        self.model_dir = Path(self._tmpdir) / model_name
+        (self.model_dir / str(self.version)).mkdir(parents=True)
+        return raw
+
+    def _directory_model(
+        self,
+        model_dir: Path,
+        config: Union[Dict[str, Any], str, None],
+        name: Optional[str],
+        version: Optional[int],
+    ) -> Dict[str, Any]:
+        """A model directory: its configuration (or ``config``), and its ``model.py`` of the
+        chosen version imported the way the stub imports it."""
+        self.model_dir = model_dir
+        if not model_dir.is_dir():
+            raise ModelLoadError(f"model directory {model_dir} does not exist")
+        raw = directory_config(model_dir, config)
+        raw.setdefault("name", name or model_dir.name)
+        if name:
+            raw["name"] = name
+        filename = raw.get("default_model_filename") or "model.py"
+        self.version = pick_version(model_dir, version, filename)
+        model_file = model_dir / str(self.version) / filename
+        # the stub puts the version directory and the model directory on sys.path
+        self._sys_path_entries = [str(model_file.parent), str(model_dir)]
+        self.module = import_model_file(model_file, self._running)
+        cls = getattr(self.module, "TritonPythonModel", None)
+        if not isinstance(cls, type):
+            raise ModelLoadError(f"{model_file} does not define a class TritonPythonModel")
+        self.model_class = cls
+        return raw
+
+    def _completed(self, raw: Dict[str, Any], auto_complete: bool) -> Dict[str, Any]:
+        """The configuration after the model's ``auto_complete_config`` (unless disabled),
+        with what Triton adds and checks then."""
+        auto = getattr(self.model_class, "auto_complete_config", None)
+        if auto_complete and auto is not None:
+            completed = auto(pb.ModelConfig(json.dumps(raw)))
+            if not isinstance(completed, pb.ModelConfig):
+                raise ModelLoadError(
+                    f"model '{self.name}': auto_complete_config must return the "
+                    f"pb_utils.ModelConfig object it was given, got {type(completed).__name__}"
+                )
+            raw = completed.as_dict()
+        normalize_after_autocomplete(raw)
+        validate_config(raw)
+        return raw
+
+    def _initialize_args(self) -> Dict[str, str]:
+        """The ``args`` Triton passes to ``initialize``."""
+        kind = self.config["instance_group"][0]["kind"]
+        return {
+            "model_config": json.dumps(self.config),
+            "model_instance_kind": kind.replace("KIND_", ""),
+            "model_instance_name": self.instance_name,
+            "model_instance_device_id": str(self.device_id),
+            "model_repository": str(self.model_dir),
+            "model_version": str(self.version),
+            "model_name": self.name,
+        }
+
     @contextmanager
     def _running(self) -> Iterator[None]:
         """While the model's code runs: fake pb_utils importable, the model's version directory
-        on sys.path (as the stub does), instance name for metric messages."""
+        on sys.path (as the stub does), instance name and model directory for pb_utils."""
         install_fake_pb_utils()
         added = [e for e in self._sys_path_entries if e not in sys.path]
         sys.path[:0] = added
-        # module globals of the fake's submodules, read there at call time
-        previous_instance, previous_dir = _pb_metrics._instance_name, _pb_models._model_dir
-        _pb_metrics._instance_name = getattr(self, "instance_name", _pb_metrics._instance_name)
-        _pb_models._model_dir = str(getattr(self, "model_dir", ""))
+        instance = getattr(self, "instance_name", None)  # None until the config is read
+        identity = model_running(instance, str(getattr(self, "model_dir", "")))
         try:
-            with guard_process_exit():
+            with identity, guard_process_exit():
                 yield
         except ProcessEnded as ended:
             self._ended = ended
@@ -237,7 +252,6 @@ class ModelHarness:
         except pb_errors.ServerAbort as abort:
             raise ModelBugError(f"model '{getattr(self, 'name', '?')}': {abort}") from None
         finally:
-            _pb_metrics._instance_name, _pb_models._model_dir = previous_instance, previous_dir
             for entry in added:
                 with suppress(ValueError):
                     sys.path.remove(entry)
@@ -247,34 +261,8 @@ class ModelHarness:
         """Call a model hook, running coroutines (``async def execute``) to completion."""
         result = fn(*args)
         if inspect.isawaitable(result):
-            return self._run_coroutine(result)
+            return self._coroutines.run(result)
         return result
-
-    def _run_coroutine(self, awaitable: Any) -> Any:
-        try:
-            asyncio.get_running_loop()
-            in_loop = True
-        except RuntimeError:
-            in_loop = False
-        if not in_loop:
-            if self._loop is None or self._loop.is_closed():
-                self._loop = asyncio.new_event_loop()
-            return self._loop.run_until_complete(awaitable)
-        # Called from inside a running event loop (e.g. an async test): use a worker thread.
-        box: Dict[str, Any] = {}
-
-        def worker() -> None:
-            try:
-                box["result"] = asyncio.run(_await(awaitable))
-            except BaseException as exc:
-                box["error"] = exc
-
-        thread = threading.Thread(target=worker, name="tritonpy-harness-async")
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box.get("result")
 
     # -- requests --------------------------------------------------------------------------
     def _build_request(
@@ -288,12 +276,12 @@ class ModelHarness:
     ) -> Tuple[pb.InferenceRequest, Optional[List[str]]]:
         self._check_open()
         declared = {
-            io["name"]: _CONFIG_TO_WIRE.get(io.get("data_type", ""))
+            io["name"]: CONFIG_TO_WIRE.get(io.get("data_type", ""))
             for io in self.config.get("input", [])
         }
-        arrays = {n: _to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
-        _validate_request(self.config, self.name, arrays, request_id)
-        requested = _check_requested_outputs(self.config, self.name, requested_outputs)
+        arrays = {n: to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
+        validate_request(self.config, self.name, arrays, request_id)
+        requested = check_requested_outputs(self.config, self.name, requested_outputs)
         tensors = [pb.Tensor(n, a) for n, a in arrays.items()]
         params_json = json.dumps(parameters or {}, separators=(",", ":"))
         request = pb.InferenceRequest(
@@ -306,20 +294,13 @@ class ModelHarness:
             flags=flags,
             parameters=params_json,
         )
-        request._decoupled = self.decoupled
+        request.set_decoupled(self.decoupled)
         return request, (list(requested_outputs) if requested_outputs is not None else None)
 
     def _process_died(self) -> ModelProcessDiedError:
-        ended = self._ended
-        assert ended is not None
-        instance = getattr(self, "instance_name", f"{self.name}_0")
-        return ModelProcessDiedError(
-            f"model '{self.name}' ended its own process: {ended.call} at {ended.where}. In "
-            f"Triton its stub process is gone: that request and every later one fail with "
-            f"{stub_not_healthy(instance)!r} while the server still reports the model READY "
-            "(tritonpy serve reloads it). Raise an exception instead (tp.InputError for a bad "
-            "request), so that only the request fails."
-        )
+        assert self._ended is not None
+        name = getattr(self, "name", self.model_dir.name)
+        return process_died(name, getattr(self, "instance_name", f"{name}_0"), self._ended)
 
     def _execute(self, requests: List[pb.InferenceRequest]) -> Any:
         if self._ended is not None:  # as in Triton: a dead stub answers nothing any more
@@ -329,17 +310,7 @@ class ModelHarness:
             try:
                 return self._call(self.model.execute, requests)
             except (Exception, SystemExit) as exc:  # the stub reports sys.exit() as an error
-                # the model's frames only, innermost first, as the stub lists them
-                frames = "".join(
-                    f"  {f.filename}({f.lineno}): {f.name}\n"
-                    for f in reversed(traceback.extract_tb(exc.__traceback__))
-                    if not f.filename.startswith(_HARNESS_DIR)
-                )
-                raise TritonRequestError(
-                    "INTERNAL",
-                    f"Failed to process the request(s) for model '{self.instance_name}', "
-                    f"message: {type(exc).__name__}: {exc}\n\nAt:\n{frames}",
-                ) from exc
+                raise execute_failed(self.instance_name, exc) from exc
 
     def _run(self, requests: List[pb.InferenceRequest]) -> Any:
         """``execute``, and again for the requests the model rescheduled."""
@@ -366,8 +337,8 @@ class ModelHarness:
             inputs, requested_outputs, parameters, request_id, correlation_id, flags
         )
         returned = self._run([request])
-        (response,) = _check_responses(self.name, [request], returned, self.stream_timeout)
-        return _client_outputs(response, requested)
+        (response,) = check_responses(self.name, [request], returned, self.stream_timeout)
+        return client_outputs(response, requested)
 
     def infer_requests(
         self,
@@ -397,24 +368,19 @@ class ModelHarness:
                 results.append(exc)
                 continue
             if idx in cancel:
-                request._cancel()
+                request.cancel_as_client()
             results.append(None)
             pending.append((idx, request, requested))
         if pending:
             batch = [r for _, r, _ in pending]
             try:
-                responses = _check_responses(
-                    self.name, batch, self._run(batch), self.stream_timeout
-                )
+                responses = check_responses(self.name, batch, self._run(batch), self.stream_timeout)
             except TritonRequestError as exc:
                 for idx, _, _ in pending:
                     results[idx] = exc
             else:
                 for (idx, _, requested), response in zip(pending, responses):
-                    try:
-                        results[idx] = _client_outputs(response, requested)
-                    except TritonRequestError as exc:
-                        results[idx] = exc
+                    results[idx] = outputs_or_error(response, requested)
         return [r for r in results if r is not None]
 
     def infer_stream(
@@ -426,7 +392,7 @@ class ModelHarness:
         request_id: str = "",
         cancel: bool = False,
         cancel_after: Optional[int] = None,
-        errors: str = "raise",
+        errors: Literal["raise", "return"] = "raise",
     ) -> List[Any]:
         """Send one request to a decoupled model; return every response's outputs, in order,
         up to the FINAL flag (a flags-only final response adds nothing). An error response
@@ -449,14 +415,14 @@ class ModelHarness:
             raise HarnessError(f"infer_stream(errors={errors!r}): expected 'raise' or 'return'")
         request, requested = self._build_request(inputs, requested_outputs, parameters, request_id)
         if cancel:
-            request._cancel()
+            request.cancel_as_client()
         if cancel_after is not None:
             if cancel_after < 1:
                 raise HarnessError(
                     f"infer_stream(cancel_after={cancel_after}): expected a number of "
                     "responses >= 1; use cancel=True to cancel before execute()"
                 )
-            request.get_response_sender()._cancel_after = cancel_after
+            request.get_response_sender().cancel_after(cancel_after)
         returned = self._run([request])
         if returned is not None:
             if self.decoupled:
@@ -465,18 +431,12 @@ class ModelHarness:
                     f"responses through request.get_response_sender(), got "
                     f"{type(returned).__name__}"
                 )
-            (response,) = _check_responses(self.name, [request], returned, self.stream_timeout)
-            return [_client_outputs(response, requested)]
-        sent = _collect_sent(self.name, request, self.stream_timeout, cancel_after)
+            (response,) = check_responses(self.name, [request], returned, self.stream_timeout)
+            return [client_outputs(response, requested)]
+        sent = collect_sent(self.name, request, self.stream_timeout, cancel_after)
         if errors == "raise":
-            return [_client_outputs(r, requested) for r in sent]
-        results: List[Any] = []
-        for response in sent:
-            try:
-                results.append(_client_outputs(response, requested))
-            except TritonRequestError as exc:
-                results.append(exc)
-        return results
+            return [client_outputs(r, requested) for r in sent]
+        return [outputs_or_error(r, requested) for r in sent]
 
     def register_bls_model(self, name: str, target: Any) -> None:
         """Make BLS requests to ``name`` run on ``target``: another ModelHarness, a model class
@@ -505,8 +465,7 @@ class ModelHarness:
         finally:
             for bls_name in self._bls_names:
                 pb.unregister_bls_model(bls_name)
-            if self._loop is not None:
-                self._loop.close()
+            self._coroutines.close()
             if self._tmpdir is not None:
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
 
@@ -518,23 +477,8 @@ class ModelHarness:
     def closed(self) -> bool:
         return self._closed
 
-    def __enter__(self) -> ModelHarness:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         # getattr: also called on a harness whose __init__ failed (in tracebacks)
         name, version = getattr(self, "name", "?"), getattr(self, "version", "?")
         directory = str(getattr(self, "model_dir", "?"))
         return f"ModelHarness({name!r}, version={version}, dir={directory!r})"
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
+from .._tooling.closing import Closing
 from . import fake_pb_utils as pb
 from ._config import parse_config_pbtxt
 from ._errors import HarnessError
@@ -29,7 +30,7 @@ __all__ = ["RepositoryHarness"]
 Outputs = Dict[str, Any]
 
 
-class RepositoryHarness:
+class RepositoryHarness(Closing):
     """Load the models of ``repository`` lazily (a model is loaded the first time it is used,
     directly or by a BLS call) and register every one of them, Python models and ensembles, as
     a BLS target: ``self.call("other_model", ...)`` in one model reaches ``other_model`` of
@@ -141,9 +142,3 @@ class RepositoryHarness:
         for loaded in self._loaded.values():
             loaded.close()
         self._loaded = {}
-
-    def __enter__(self) -> RepositoryHarness:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -39,8 +39,8 @@ The fake is a package with one module per concept: :mod:`.errors`, :mod:`.tensor
 is re-exported here, since this package object itself is what gets installed as
 ``triton_python_backend_utils``. Module-level state lives in one submodule each and is
 re-exported by reference (:data:`log_records`, the metric families, the BLS registry); the two
-values the harness sets while a model runs are module globals of their submodules:
-``metrics._instance_name`` and ``models._model_dir``.
+values the harness sets while a model runs (instance name, model directory) are set by
+``models.model_running``.
 """
 
 from __future__ import annotations

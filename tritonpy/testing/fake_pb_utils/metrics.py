@@ -9,9 +9,8 @@ import weakref
 from typing import Dict, FrozenSet, List, Optional, Tuple, Union
 
 from .errors import ServerAbort, TritonModelException
+from .models import instance_name
 
-#: the model instance name put into metric error messages (the harness sets it)
-_instance_name: str = "model_0"
 _METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 
 
@@ -29,7 +28,9 @@ _KIND_NAMES = {
 
 
 def _server_message(what: str, message: str) -> str:
-    return f"{what}: Failed to process the request for model '{_instance_name}', message: {message}"
+    return (
+        f"{what}: Failed to process the request for model '{instance_name()}', message: {message}"
+    )
 
 
 class _Cell:

@@ -3,7 +3,8 @@ model repository; the fake has this registry)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Set
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Set
 
 from .errors import ServerAbort
 
@@ -35,17 +36,38 @@ def unregister_bls_model(name: str) -> None:
     _unloaded.discard(name)
 
 
-def _handler(name: str) -> Optional[BLSHandler]:
+def loaded_handler(name: str) -> Optional[BLSHandler]:
     """The handler of a loaded model, None if it is unknown or unloaded."""
     return None if name in _unloaded else _bls_models.get(name)
 
 
 _model_dir: str = ""
+#: the model instance name put into the server's error messages (metrics, load_model)
+_instance_name: str = "model_0"
 
 
 def get_model_dir() -> str:
     """The directory of the model being run (the harness sets it)."""
     return _model_dir
+
+
+def instance_name() -> str:
+    """Not in the real module: the instance name of the model being run (as the server's
+    messages name it)."""
+    return _instance_name
+
+
+@contextmanager
+def model_running(name: Optional[str], model_dir: str) -> Iterator[None]:
+    """Not in the real module: while the harness runs a model's code, the instance ``name``
+    (None: keep the current one) and ``model_dir`` that pb_utils functions report."""
+    global _instance_name, _model_dir
+    previous = _instance_name, _model_dir
+    _instance_name, _model_dir = (_instance_name if name is None else name), model_dir
+    try:
+        yield
+    finally:
+        _instance_name, _model_dir = previous
 
 
 def load_model(model_name: str, config: str = "", files: Optional[Dict[str, bytes]] = None) -> None:
@@ -54,9 +76,6 @@ def load_model(model_name: str, config: str = "", files: Optional[Dict[str, byte
     if model_name in _bls_models:
         _unloaded.discard(model_name)
         return
-    # the instance name is the one metric messages carry (the harness sets it)
-    from .metrics import _instance_name
-
     message = (
         f"Failed to load model: Failed to process the request for model '{_instance_name}', "
         f"message: failed to load '{model_name}', failed to poll from model repository"
@@ -78,7 +97,7 @@ def unload_model(model_name: str, unload_dependents: bool = False) -> None:
 
 
 def is_model_ready(model_name: str, model_version: str = "") -> bool:
-    handler = _handler(model_name)
+    handler = loaded_handler(model_name)
     if handler is None:
         return False
     version = getattr(handler, "model_version", None)

@@ -12,7 +12,7 @@ import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .errors import TritonError, TritonModelException
-from .models import _handler
+from .models import loaded_handler
 from .tensor import Tensor
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
@@ -107,7 +107,7 @@ class ResponseSender:
         self._lock = threading.Lock()
         self._sends = 0
         self._sent_event = threading.Event()  # set on every send (the harness waits on it)
-        self._cancel_after: Optional[int] = None  # set by ModelHarness.infer_stream
+        self._cancel_after: Optional[int] = None  # see cancel_after()
         self._cancelled_event = threading.Event()
         #: (response or None, flags) for every successful send, in order
         self.sent: List[Tuple[Optional[InferenceResponse], int]] = []
@@ -146,7 +146,7 @@ class ResponseSender:
             # the harness's client cancels once it has received that many responses
             limit = self._cancel_after
             if limit is not None and sum(1 for r, _ in self.sent if r is not None) >= limit:
-                self._request._cancel()
+                self._request.cancel_as_client()
                 self._cancelled_event.set()
             if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
                 self._closed = True
@@ -156,14 +156,17 @@ class ResponseSender:
     def is_cancelled(self) -> bool:
         return self._request.is_cancelled()
 
-    # -- for the harness -------------------------------------------------------------------
-    def _is_closed(self) -> bool:
-        return self._closed
+    # -- not in pb_utils: for the harness ------------------------------------------------
+    def cancel_after(self, responses: int) -> None:
+        """Cancel the request once ``responses`` responses were sent, as a streaming client
+        that stops after its n-th response does (``ModelHarness.infer_stream``)."""
+        self._cancel_after = responses
 
-    def _wait_final(self, timeout: Optional[float]) -> bool:
+    def wait_final(self, timeout: Optional[float]) -> bool:
+        """Until the FINAL flag was sent (False when ``timeout`` seconds passed first)."""
         return self._final.wait(timeout)
 
-    def _wait_cancelled(self, timeout: Optional[float]) -> bool:
+    def wait_cancelled(self, timeout: Optional[float]) -> bool:
         """Until the harness's client cancelled, or the FINAL flag came first (False)."""
         waited = 0.0
         step = 0.01
@@ -278,7 +281,7 @@ class InferenceRequest:
 
         The fake has no server, so the target must be registered with
         :func:`register_bls_model` (``ModelHarness.register_bls_model``)."""
-        handler = _handler(self._model_name)
+        handler = loaded_handler(self._model_name)
         if handler is None:
             # the server's answer for a model it does not have (measured, r24.10): an error
             # response, not an exception. Under the harness, register the target with
@@ -307,13 +310,27 @@ class InferenceRequest:
         loop = asyncio.get_running_loop()
         return loop.run_in_executor(None, functools.partial(self.exec, decoupled=decoupled))
 
-    # -- for the harness -------------------------------------------------------------------
-    def _cancel(self) -> None:
+    # -- not in pb_utils: for the harness ------------------------------------------------
+    def set_decoupled(self, decoupled: bool) -> None:
+        """Whether the model serving this request is decoupled (its response sender then
+        accepts any number of responses); the harness sets it from the configuration."""
+        self._decoupled = decoupled
+
+    def cancel_as_client(self) -> None:
         """Mark the request cancelled, as a client cancellation would."""
         self._cancelled = True
 
-    def _release_flags_value(self) -> int:
+    def release_flags(self) -> int:
+        """The flags of the last ``set_release_flags`` (RELEASE_ALL by default)."""
         return self._release_flags
+
+    def created_sender(self) -> Optional[ResponseSender]:
+        """The response sender, if the model asked for it (None otherwise)."""
+        return self._sender
+
+    def target_model(self) -> Tuple[str, int]:
+        """(model name, model version) a BLS request is addressed to (-1: any version)."""
+        return self._model_name, self._model_version
 
     def __repr__(self) -> str:
         names = [t.name() for t in self._inputs]
