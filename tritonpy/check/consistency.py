@@ -17,11 +17,12 @@ TP208       error     a tritonpy model.py under another backend or a platform
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Dict, Iterator
 
+from .._runtime.codecs.base import shape_matches
 from .._tooling.pbtxt import data_type_name
 from ..config.declarations import declared_decoupled, declared_message
-from .context import ModelEntry, Repository, error
+from .context import SECTIONS, ModelEntry, Repository, Section, error
 from .report import WARNING, Finding
 
 __all__ = ["check_consistency"]
@@ -51,7 +52,7 @@ def _check_model(entry: ModelEntry, cls: Any) -> Iterator[Finding]:
             'set backend: "python" and remove platform',
         )
         return
-    for section in ("input", "output"):
+    for section in SECTIONS:
         yield from _check_section(entry, section, config, declared, owner)
     yield from _check_batch_size(entry, config.max_batch_size, declared.max_batch_size, owner)
     wanted = declared_decoupled(cls) or False
@@ -78,10 +79,25 @@ def _model_file(entry: ModelEntry) -> str:
 
 
 def _check_section(
-    entry: ModelEntry, section: str, config: Any, declared: Any, owner: str
+    entry: ModelEntry, section: Section, config: Any, declared: Any, owner: str
 ) -> Iterator[Finding]:
     configured = {item.name: item for item in getattr(config, section)}
     wanted = {item.name: item for item in getattr(declared, section)}
+    yield from _check_names(entry, section, configured, wanted, owner)
+    for name, item in configured.items():
+        spec = wanted.get(name)
+        if spec is not None:
+            yield from _check_entry(entry, section, item, spec, owner)
+
+
+def _check_names(
+    entry: ModelEntry,
+    section: Section,
+    configured: Dict[str, Any],
+    wanted: Dict[str, Any],
+    owner: str,
+) -> Iterator[Finding]:
+    """TP201 (configured, not declared) and TP202 (declared, left out of a partial list)."""
     plural = f"{section}s"
     for name in configured:
         if name not in wanted:
@@ -104,42 +120,46 @@ def _check_section(
             f"started with --disable-auto-complete-config",
             "run 'tritonpy config' to write every declared entry",
         )
-    for name, item in configured.items():
-        spec = wanted.get(name)
-        if spec is None:
-            continue
-        field = f"{section}[{name}]"
-        if item.data_type != spec.data_type:
-            yield error(
-                entry,
-                "TP203",
-                f"{field}.data_type",
-                f"{section} {name!r} is {data_type_name(item.data_type)} in config.pbtxt "
-                f"but {data_type_name(spec.data_type)} in {owner}",
-                "make them agree (run 'tritonpy config' to take the declaration)",
-            )
-        dims, spec_dims = list(item.dims), list(spec.dims)
-        fits = len(dims) == len(spec_dims) and all(
-            d == -1 or c == d for c, d in zip(dims, spec_dims)
+
+
+def _check_entry(
+    entry: ModelEntry, section: Section, item: Any, spec: Any, owner: str
+) -> Iterator[Finding]:
+    """TP203-TP205: one configured input/output against its declaration ``spec``."""
+    name = item.name
+    field = f"{section}[{name}]"
+    if item.data_type != spec.data_type:
+        yield error(
+            entry,
+            "TP203",
+            f"{field}.data_type",
+            f"{section} {name!r} is {data_type_name(item.data_type)} in config.pbtxt "
+            f"but {data_type_name(spec.data_type)} in {owner}",
+            "make them agree (run 'tritonpy config' to take the declaration)",
         )
-        if not item.HasField("reshape") and not fits:
-            yield error(
-                entry,
-                "TP204",
-                f"{field}.dims",
-                f"{section} {name!r} has dims {dims} in config.pbtxt but {spec_dims} in {owner}",
-                "make them agree (-1 declared accepts any size there)",
-            )
-        if section == "input" and item.optional != spec.optional:
-            yield error(
-                entry,
-                "TP205",
-                f"{field}.optional",
-                f"input {name!r} is {'optional' if item.optional else 'required'} in "
-                f"config.pbtxt but {'optional' if spec.optional else 'required'} in {owner}",
-                "make them agree: optional=True (or a default) on the codec, or "
-                "optional: true in config.pbtxt",
-            )
+    dims, spec_dims = list(item.dims), list(spec.dims)
+    if not item.HasField("reshape") and not shape_matches(dims, spec_dims):
+        yield error(
+            entry,
+            "TP204",
+            f"{field}.dims",
+            f"{section} {name!r} has dims {dims} in config.pbtxt but {spec_dims} in {owner}",
+            "make them agree (-1 declared accepts any size there)",
+        )
+    if section == "input" and item.optional != spec.optional:
+        yield error(
+            entry,
+            "TP205",
+            f"{field}.optional",
+            f"input {name!r} is {_presence(item.optional)} in config.pbtxt but "
+            f"{_presence(spec.optional)} in {owner}",
+            "make them agree: optional=True (or a default) on the codec, or "
+            "optional: true in config.pbtxt",
+        )
+
+
+def _presence(optional: bool) -> str:
+    return "optional" if optional else "required"
 
 
 def _check_batch_size(

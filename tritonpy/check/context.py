@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple
 
 from .._runtime.model import Model
 from .._tooling.pbtxt import ConfigError, parse_config
@@ -15,9 +15,12 @@ from ..config.declarations import autocomplete_config
 from ..config.loader import LoadedModel, ModelImportError, load_model_class, version_dirs
 from .report import ERROR, Finding, Severity
 
-__all__ = ["CONFIG_FILE", "ModelEntry", "Repository"]
+__all__ = ["CONFIG_FILE", "SECTIONS", "ModelEntry", "Repository", "Section"]
 
 CONFIG_FILE = "config.pbtxt"
+#: the tensor lists of a ModelConfig (and of a model's declarations)
+Section = Literal["input", "output"]
+SECTIONS: Tuple[Section, ...] = ("input", "output")
 
 
 @dataclass

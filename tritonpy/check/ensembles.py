@@ -25,8 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
+from .._runtime.codecs.base import shape_matches
 from .._tooling.pbtxt import data_type_name
-from .context import ModelEntry, Repository, error
+from .context import ModelEntry, Repository, Section, error
 from .report import WARNING, Finding
 
 __all__ = ["check_ensembles"]
@@ -47,7 +48,11 @@ class _Node:
 
 
 def _fits(a: Tuple[int, ...], b: Tuple[int, ...]) -> bool:
-    return len(a) == len(b) and all(x == y or -1 in (x, y) for x, y in zip(a, b))
+    """True when the dims agree along an edge, -1 on either side matching any size (as Triton
+    compares an ensemble's tensors): ``a`` takes ``b``'s size where it has -1, then the
+    codecs' rule (-1 in ``b`` matches any size) decides."""
+    filled = [y if x == -1 else x for x, y in zip(a, b)]
+    return len(a) == len(b) and shape_matches(filled, b)
 
 
 def check_ensembles(repo: Repository) -> Iterator[Finding]:
@@ -124,16 +129,26 @@ class _Ensemble:
 
     # -- data flow between steps -------------------------------------------------------------
     def _data_flow(self) -> Iterator[Finding]:
-        entry = self.entry
         inputs = [i.name for i in self.config.input]
         outputs = [o.name for o in self.config.output]
         producer: Dict[str, int] = {}
+        yield from self._produced_twice(inputs, producer)
         consumers: Dict[str, List[int]] = {}
+        for index, step in enumerate(self.steps):
+            for value in step.input_map.values():
+                consumers.setdefault(value, []).append(index)
+        yield from self._unknown_reads(inputs, producer)
+        yield from self._unproduced_outputs(outputs, producer)
+        yield from self._unconsumed(inputs, outputs, producer, consumers)
+        yield from self._cycle(producer)
+
+    def _produced_twice(self, inputs: List[str], producer: Dict[str, int]) -> Iterator[Finding]:
+        """TP411; fills ``producer`` (ensemble tensor -> index of the first step writing it)."""
         for index, step in enumerate(self.steps):
             for key, value in sorted(step.output_map.items()):
                 if value in producer or value in inputs:
                     yield error(
-                        entry,
+                        self.entry,
                         "TP411",
                         f"ensemble_scheduling.step[{index}].output_map[{key}]",
                         f"ensemble tensor {value!r} is produced again by step {index} "
@@ -146,13 +161,14 @@ class _Ensemble:
                         "give every output_map value its own tensor name",
                     )
                 producer.setdefault(value, index)
-            for value in step.input_map.values():
-                consumers.setdefault(value, []).append(index)
+
+    def _unknown_reads(self, inputs: List[str], producer: Dict[str, int]) -> Iterator[Finding]:
+        """TP402: a step reads a tensor that nothing provides."""
         for index, step in enumerate(self.steps):
             for key, value in sorted(step.input_map.items()):
                 if value not in producer and value not in inputs:
                     yield error(
-                        entry,
+                        self.entry,
                         "TP402",
                         f"ensemble_scheduling.step[{index}].input_map[{key}]",
                         f"step {index} ({step.model_name!r}) reads ensemble tensor {value!r}, "
@@ -160,19 +176,33 @@ class _Ensemble:
                         f"output_map value ({sorted(producer)})",
                         "map it from an ensemble input or from an output_map value of a step",
                     )
+
+    def _unproduced_outputs(
+        self, outputs: List[str], producer: Dict[str, int]
+    ) -> Iterator[Finding]:
+        """TP403: an ensemble output that no step writes."""
         for name in outputs:
             if name not in producer:
                 yield error(
-                    entry,
+                    self.entry,
                     "TP403",
                     f"output[{name}]",
                     f"ensemble output {name!r} is produced by no step",
                     f"add an output_map entry with value {name!r} to the step that computes it",
                 )
+
+    def _unconsumed(
+        self,
+        inputs: List[str],
+        outputs: List[str],
+        producer: Dict[str, int],
+        consumers: Dict[str, List[int]],
+    ) -> Iterator[Finding]:
+        """TP412: an ensemble input or a step's tensor that nothing reads."""
         for name in inputs:
             if name not in consumers:
                 yield error(
-                    entry,
+                    self.entry,
                     "TP412",
                     f"input[{name}]",
                     f"ensemble input {name!r} is not used by any step; Triton refuses the ensemble",
@@ -182,7 +212,7 @@ class _Ensemble:
             if name not in consumers and name not in outputs:
                 key = next(k for k, v in self.steps[index].output_map.items() if v == name)
                 yield error(
-                    entry,
+                    self.entry,
                     "TP412",
                     f"ensemble_scheduling.step[{index}].output_map[{key}]",
                     f"ensemble tensor {name!r} (output {key} of step {index}, "
@@ -190,11 +220,14 @@ class _Ensemble:
                     f"ensemble output; Triton refuses the ensemble",
                     "drop this output_map entry, map it into a step, or make it an ensemble output",
                 )
+
+    def _cycle(self, producer: Dict[str, int]) -> Iterator[Finding]:
+        """TP406: steps that wait on each other."""
         cycle = _find_cycle(self.steps, producer)
         if cycle:
             names = " -> ".join(f"step {i} ({self.steps[i].model_name!r})" for i in cycle)
             yield error(
-                entry,
+                self.entry,
                 "TP406",
                 "ensemble_scheduling.step",
                 f"the steps form a cycle: {names}; their inputs never become ready",
@@ -245,7 +278,7 @@ class _Ensemble:
         yield from self._mapping(index, step, config, "output", step.output_map)
 
     def _mapping(
-        self, index: int, step: Any, config: Any, section: str, mapping: Any
+        self, index: int, step: Any, config: Any, section: Section, mapping: Any
     ) -> Iterator[Finding]:
         entry = self.entry
         specs = {item.name: item for item in getattr(config, section)}

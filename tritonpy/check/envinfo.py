@@ -16,11 +16,12 @@ import tarfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import List, Optional, Tuple
+from typing import List, Literal, Optional, Tuple
 
 __all__ = [
     "MODEL_DIR_VARIABLE",
     "EnvContents",
+    "EnvPathKind",
     "EnvPlace",
     "archive_members",
     "inspect_env",
@@ -33,6 +34,9 @@ _LIBPYTHON = re.compile(r"^lib/libpython(\d+\.\d+)[^/]*\.so")
 _LIBRARY = re.compile(r"^lib/([^/]+\.so(?:\.[^/]*)?)$")
 _NUMPY = re.compile(r"^lib/python\d+\.\d+/site-packages/numpy-([^/]+)\.dist-info(?:/|$)")
 
+#: how an EXECUTION_ENV_PATH value is anchored (see :class:`EnvPlace`)
+EnvPathKind = Literal["model", "relative", "absolute"]
+
 
 @dataclass(frozen=True)
 class EnvPlace:
@@ -42,7 +46,7 @@ class EnvPlace:
 
     raw: str
     path: Path
-    kind: str
+    kind: EnvPathKind
     inside_model_dir: bool
 
 
@@ -65,6 +69,7 @@ def resolve_env_path(raw: str, model_dir: Path) -> EnvPlace:
     """Expand ``$$TRITON_MODEL_DIRECTORY`` to ``model_dir``; relative paths are taken from the
     model directory too (what users mean), absolute ones as they are."""
     model_dir = model_dir.absolute()
+    kind: EnvPathKind
     if MODEL_DIR_VARIABLE in raw:
         path, kind = Path(raw.replace(MODEL_DIR_VARIABLE, str(model_dir))), "model"
     elif os.path.isabs(raw):

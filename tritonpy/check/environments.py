@@ -41,9 +41,9 @@ from typing import Iterator, List, Optional
 from .archives import ENV_PARAMETER
 from .context import ModelEntry, Repository, error
 from .elf import ElfError, linked_python
-from .envinfo import EnvContents, inspect_env, resolve_env_path
+from .envinfo import EnvContents, EnvPlace, inspect_env, resolve_env_path
 from .imports import imports_tritonpy
-from .report import WARNING, Finding
+from .report import ERROR, WARNING, Finding
 
 __all__ = ["STUB_NAME", "check_environments"]
 
@@ -69,7 +69,7 @@ def _stub_python(entry: ModelEntry, out: List[Finding]) -> Optional[str]:
         out.append(
             entry.finding(
                 "TP510",
-                "error",
+                ERROR,
                 "",
                 f"cannot read the stub: {str(exc).replace(f'{stub}: ', '')}",
                 _STUB_FIX,
@@ -81,7 +81,7 @@ def _stub_python(entry: ModelEntry, out: List[Finding]) -> Optional[str]:
         out.append(
             entry.finding(
                 "TP510",
-                "error",
+                ERROR,
                 "",
                 "the stub links no libpython, so it is not a Python backend stub",
                 _STUB_FIX,
@@ -125,7 +125,7 @@ def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
         if stub_python and server and stub_python != server:
             yield entry.finding(
                 "TP508",
-                "error",
+                ERROR,
                 "",
                 f"the stub links libpython{stub_python} but the server runs Python {server}, "
                 f"and no {ENV_PARAMETER} environment provides Python {stub_python}; the model "
@@ -188,88 +188,98 @@ def _without_environment(repo: Repository, entry: ModelEntry) -> Iterator[Findin
 
 
 def _resolve(entry: ModelEntry, out: List[Finding]) -> Optional[EnvContents]:
+    """What the model's environment holds; None when it cannot be inspected (the reason, if
+    the check's to tell, is appended to ``out``, as is every other finding about it)."""
     raw = entry.config.parameters[ENV_PARAMETER].string_value
     place = resolve_env_path(raw, entry.path)
-    if place.kind != "absolute" and not place.inside_model_dir:
-        out.append(
-            error(
-                entry,
-                "TP502",
-                _FIELD,
-                f"{raw!r} points outside the model directory (to {entry.display(place.path)})",
-                "keep the environment inside the model directory: "
-                "$$TRITON_MODEL_DIRECTORY/<env>.tar.gz",
-            )
-        )
-        return None
-    if place.kind == "relative":
-        out.append(
-            entry.finding(
-                "TP502",
-                WARNING,
-                _FIELD,
-                f"{raw!r} is relative: the server resolves it against its own working directory, "
-                f"not the model directory",
-                f"write $$TRITON_MODEL_DIRECTORY/{raw}",
-            )
-        )
-    if not place.path.exists():
-        absolute = place.kind == "absolute"
-        out.append(
-            entry.finding(
-                "TP501",
-                WARNING if absolute else "error",
-                _FIELD,
-                f"{raw!r} does not exist"
-                + (
-                    " on this machine" if absolute else f" (looked for {entry.display(place.path)})"
-                ),
-                "make sure it exists on the server"
-                if absolute
-                else "build the environment there (conda-pack, or scripts/pack_env.sh "
-                "MODEL_DIR) or fix the path",
-            )
-        )
-        return None
-    is_archive = place.path.is_file() and place.path.name.endswith(".tar.gz")
-    if not is_archive and not place.path.is_dir():
-        out.append(
-            error(
-                entry,
-                "TP503",
-                _FIELD,
-                f"{raw!r} is neither a .tar.gz archive nor a directory",
-                "point it at a conda-pack .tar.gz or an unpacked environment directory",
-            )
-        )
+    findings = list(_place_findings(entry, place))
+    out.extend(findings)
+    if any(finding.severity == ERROR for finding in findings) or not place.path.exists():
         return None
     try:
         contents = inspect_env(place.path)
     except (tarfile.TarError, OSError, EOFError, zlib.error):
         return None  # TP604 reports the archive
+    out.extend(_contents_findings(entry, raw, contents))
+    return contents
+
+
+def _place_findings(entry: ModelEntry, place: EnvPlace) -> Iterator[Finding]:
+    """TP501-TP503: where EXECUTION_ENV_PATH points, and whether something usable is there."""
+    raw = place.raw
+    if place.kind != "absolute" and not place.inside_model_dir:
+        yield error(
+            entry,
+            "TP502",
+            _FIELD,
+            f"{raw!r} points outside the model directory (to {entry.display(place.path)})",
+            "keep the environment inside the model directory: "
+            "$$TRITON_MODEL_DIRECTORY/<env>.tar.gz",
+        )
+        return
+    if place.kind == "relative":
+        yield entry.finding(
+            "TP502",
+            WARNING,
+            _FIELD,
+            f"{raw!r} is relative: the server resolves it against its own working directory, "
+            f"not the model directory",
+            f"write $$TRITON_MODEL_DIRECTORY/{raw}",
+        )
+    if not place.path.exists():
+        yield _missing_environment(entry, place)
+        return
+    is_archive = place.path.is_file() and place.path.name.endswith(".tar.gz")
+    if not is_archive and not place.path.is_dir():
+        yield error(
+            entry,
+            "TP503",
+            _FIELD,
+            f"{raw!r} is neither a .tar.gz archive nor a directory",
+            "point it at a conda-pack .tar.gz or an unpacked environment directory",
+        )
+
+
+def _missing_environment(entry: ModelEntry, place: EnvPlace) -> Finding:
+    """TP501: an error, or a warning for an absolute path (it may exist only on the server)."""
+    if place.kind == "absolute":
+        return entry.finding(
+            "TP501",
+            WARNING,
+            _FIELD,
+            f"{place.raw!r} does not exist on this machine",
+            "make sure it exists on the server",
+        )
+    return error(
+        entry,
+        "TP501",
+        _FIELD,
+        f"{place.raw!r} does not exist (looked for {entry.display(place.path)})",
+        "build the environment there (conda-pack, or scripts/pack_env.sh MODEL_DIR) or fix the "
+        "path",
+    )
+
+
+def _contents_findings(entry: ModelEntry, raw: str, contents: EnvContents) -> Iterator[Finding]:
+    """TP504-TP505: what the stub needs inside the environment."""
     if not contents.has_activate:
-        out.append(
-            error(
-                entry,
-                "TP504",
-                _FIELD,
-                f"the environment {raw!r} has no bin/activate",
-                "pack a conda environment (conda-pack writes bin/activate) or add the script",
-            )
+        yield error(
+            entry,
+            "TP504",
+            _FIELD,
+            f"the environment {raw!r} has no bin/activate",
+            "pack a conda environment (conda-pack writes bin/activate) or add the script",
         )
     if contents.python is None:
         found = f"found {list(contents.pythons)}" if contents.pythons else "found none"
-        out.append(
-            error(
-                entry,
-                "TP505",
-                _FIELD,
-                f"the environment {raw!r} needs exactly one lib/libpythonX.Y.so* ({found}); "
-                f"the stub loads the environment's Python from it",
-                "create the environment with a shared libpython (conda's python has one)",
-            )
+        yield error(
+            entry,
+            "TP505",
+            _FIELD,
+            f"the environment {raw!r} needs exactly one lib/libpythonX.Y.so* ({found}); "
+            f"the stub loads the environment's Python from it",
+            "create the environment with a shared libpython (conda's python has one)",
         )
-    return contents
 
 
 def _numpy(repo: Repository, entry: ModelEntry, contents: EnvContents) -> Iterator[Finding]:
@@ -284,7 +294,7 @@ def _numpy(repo: Repository, entry: ModelEntry, contents: EnvContents) -> Iterat
     where = f"release {release}" if release else "releases before 24.12"
     yield entry.finding(
         "TP509",
-        "error" if release is not None else WARNING,
+        ERROR if release is not None else WARNING,
         _FIELD,
         f"the environment has numpy {version}; the Python backend stub of {where} "
         f"predates numpy 2 (BYTES inputs fail and outputs come back empty)",

@@ -17,7 +17,8 @@ TP110       warning   the repository has no model directory
 
 from __future__ import annotations
 
-from typing import Iterator
+from pathlib import Path
+from typing import Iterator, List
 
 from ..config.loader import defines_triton_python_model
 from .context import CONFIG_FILE, ModelEntry, Repository, error
@@ -43,45 +44,9 @@ def check_layout(repo: Repository) -> Iterator[Finding]:
 
 
 def _check_model(entry: ModelEntry) -> Iterator[Finding]:
-    if not (entry.path / CONFIG_FILE).is_file():
-        yield entry.finding(
-            "TP101",
-            ERROR,
-            "",
-            f"model directory {entry.name!r} has no config.pbtxt",
-            f'create it with at least name: "{entry.name}" and backend: "python" '
-            f"(or run 'tritonpy config {entry.name}' for a tritonpy model)",
-            file=f"{entry.name}/",
-        )
-        return
+    yield from _check_config(entry)
     if entry.config is None:
-        yield error(
-            entry,
-            "TP102",
-            "",
-            entry.config_error or "config.pbtxt cannot be parsed",
-            "use the field names and values of Triton's model_config.proto at the reported "
-            "line:column",
-        )
-        return
-    config = entry.config
-    if not config.name:
-        yield entry.finding(
-            "TP103",
-            WARNING,
-            "name",
-            "config.pbtxt sets no name",
-            f'add name: "{entry.name}" (the model directory\'s name)',
-        )
-    elif config.name != entry.name:
-        yield error(
-            entry,
-            "TP103",
-            "name",
-            f"name is {config.name!r} but the model directory is {entry.name!r}; Triton "
-            f"refuses to load a model whose name differs from its directory",
-            f'set name: "{entry.name}" or rename the directory to {config.name!r}',
-        )
+        return  # missing or unparsable: TP101/TP102 said it
     versions = entry.versions()
     if not versions:
         yield entry.finding(
@@ -96,10 +61,9 @@ def _check_model(entry: ModelEntry) -> Iterator[Finding]:
         return
     if entry.is_ensemble:
         return
-    filename = entry.model_filename
-    has_model_py = any((v / filename).is_file() for v in versions)
+    config, filename = entry.config, entry.model_filename
     if not config.backend and not config.platform:
-        if has_model_py:
+        if any((v / filename).is_file() for v in versions):
             yield error(
                 entry,
                 "TP108",
@@ -109,8 +73,53 @@ def _check_model(entry: ModelEntry) -> Iterator[Finding]:
                 'add backend: "python"',
             )
         return
-    if not entry.is_python:
-        return
+    if entry.is_python:
+        yield from _check_model_files(entry, versions)
+
+
+def _check_config(entry: ModelEntry) -> Iterator[Finding]:
+    """TP101-TP103: config.pbtxt present, parsed and naming the model's directory."""
+    if not (entry.path / CONFIG_FILE).is_file():
+        yield entry.finding(
+            "TP101",
+            ERROR,
+            "",
+            f"model directory {entry.name!r} has no config.pbtxt",
+            f'create it with at least name: "{entry.name}" and backend: "python" '
+            f"(or run 'tritonpy config {entry.name}' for a tritonpy model)",
+            file=f"{entry.name}/",
+        )
+    elif entry.config is None:
+        yield error(
+            entry,
+            "TP102",
+            "",
+            entry.config_error or "config.pbtxt cannot be parsed",
+            "use the field names and values of Triton's model_config.proto at the reported "
+            "line:column",
+        )
+    elif not entry.config.name:
+        yield entry.finding(
+            "TP103",
+            WARNING,
+            "name",
+            "config.pbtxt sets no name",
+            f'add name: "{entry.name}" (the model directory\'s name)',
+        )
+    elif entry.config.name != entry.name:
+        yield error(
+            entry,
+            "TP103",
+            "name",
+            f"name is {entry.config.name!r} but the model directory is {entry.name!r}; Triton "
+            f"refuses to load a model whose name differs from its directory",
+            f'set name: "{entry.name}" or rename the directory to {entry.config.name!r}',
+        )
+
+
+def _check_model_files(entry: ModelEntry, versions: List[Path]) -> Iterator[Finding]:
+    """TP105-TP107 for each version's model file, then TP109 for importing it."""
+    filename = entry.model_filename
     for version in versions:
         model_file = version / filename
         rel = f"{entry.name}/{version.name}/{filename}"
