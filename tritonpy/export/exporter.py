@@ -57,13 +57,17 @@ class ExportResult:
     clean check ``report`` of the exported repository and the time taken."""
 
     out: Path
-    repository: Path
     release: str
     base_image: str
     models: List[ModelExport] = field(default_factory=list)
     files: List[Path] = field(default_factory=list)
     report: Optional[Report] = None
     seconds: float = 0.0
+
+    @property
+    def repository(self) -> Path:
+        """The exported model repository, ``out/model_repository``."""
+        return self.out / REPOSITORY_DIR
 
 
 def _model_dirs(repo: Path) -> List[Path]:
@@ -207,9 +211,30 @@ def export_repository(
     """
     began = time.monotonic()
     require(*CONFIG_MODULES, extra="config", feature="tritonpy export")
-    reporter = reporter or Reporter()
     source, target = Path(repo), Path(out)
     release = TritonRelease.parse(triton_version)
+    models = _check_options(
+        source, target, builder=builder, name=name, replicas=replicas, force=force
+    )
+    result = ExportResult(target, release.name, base_image or default_base_image(release.name))
+    settings = DeploySettings(
+        name=name,
+        image=image or f"{name}:{release.name}",
+        release=release.name,
+        replicas=replicas,
+        cpu=cpu,
+        memory=memory,
+    )
+    options = _ModelOptions(release, pack, builder, reporter or Reporter())
+    _export(source, models, settings, options, result, allow_warnings=allow_warnings)
+    result.seconds = time.monotonic() - began
+    return result
+
+
+def _check_options(
+    source: Path, target: Path, *, builder: str, name: str, replicas: int, force: bool
+) -> List[Path]:
+    """Refuse what cannot be exported (before anything is written); the model directories."""
     if not source.is_dir():
         raise ExportError(
             f"model repository {source} is not a directory; pass the directory holding one "
@@ -219,68 +244,103 @@ def export_repository(
         raise ExportError(f"--builder {builder!r}: expected one of {', '.join(BUILDERS)}")
     _check_name(name, replicas)
     _prepare_out(source, target, force)
-    base_image = base_image or default_base_image(release.name)
-    settings = DeploySettings(
-        name=name,
-        image=image or f"{name}:{release.name}",
-        release=release.name,
-        replicas=replicas,
-        cpu=cpu,
-        memory=memory,
-    )
     models = _model_dirs(source)
     if not models:
         raise ExportError(
             f"model repository {source} has no model directory; expected "
             f"{source}/<model>/config.pbtxt and {source}/<model>/1/model.py"
         )
+    return models
+
+
+@dataclass(frozen=True)
+class _ModelOptions:
+    """How each model is prepared: for which release, and how a missing environment is made."""
+
+    release: TritonRelease
+    pack: bool
+    builder: str
+    reporter: Reporter
+
+
+def _export(
+    source: Path,
+    models: List[Path],
+    settings: DeploySettings,
+    options: _ModelOptions,
+    result: ExportResult,
+    *,
+    allow_warnings: bool,
+) -> None:
+    """Build the export in a hidden folder of ``result.out`` and move it into place once it
+    checks clean; ``result`` gets the models, the report and the files written."""
+    target, release, reporter = result.out, options.release, options.reporter
     target.mkdir(parents=True, exist_ok=True)
     staging = target / f"{_STAGING_PREFIX}{secrets.token_hex(4)}"
     staged_repo = staging / REPOSITORY_DIR
     try:
-        result = ExportResult(target, target / REPOSITORY_DIR, release.name, base_image)
         staged_repo.mkdir(parents=True)
-        for model in models:
-            with step(reporter, f"exporting {model.name}"):
-                copy_model(model, staged_repo / model.name)
-                result.models.append(
-                    prepare_model(
-                        model,
-                        staged_repo / model.name,
-                        release=release,
-                        pack=pack,
-                        builder=builder,
-                        reporter=reporter,
-                    )
-                )
-        with step(reporter, f"tritonpy check --triton-version {release}"):
-            report = check_repository(staged_repo, triton_version=release.name)
-        bad = _finding_lines(report, allow_warnings)
-        if bad:
-            raise ExportError(
-                f"the exported repository does not pass 'tritonpy check --triton-version "
-                f"{release}' ({report.summary().split(': ', 1)[1]}); nothing was written to "
-                f"{target}. Fix these in {source} and export again"
-                + ("" if allow_warnings else " (--allow-warnings accepts warnings)")
-                + ":\n"
-                + "\n".join(bad)
-            )
-        for finding in report.warnings:
-            reporter.note(f"check: {finding.render()}")
+        result.models = [_export_model(model, staged_repo, options) for model in models]
+        result.report = _check_export(staged_repo, source, result, options, allow_warnings)
         _purge_caches(staged_repo)
         names = [m.name for m in result.models]
-        written = _write_deployment_files(staging, settings, release, base_image, names, reporter)
-        for entry in OUTPUTS:  # --force: replace the previous export's files, nothing else
-            previous = target / entry
-            if previous.is_dir() and not previous.is_symlink():
-                shutil.rmtree(previous)
-            elif previous.exists() or previous.is_symlink():
-                previous.unlink()
-        for entry in OUTPUTS:
-            os.replace(staging / entry, target / entry)
+        written = _write_deployment_files(
+            staging, settings, release, result.base_image, names, reporter
+        )
+        _replace_outputs(staging, target)
         result.files = [target / p.relative_to(staging) for p in written]
-        result.report = report
-        result.seconds = time.monotonic() - began
-        return result
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _export_model(model: Path, staged_repo: Path, options: _ModelOptions) -> ModelExport:
+    with step(options.reporter, f"exporting {model.name}"):
+        copy_model(model, staged_repo / model.name)
+        return prepare_model(
+            model,
+            staged_repo / model.name,
+            release=options.release,
+            pack=options.pack,
+            builder=options.builder,
+            reporter=options.reporter,
+        )
+
+
+def _check_export(
+    staged_repo: Path,
+    source: Path,
+    result: ExportResult,
+    options: _ModelOptions,
+    allow_warnings: bool,
+) -> Report:
+    """The staged repository's check report; :class:`ExportError` with the findings when it
+    is not clean (warnings allowed with ``allow_warnings``)."""
+    release = options.release
+    with step(options.reporter, f"tritonpy check --triton-version {release}"):
+        report = check_repository(staged_repo, triton_version=release.name)
+    bad = _finding_lines(report, allow_warnings)
+    if bad:
+        raise ExportError(
+            f"the exported repository does not pass 'tritonpy check --triton-version "
+            f"{release}' ({report.summary().split(': ', 1)[1]}); nothing was written to "
+            f"{result.out}. Fix these in {source} and export again"
+            + ("" if allow_warnings else " (--allow-warnings accepts warnings)")
+            + ":\n"
+            + "\n".join(bad)
+        )
+    for finding in report.warnings:
+        options.reporter.note(f"check: {finding.render()}")
+    return report
+
+
+def _replace_outputs(staging: Path, target: Path) -> None:
+    """Move the staged files into ``target``, replacing a previous export's (and nothing
+    else: --force)."""
+    for entry in OUTPUTS:
+        previous = target / entry
+        if previous.is_dir() and not previous.is_symlink():
+            shutil.rmtree(previous)
+        elif previous.exists() or previous.is_symlink():
+            previous.unlink()
+    for entry in OUTPUTS:
+        os.replace(staging / entry, target / entry)

@@ -81,8 +81,18 @@ def dockerignore() -> str:
 
 def readme(settings: DeploySettings, base_image: str, models: Sequence[str]) -> str:
     """How to build, push, run and apply the export."""
+    return "\n".join(
+        [
+            _readme_contents(settings, base_image, models),
+            _readme_docker(settings, base_image),
+            _readme_kubernetes(settings),
+            _readme_object_storage(settings),
+        ]
+    )
+
+
+def _readme_contents(settings: DeploySettings, base_image: str, models: Sequence[str]) -> str:
     listed = "\n".join(f"- `{name}`" for name in models) or "- (none)"
-    http = PORTS["http"]
     return f"""\
 # Triton deployment of {len(models)} model{"s" * (len(models) != 1)}
 
@@ -94,13 +104,17 @@ Written by `tritonpy export` for Triton release {settings.release} (`{base_image
 auto-complete needed), each tritonpy model's environment archive (`EXECUTION_ENV_PATH`, with
 numpy and tritonpy inside: the container's Python has no tritonpy) and, where an environment's
 Python differs from the container's, a `triton_python_backend_stub` beside its `config.pbtxt`.
+"""
 
+
+def _readme_docker(settings: DeploySettings, base_image: str) -> str:
+    return f"""\
 ## Run it in the Triton container
 
 ```
 docker build -t {settings.image} .
 docker run --rm -p 8000:8000 -p 8001:8001 -p 8002:8002 {settings.image}
-curl -fsS localhost:{http}{READY_PATH} && echo ready
+curl -fsS localhost:{PORTS["http"]}{READY_PATH} && echo ready
 ```
 
 Or without building an image, mount the repository into the stock container:
@@ -121,7 +135,12 @@ docker push REGISTRY/PROJECT/{settings.image}
 ```
 
 and set that name as the `image:` of `k8s/deployment.yaml`.
+"""
 
+
+def _readme_kubernetes(settings: DeploySettings) -> str:
+    http = PORTS["http"]
+    return f"""\
 ## Kubernetes
 
 ```
@@ -137,7 +156,11 @@ loaded: traffic waits until then) and its livenessProbe runs `{" ".join(PROBE_CO
 the container: one real request to each READY model, so a model whose stub process died (it
 stays READY in Triton and fails every request) gets the pod restarted. The Service exposes
 HTTP {PORTS["http"]}, gRPC {PORTS["grpc"]} and metrics {PORTS["metrics"]}.
+"""
 
+
+def _readme_object_storage(settings: DeploySettings) -> str:
+    return f"""\
 ## KServe
 
 `k8s/inferenceservice.yaml` serves the same repository with KServe's Triton runtime
