@@ -23,6 +23,8 @@ import threading
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
+from .tail import FileTail
+
 __all__ = ["ConsoleLog", "LogEcho"]
 
 _PREFIX = re.compile(
@@ -149,11 +151,10 @@ class LogEcho:
         interval: float = 0.1,
     ) -> None:
         self.path = path
-        self.offset = offset
         self.console = console
         self.emit = emit
         self.interval = interval
-        self._partial = b""
+        self._tail = FileTail(path, offset)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tritonpy-log-echo", daemon=True)
 
@@ -169,25 +170,17 @@ class LogEcho:
 
     def poll(self) -> None:
         """Echo the complete lines appended since the last call."""
-        try:
-            with open(self.path, "rb") as stream:
-                stream.seek(self.offset)
-                data = stream.read()
-        except OSError:
-            return
-        if not data:
-            return
-        self.offset += len(data)
-        *complete, self._partial = (self._partial + data).split(b"\n")
-        for raw in complete:
-            for shown in self.console.format(raw.decode("utf-8", "replace")):
+        self._show(self._tail.read_lines())
+
+    def _show(self, lines: List[str]) -> None:
+        for line in lines:
+            for shown in self.console.format(line):
                 self.emit(shown)
 
     def _run(self) -> None:
         while not self._stopping.wait(self.interval):
             self.poll()
         self.poll()
-        if self._partial.strip():
-            for shown in self.console.format(self._partial.decode("utf-8", "replace")):
-                self.emit(shown)
-            self._partial = b""
+        rest = self._tail.take_rest()
+        if rest.strip():
+            self._show([rest])

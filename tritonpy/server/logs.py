@@ -21,7 +21,9 @@ import tempfile
 import time
 from collections import deque
 from pathlib import Path
-from typing import Deque, Dict, List, Optional, Set
+from typing import Callable, Deque, Dict, List, Match, Optional, Pattern, Set, Tuple
+
+from .tail import FileTail
 
 __all__ = [
     "LogFollower",
@@ -71,29 +73,22 @@ class LogFollower:
 
     def __init__(self, path: Path, offset: int = 0) -> None:
         self.path = path
-        self.offset = offset
-        self._partial = b""
+        self._tail = FileTail(path, offset)
         self.failures: Dict[str, str] = {}
         self.loaded: Set[str] = set()
         self.loading: Set[str] = set()
         self.http_started: List[str] = []
         self.port_clash: Optional[str] = None
 
+    @property
+    def offset(self) -> int:
+        """The byte offset read up to."""
+        return self._tail.offset
+
     def poll(self) -> None:
         """Read what was appended since the last call and update the parsed state."""
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self.offset)
-                data = fh.read()
-        except OSError:
-            return
-        if not data:
-            return
-        self.offset += len(data)
-        data = self._partial + data
-        *complete, self._partial = data.split(b"\n")
-        for raw in complete:
-            self._parse(raw.decode("utf-8", "replace"))
+        for line in self._tail.read_lines():
+            self._parse(line)
 
     def _stub_failed(self, path: str, error: str) -> None:
         # a model's own stub lives beside its config.pbtxt; the backend's serves every model
@@ -117,36 +112,49 @@ class LogFollower:
         )
 
     def _parse(self, line: str) -> None:
-        if "failed to load '" in line:
-            m = _FAILED.search(line)
-            if m:
-                self.failures[m["name"]] = _unescape(m["msg"])
-        elif "Poll failed for model directory" in line:
-            m = _POLL_FAILED.search(line)
-            if m:
-                self.failures[m["name"]] = _unescape(m["msg"])
-        elif "successfully loaded '" in line:
-            m = _LOADED.search(line)
-            if m:
-                self.loaded.add(m["name"])
-        elif "loading: " in line:
-            m = _LOADING.search(line)
-            if m:
-                self.loading.add(m["name"])
-        elif "Started HTTPService at" in line:
-            m = _STARTED_HTTP.search(line)
-            if m:
-                self.http_started.append(m["addr"])
-        elif "Python model file not found in" in line:
-            m = _NO_MODEL_FILE.search(line)
-            if m:
-                self._model_file_missing(Path(m["path"]))
-        elif "error while loading shared libraries" in line:
-            m = _STUB_LOAD.search(line)
-            if m:
-                self._stub_failed(m["path"], m["msg"].strip())
-        elif "failed to start" in line and _PORT_CLASH.search(line):
-            self.port_clash = _PREFIX.sub("", line).strip().strip('"').strip()
+        # the first rule whose marker is in the line decides (a cheap test before the regex)
+        for marker, pattern, action in _LINE_RULES:
+            if marker in line:
+                match = pattern.search(line)
+                if match:
+                    action(self, match, line)
+                return
+
+    def _load_failed(self, match: Match[str], line: str) -> None:
+        self.failures[match["name"]] = _unescape(match["msg"])
+
+    def _model_loaded(self, match: Match[str], line: str) -> None:
+        self.loaded.add(match["name"])
+
+    def _model_loading(self, match: Match[str], line: str) -> None:
+        self.loading.add(match["name"])
+
+    def _http_started(self, match: Match[str], line: str) -> None:
+        self.http_started.append(match["addr"])
+
+    def _no_model_file(self, match: Match[str], line: str) -> None:
+        self._model_file_missing(Path(match["path"]))
+
+    def _stub_cannot_load(self, match: Match[str], line: str) -> None:
+        self._stub_failed(match["path"], match["msg"].strip())
+
+    def _port_taken(self, match: Match[str], line: str) -> None:
+        self.port_clash = _PREFIX.sub("", line).strip().strip('"').strip()
+
+
+#: (marker, pattern, action): the log lines the follower understands, in order of precedence
+_LINE_RULES: Tuple[
+    Tuple[str, Pattern[str], Callable[[LogFollower, Match[str], str], None]], ...
+] = (
+    ("failed to load '", _FAILED, LogFollower._load_failed),
+    ("Poll failed for model directory", _POLL_FAILED, LogFollower._load_failed),
+    ("successfully loaded '", _LOADED, LogFollower._model_loaded),
+    ("loading: ", _LOADING, LogFollower._model_loading),
+    ("Started HTTPService at", _STARTED_HTTP, LogFollower._http_started),
+    ("Python model file not found in", _NO_MODEL_FILE, LogFollower._no_model_file),
+    ("error while loading shared libraries", _STUB_LOAD, LogFollower._stub_cannot_load),
+    ("failed to start", _PORT_CLASH, LogFollower._port_taken),
+)
 
 
 def _stub_message(path: str, error: str) -> str:
