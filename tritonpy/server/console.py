@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
+from .polling import Poller
 from .tail import FileTail
 
 __all__ = ["ConsoleLog", "LogEcho"]
@@ -150,23 +150,19 @@ class LogEcho:
         *,
         interval: float = 0.1,
     ) -> None:
-        self.path = path
         self.console = console
         self.emit = emit
-        self.interval = interval
         self._tail = FileTail(path, offset)
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tritonpy-log-echo", daemon=True)
+        self._poller = Poller(self._tick, interval=interval, name="tritonpy-log-echo",
+                              finish=self._finish)  # fmt: skip
 
     def start(self) -> LogEcho:
-        self._thread.start()
+        self._poller.start()
         return self
 
     def stop(self) -> None:
         """Echo what is left in the file, then end the thread (idempotent)."""
-        self._stopping.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5.0)
+        self._poller.stop(timeout=5.0)
 
     def poll(self) -> None:
         """Echo the complete lines appended since the last call."""
@@ -177,9 +173,11 @@ class LogEcho:
             for shown in self.console.format(line):
                 self.emit(shown)
 
-    def _run(self) -> None:
-        while not self._stopping.wait(self.interval):
-            self.poll()
+    def _tick(self) -> bool:
+        self.poll()
+        return True
+
+    def _finish(self) -> None:
         self.poll()
         rest = self._tail.take_rest()
         if rest.strip():

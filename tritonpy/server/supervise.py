@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Set, Union
 
 from .backoff import Backoff
+from .polling import Poller, join
 from .readiness import repository_index
 from .stubwatch import StubProcess, child_processes, describe_exit, stub_of
 
@@ -164,7 +165,6 @@ class StubHealer:
         self.server_pid = server_pid
         self.http_url = http_url
         self.report = report
-        self.interval = interval
         self.proc_root = proc_root
         self.clock = clock
         self._reload = reload or (lambda m: reload_model(http_url, m, timeout=reload_timeout))
@@ -177,20 +177,19 @@ class StubHealer:
         self._workers: Dict[str, threading.Thread] = {}
         self._again: Set[str] = set()
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tritonpy-heal", daemon=True)
+        self._poller = Poller(self._tick, interval=interval, name="tritonpy-heal")
+        self._stopping = self._poller.stopping
 
     def start(self) -> StubHealer:
         self.scan()  # learn the stubs of the loaded models before any can die unseen
-        self._thread.start()
+        self._poller.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the watch; a reload in progress is not waited for beyond ``timeout``."""
-        self._stopping.set()
-        for thread in [self._thread, *self._workers.values()]:
-            if thread.is_alive() and thread is not threading.current_thread():
-                thread.join(timeout)
+        self._poller.stop(timeout)
+        for worker in list(self._workers.values()):
+            join(worker, timeout)
 
     @property
     def stubs(self) -> List[StubProcess]:
@@ -198,11 +197,11 @@ class StubHealer:
         with self._lock:
             return sorted(self._known.values(), key=lambda s: s.pid)
 
-    def _run(self) -> None:
-        while not self._stopping.wait(self.interval):
-            if not os.path.exists(os.path.join(str(self.proc_root), str(self.server_pid))):
-                return  # the server is gone: its owner reports that
-            self.scan()
+    def _tick(self) -> bool:
+        if not os.path.exists(os.path.join(str(self.proc_root), str(self.server_pid))):
+            return False  # the server is gone: its owner reports that
+        self.scan()
+        return True
 
     def scan(self) -> List[StubProcess]:
         """One look at the server's children; returns the stubs found dead (and handled)."""
