@@ -186,3 +186,33 @@ def test_unverifiable_environment_is_not_placed(
         pack_env(model, python="3.10", builder="local", stub="never")
     assert _snapshot(model) == before
     assert "EXECUTION_ENV_PATH" not in load_config(model / "config.pbtxt").parameters
+
+
+def test_check_uses_the_same_member_rule(tmp_path: Path) -> None:
+    """tritonpy check (TP6xx) and pack-env refuse the same members: a device is TP605."""
+    from tritonpy._tooling.archives import member_problem
+    from tritonpy.check.archives import _check_archive
+
+    device = tarfile.TarInfo("dev/null")
+    device.type = tarfile.CHRTYPE
+    drive = _file("C:/evil")
+    archive = _tar(tmp_path / "env.tar.gz", _file("bin/activate"), device, drive)
+    problems = [member_problem(m) for m in (device, drive)]
+    assert [p.kind for p in problems if p] == ["device", "absolute"]
+    findings = list(_check_archive(archive, "env.tar.gz"))
+    assert [f.code for f in findings] == ["TP601", "TP605"]
+    assert "'dev/null'" in findings[1].render()
+
+
+def test_extraction_refusal_leaves_an_existing_destination_alone(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "kept").write_text("mine")
+    bad = _tar(tmp_path / "bad.tar.gz", _file("bin/activate"), _link("lib/x", "../../y"))
+    with pytest.raises(ArchiveError, match="1 unsafe member"):
+        safe_extract(bad, out)
+    assert sorted(p.name for p in out.iterdir()) == ["kept"]
+    good = _tar(tmp_path / "good.tar.gz", _file("bin/activate"))
+    safe_extract(good, out)
+    assert (out / "kept").is_file() and (out / "bin" / "activate").is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
