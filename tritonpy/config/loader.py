@@ -1,6 +1,7 @@
 """Load the ``TritonPythonModel`` class of a model directory without a server.
 
-``model.py`` is imported under a unique module name with the fake pb_utils installed; nothing
+``model.py`` is imported the way the harness imports it (the stub's way: a package of its own,
+the version and model directories on ``sys.path``) with the fake pb_utils installed; nothing
 else of the model runs (no ``auto_complete_config``, no ``initialize``).
 
 Example::
@@ -14,15 +15,17 @@ Example::
 from __future__ import annotations
 
 import ast
-import importlib.util
-import itertools
-import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
+from .._tooling.errors import ModelLoadError
 from .._tooling.pbtxt import ConfigError, PathLike
+from ..testing._install import fake_pb_utils_installed
+from ..testing._loading import import_model_file, on_sys_path, pick_version, unload_package
+from ..testing._loading import version_dirs as versions_of
 
 __all__ = [
     "LoadedModel",
@@ -34,7 +37,6 @@ __all__ = [
 ]
 
 ENTRY_POINT = "TritonPythonModel"
-_counter = itertools.count()
 
 
 class ModelImportError(ConfigError):
@@ -64,33 +66,24 @@ class LoadedModel:
 
 def version_dirs(model_dir: PathLike) -> List[Path]:
     """The numeric version directories of a model directory, highest version first."""
-    root = Path(model_dir)
-    found = [p for p in root.iterdir() if p.is_dir() and p.name.isdigit()]
-    return sorted(found, key=lambda p: int(p.name), reverse=True)
+    return versions_of(Path(model_dir))
 
 
 def find_model_file(
     model_dir: PathLike, *, version: Optional[int] = None, filename: str = "model.py"
 ) -> Path:
     """``<model_dir>/<version>/<filename>``; without ``version``, the highest version that
-    has the file (the one Triton's default version policy loads).
+    has the file (the one Triton's default version policy loads), as the harness picks it.
 
     >>> find_model_file("model_repository/preprocess")           # doctest: +SKIP
     PosixPath('model_repository/preprocess/1/model.py')
     """
     root = Path(model_dir)
-    if version is not None:
-        path = root / str(version) / filename
-        if not path.is_file():
-            raise ConfigError(f"{root}: version {version} has no {filename} (expected {path})")
-        return path
-    if root.is_dir():
-        for directory in version_dirs(root):
-            if (directory / filename).is_file():
-                return directory / filename
-    raise ConfigError(
-        f"{root}: no version directory with {filename}; expected {root / '1' / filename}"
-    )
+    try:
+        chosen = pick_version(root, version, filename)
+    except ModelLoadError as exc:
+        raise ConfigError(str(exc)) from None
+    return root / str(chosen) / filename
 
 
 def defines_triton_python_model(source: str) -> bool:
@@ -121,8 +114,8 @@ def defines_triton_python_model(source: str) -> bool:
 def load_model_class(
     model_dir: PathLike, *, version: Optional[int] = None, filename: str = "model.py"
 ) -> LoadedModel:
-    """Import ``model.py`` of a model directory (fake pb_utils installed, the version
-    directory on ``sys.path`` while it imports) and return its ``TritonPythonModel``.
+    """Import ``model.py`` of a model directory (fake pb_utils installed, the version and
+    model directories on ``sys.path`` while it imports) and return its ``TritonPythonModel``.
 
     Raises :class:`ModelImportError` when importing fails (the message names the file and
     the exception), :class:`ConfigError` when there is no model file.
@@ -133,29 +126,24 @@ def load_model_class(
         if loaded.is_tritonpy:
             print(loaded.cls.declared_config())
     """
-    from ..testing.harness import fake_pb_utils_installed
-
     model_file = find_model_file(model_dir, version=version, filename=filename)
-    name = f"_tritonpy_config_{Path(model_dir).name}_{next(_counter)}".replace("-", "_")
-    spec = importlib.util.spec_from_file_location(name, model_file)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"cannot import {model_file}: not a Python source file")
-    module = importlib.util.module_from_spec(spec)
-    entry = str(model_file.parent)
-    with fake_pb_utils_installed():
-        sys.modules[name] = module
-        sys.path.insert(0, entry)
-        try:
-            spec.loader.exec_module(module)
-        except BaseException as exc:
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            raise ModelImportError(
-                f"{model_file}: importing it failed: {type(exc).__name__}: {exc}", exc
-            ) from exc
-        finally:
-            sys.modules.pop(name, None)
-            if entry in sys.path:
-                sys.path.remove(entry)
+    # the stub puts the version directory and the model directory on sys.path
+    entries = [str(model_file.parent), str(model_file.parent.parent)]
+
+    @contextmanager
+    def importing() -> Iterator[None]:
+        with fake_pb_utils_installed(), on_sys_path(entries):
+            yield
+
+    try:
+        module = import_model_file(model_file, importing)
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise ModelImportError(
+            f"{model_file}: importing it failed: {type(exc).__name__}: {exc}", exc
+        ) from exc
+    # only the class is wanted: the module (and its package) leave sys.modules again
+    unload_package(str(module.__package__))
     cls = getattr(module, ENTRY_POINT, None)
     return LoadedModel(model_file, module, cls if isinstance(cls, type) else None)

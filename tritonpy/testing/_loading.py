@@ -14,41 +14,65 @@ import importlib.util
 import itertools
 import os
 import sys
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, ContextManager, List, Optional
+from typing import Any, Callable, ContextManager, Iterator, List, Optional, Sequence
 
 from ._errors import ModelLoadError
 
-__all__ = ["import_model_file", "pick_version", "target_version", "unload_package"]
+__all__ = [
+    "import_model_file",
+    "on_sys_path",
+    "pick_version",
+    "target_version",
+    "unload_package",
+    "version_dirs",
+]
 
 _package_counter = itertools.count()
 
 
+def version_dirs(model_dir: Path) -> List[Path]:
+    """The numeric version directories of a model directory, highest version first (none
+    when the directory does not exist)."""
+    if not model_dir.is_dir():
+        return []
+    found = [p for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()]
+    return sorted(found, key=lambda p: int(p.name), reverse=True)
+
+
 def pick_version(model_dir: Path, version: Optional[int], filename: str) -> int:
     """The version to load: ``version`` if given (it must have ``filename``), else the highest
-    numbered directory that has it."""
+    numbered directory that has it (the one Triton's default version policy loads)."""
     if version is not None:
-        if not (model_dir / str(version) / filename).is_file():
+        expected = model_dir / str(version) / filename
+        if not expected.is_file():
             raise ModelLoadError(
-                f"model directory {model_dir}: version {version} has no {filename}"
+                f"model directory {model_dir}: version {version} has no {filename} "
+                f"(expected {expected})"
             )
         return int(version)
-    versions = sorted(
-        (
-            int(p.name)
-            for p in model_dir.iterdir()
-            if p.is_dir() and p.name.isdigit() and (p / filename).is_file()
-        ),
-        reverse=True,
+    for directory in version_dirs(model_dir):
+        if (directory / filename).is_file():
+            return int(directory.name)
+    raise ModelLoadError(
+        f"model directory {model_dir} has no version directory with {filename} "
+        f"(expected {model_dir / '1' / filename})"
     )
-    if not versions:
-        raise ModelLoadError(
-            f"model directory {model_dir} has no version directory with {filename} "
-            f"(expected {model_dir}/1/{filename})"
-        )
-    return versions[0]
+
+
+@contextmanager
+def on_sys_path(entries: Sequence[str]) -> Iterator[None]:
+    """``entries`` put first on ``sys.path`` (those not there yet), removed afterwards."""
+    added = [entry for entry in entries if entry not in sys.path]
+    sys.path[:0] = added
+    try:
+        yield
+    finally:
+        for entry in added:
+            with suppress(ValueError):
+                sys.path.remove(entry)
 
 
 def import_model_file(model_file: Path, running: Callable[[], ContextManager[None]]) -> ModuleType:

@@ -21,7 +21,6 @@ import inspect
 import json
 import os
 import shutil
-import sys
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -59,7 +58,7 @@ from ._install import (
     install_fake_pb_utils,
     uninstall_fake_pb_utils,
 )
-from ._loading import import_model_file, pick_version, target_version
+from ._loading import import_model_file, on_sys_path, pick_version, target_version
 from ._process_guard import (
     ModelProcessDiedError,
     ProcessEnded,
@@ -239,12 +238,10 @@ class ModelHarness(Closing):
         """While the model's code runs: fake pb_utils importable, the model's version directory
         on sys.path (as the stub does), instance name and model directory for pb_utils."""
         install_fake_pb_utils()
-        added = [e for e in self._sys_path_entries if e not in sys.path]
-        sys.path[:0] = added
         instance = getattr(self, "instance_name", None)  # None until the config is read
         identity = model_running(instance, str(getattr(self, "model_dir", "")))
         try:
-            with identity, guard_process_exit():
+            with on_sys_path(self._sys_path_entries), identity, guard_process_exit():
                 yield
         except ProcessEnded as ended:
             self._ended = ended
@@ -252,9 +249,6 @@ class ModelHarness(Closing):
         except pb_errors.ServerAbort as abort:
             raise ModelBugError(f"model '{getattr(self, 'name', '?')}': {abort}") from None
         finally:
-            for entry in added:
-                with suppress(ValueError):
-                    sys.path.remove(entry)
             uninstall_fake_pb_utils()
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
