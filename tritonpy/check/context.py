@@ -34,6 +34,7 @@ class ModelEntry:
 
     @property
     def name(self) -> str:
+        """The model's name: its directory's."""
         return self.path.name
 
     @property
@@ -43,6 +44,7 @@ class ModelEntry:
 
     @property
     def is_ensemble(self) -> bool:
+        """True when config.pbtxt makes it an ensemble (platform or ensemble_scheduling)."""
         config = self.config
         return config is not None and (
             config.platform == "ensemble" or config.HasField("ensemble_scheduling")

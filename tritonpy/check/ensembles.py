@@ -138,8 +138,7 @@ class _Ensemble:
             for value in step.input_map.values():
                 consumers.setdefault(value, []).append(index)
         yield from self._unknown_reads(inputs, producer)
-        yield from self._unproduced_outputs(outputs, producer)
-        yield from self._unconsumed(inputs, outputs, producer, consumers)
+        yield from self._loose_ends(inputs, outputs, producer, consumers)
         yield from self._cycle(producer)
 
     def _produced_twice(self, inputs: List[str], producer: Dict[str, int]) -> Iterator[Finding]:
@@ -177,10 +176,15 @@ class _Ensemble:
                         "map it from an ensemble input or from an output_map value of a step",
                     )
 
-    def _unproduced_outputs(
-        self, outputs: List[str], producer: Dict[str, int]
+    def _loose_ends(
+        self,
+        inputs: List[str],
+        outputs: List[str],
+        producer: Dict[str, int],
+        consumers: Dict[str, List[int]],
     ) -> Iterator[Finding]:
-        """TP403: an ensemble output that no step writes."""
+        """TP403: an ensemble output that no step writes; TP412: an ensemble input or a step's
+        tensor that nothing reads."""
         for name in outputs:
             if name not in producer:
                 yield error(
@@ -190,15 +194,6 @@ class _Ensemble:
                     f"ensemble output {name!r} is produced by no step",
                     f"add an output_map entry with value {name!r} to the step that computes it",
                 )
-
-    def _unconsumed(
-        self,
-        inputs: List[str],
-        outputs: List[str],
-        producer: Dict[str, int],
-        consumers: Dict[str, List[int]],
-    ) -> Iterator[Finding]:
-        """TP412: an ensemble input or a step's tensor that nothing reads."""
         for name in inputs:
             if name not in consumers:
                 yield error(
