@@ -1,8 +1,9 @@
 """Verify an environment archive the way Triton will use it, before declaring success.
 
-1. every member is safe (no absolute paths, ``..`` or links pointing outside);
+1. every member is safe (no absolute paths, ``..``, devices or links pointing outside), checked
+   while the archive is unpacked (read once) into a fresh temporary directory elsewhere;
 2. it has ``bin/activate``, ``bin/python3`` and ``lib/libpython3.X.so*``;
-3. unpacked into a fresh temporary directory elsewhere, ``source bin/activate`` followed by
+3. in that unpacked copy, ``source bin/activate`` followed by
    ``python3`` (the environment's own interpreter, found on PATH as the stub finds it) imports
    tritonpy and the top-level modules of every distribution the spec names, under Python X.Y,
    with ``sys.prefix``, every imported module and the loaded libpython inside the unpacked copy
@@ -31,11 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .._tooling.archives import check_members, safe_extract
+from .._tooling.archives import extract_checked
 from .._tooling.errors import ArchiveError
 from .._tooling.progress import Reporter, step
 
 __all__ = ["VerifyReport", "verify_archive"]
+
+_MARK = "TRITONPY-VERIFY "  # the line of the check's output that carries its result
 
 _CHECK = r"""
 import importlib, json, os, sys, traceback
@@ -168,6 +171,84 @@ def _clean_env(home: str) -> Dict[str, str]:
     return env
 
 
+def _unpack(archive: Path, root: Path, xy: str) -> List[str]:
+    """Check and unpack ``archive`` into ``root`` in one read; refuse one that lacks what
+    Triton needs of a Python ``xy`` environment. Returns the member names."""
+    names = extract_checked(archive, root)
+    missing = _required(names, xy)
+    if missing:
+        raise ArchiveError(
+            f"{archive} is not a usable Python {xy} environment: it lacks "
+            f"{', '.join(missing)}. Triton sources bin/activate and the stub loads "
+            f"libpython{xy}.so.1.0 from <env>/lib; rebuild it with tritonpy pack-env."
+        )
+    return names
+
+
+def _run_check(
+    archive: Path, root: Path, xy: str, arguments: Dict[str, Any], timeout: float
+) -> Dict[str, Any]:
+    """Run :data:`_CHECK` with the unpacked environment's own python (after ``source
+    bin/activate``, in a clean process environment) and return what it printed."""
+    work = root.parent
+    command = 'source "$0/bin/activate" && exec python3 -I -c "$1" "${@:2}"'
+    try:
+        done = subprocess.run(
+            ["bash", "-c", command, str(root), _CHECK, json.dumps(arguments)],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=_clean_env(str(work)),
+            cwd=str(work),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ArchiveError(f"cannot run the python of {archive}: {exc}") from exc
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(_MARK)]
+    if done.returncode != 0 or not lines:
+        raise ArchiveError(
+            f"the python of {archive} does not start after unpacking elsewhere (exit "
+            f"{done.returncode}):\n{(done.stderr or done.stdout)[-2000:]}\nIs libpython{xy} "
+            "in <env>/lib and bin/activate setting LD_LIBRARY_PATH?"
+        )
+    result: Dict[str, Any] = json.loads(lines[-1][len(_MARK) :])
+    return result
+
+
+def _place_problems(result: Dict[str, Any], root: Path, xy: str) -> List[str]:
+    """The Python version, ``sys.prefix``, libpython and every imported module must be those
+    of the unpacked copy (which proves that the archive is relocatable)."""
+    real_root = os.path.realpath(root)
+
+    def inside(path: str) -> bool:
+        real = os.path.realpath(path) if path else ""
+        return bool(real) and (real == real_root or real.startswith(real_root + os.sep))
+
+    problems = list(result["errors"])
+    if result["version"] != xy:
+        problems.append(f"the environment runs Python {result['version']}, expected {xy}")
+    if not inside(result["prefix"]):
+        problems.append(f"sys.prefix is {result['prefix']}, outside the unpacked copy")
+    if result["libpython"] and not inside(result["libpython"]):
+        problems.append(f"libpython was loaded from {result['libpython']}, not from <env>/lib")
+    for name, path in result["modules"].items():
+        if path and not inside(path):
+            problems.append(f"module {name} was imported from {path}, outside the archive")
+    return problems
+
+
+def _version_problems(result: Dict[str, Any], tritonpy_version: Optional[str]) -> List[str]:
+    found_version = result.get("tritonpy_version", "")
+    imported = "tritonpy" in result["modules"]
+    if tritonpy_version and imported and found_version != tritonpy_version:
+        return [
+            f"the environment's tritonpy is version {found_version or 'unknown'}, but the "
+            f"running tritonpy is {tritonpy_version}; rebuild with tritonpy pack-env --force "
+            "(without --tritonpy, which installs the running tritonpy)"
+        ]
+    return []
+
+
 def verify_archive(
     archive: Path,
     xy: str,
@@ -189,75 +270,21 @@ def verify_archive(
                        tritonpy_version="0.1.0", model_file=Path("model/1/model.py"))
     """
     reporter = reporter or Reporter()
-    with step(reporter, "checking archive members"):
-        names = check_members(archive)
-        missing = _required(names, xy)
-        if missing:
-            raise ArchiveError(
-                f"{archive} is not a usable Python {xy} environment: it lacks "
-                f"{', '.join(missing)}. Triton sources bin/activate and the stub loads "
-                f"libpython{xy}.so.1.0 from <env>/lib; rebuild it with tritonpy pack-env."
-            )
-
-    def _arguments() -> str:
-        model = str(Path(model_file).resolve()) if model_file is not None else None
-        codec_list = [list(c) for c in codecs]
-        return json.dumps(
-            {"distributions": list(distributions), "model": model, "codecs": codec_list}
-        )
-
+    arguments = {
+        "distributions": list(distributions),
+        "model": str(Path(model_file).resolve()) if model_file is not None else None,
+        "codecs": [list(c) for c in codecs],
+    }
     work = Path(tempfile.mkdtemp(prefix="tritonpy-verify-"))
     try:
         root = work / "env"
-        with step(reporter, f"unpacking into {work} and importing with the env's python"):
-            safe_extract(archive, root)
-            command = 'source "$0/bin/activate" && exec python3 -I -c "$1" "${@:2}"'
-            try:
-                done = subprocess.run(
-                    ["bash", "-c", command, str(root), _CHECK, _arguments()],
-                    capture_output=True,
-                    text=True,
-                    errors="replace",
-                    timeout=timeout,
-                    env=_clean_env(str(work)),
-                    cwd=str(work),
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                raise ArchiveError(f"cannot run the python of {archive}: {exc}") from exc
-        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("TRITONPY-VERIFY ")]
-        if done.returncode != 0 or not lines:
-            raise ArchiveError(
-                f"the python of {archive} does not start after unpacking elsewhere (exit "
-                f"{done.returncode}):\n{(done.stderr or done.stdout)[-2000:]}\nIs libpython{xy} "
-                "in <env>/lib and bin/activate setting LD_LIBRARY_PATH?"
-            )
-        result = json.loads(lines[-1][len("TRITONPY-VERIFY ") :])
-        problems = list(result["errors"])
-        real_root = os.path.realpath(root)
-
-        def inside(path: str) -> bool:
-            real = os.path.realpath(path) if path else ""
-            return bool(real) and (real == real_root or real.startswith(real_root + os.sep))
-
-        if result["version"] != xy:
-            problems.append(f"the environment runs Python {result['version']}, expected {xy}")
-        if not inside(result["prefix"]):
-            problems.append(f"sys.prefix is {result['prefix']}, outside the unpacked copy")
-        if result["libpython"] and not inside(result["libpython"]):
-            problems.append(f"libpython was loaded from {result['libpython']}, not from <env>/lib")
-        for name, path in result["modules"].items():
-            if path and not inside(path):
-                problems.append(f"module {name} was imported from {path}, outside the archive")
-        found_version = result.get("tritonpy_version", "")
-        imported = "tritonpy" in result["modules"]
-        if tritonpy_version and imported and found_version != tritonpy_version:
-            problems.append(
-                f"the environment's tritonpy is version {found_version or 'unknown'}, but the "
-                f"running tritonpy is {tritonpy_version}; rebuild with tritonpy pack-env --force "
-                "(without --tritonpy, which installs the running tritonpy)"
-            )
-        model = result.get("model")
-        if model_file is not None and model:
+        with step(reporter, f"checking and unpacking the archive members into {work}"):
+            names = _unpack(archive, root, xy)
+        with step(reporter, "importing with the env's python"):
+            result = _run_check(archive, root, xy, arguments, timeout)
+        problems = _place_problems(result, root, xy) + _version_problems(result, tritonpy_version)
+        model = result.get("model") if model_file is not None else None
+        if model and model_file is not None:
             problems.extend(_model_problems(model, Path(model_file)))
         if problems:
             raise ArchiveError(
@@ -271,8 +298,8 @@ def verify_archive(
             result["libpython"],
             result["modules"],
             len(names),
-            found_version,
-            bool(model_file is not None and model),
+            result.get("tritonpy_version", ""),
+            bool(model),
             list(model["codecs"]) if model else [],
         )
     finally:
