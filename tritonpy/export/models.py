@@ -15,7 +15,7 @@ import tarfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, List, Optional, Set
+from typing import Any, List, Literal, Optional, Set
 
 from .._runtime.errors import ToolError
 from .._tooling.pbtxt import ConfigError, load_config, set_parameter, write_config
@@ -29,11 +29,24 @@ from ..config.loader import ModelImportError
 from ..envs.record import RECORD_NAME
 from ..stubs.cache import STUB_NAME
 
-__all__ = ["ExportError", "ModelExport", "copy_model", "prepare_model"]
+__all__ = [
+    "ConfigOutcome",
+    "ExportError",
+    "ModelExport",
+    "ModelKind",
+    "copy_model",
+    "prepare_model",
+]
 
 CONFIG_FILE = "config.pbtxt"
 #: directories never copied: caches, and tests (they stay with the sources)
 _SKIPPED_DIRS = {"__pycache__", "tests", "test"}
+
+
+#: what a model is, to the export
+ModelKind = Literal["tritonpy", "python", "ensemble", "other"]
+#: what became of its config.pbtxt
+ConfigOutcome = Literal["materialised", "kept"]
 
 
 class ExportError(ToolError):
@@ -51,9 +64,9 @@ class ModelExport:
     :data:`tritonpy.stubs.provision.SOURCES` name), ``"removed"`` or None."""
 
     name: str
-    kind: str = "other"
-    config: str = "kept"
-    environment: str = "none"
+    kind: ModelKind = "other"
+    config: ConfigOutcome = "kept"
+    environment: str = "none"  # "kept", "packed" or "none" (see the class docstring)
     parameter: Optional[str] = None
     python: Optional[str] = None
     stub: Optional[str] = None
