@@ -18,18 +18,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Literal, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 import numpy as np
 
 from ._runtime.errors import MissingDependencyError
 
 if TYPE_CHECKING:
-    from .server.client import InferClient, ModelSignature
+    from .server.client import InferClient, ModelSignature, WireProtocol
 
-__all__ = ["DemoResult", "Prediction", "Protocol", "add_arguments", "main", "run", "run_demo"]
-
-Protocol = Literal["grpc", "http"]
+__all__ = ["DemoResult", "Prediction", "add_arguments", "main", "run", "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ class DemoResult:
 def run_demo(
     repository: Path,
     *,
-    protocol: Protocol = "grpc",
+    protocol: WireProtocol = "grpc",
     concurrency: int = 4,
     limit: Optional[int] = None,
     progress: Callable[[str], None] = lambda message: None,
@@ -116,7 +114,7 @@ class _Sender:
     def __init__(
         self,
         url: str,
-        protocol: Protocol,
+        protocol: WireProtocol,
         ensemble: str,
         images: Sequence[bytes],
         labels: Sequence[int],

@@ -6,9 +6,9 @@ Python process, its tritonserver and stubs), read through psutil
 Example::
 
     pid = server_pid("localhost:8001", None)     # the local tritonserver, or None
-    before = tree_cpu_snapshot(pid)
-    ...                                          # drive load
-    used = cpu_used(before, tree_cpu_snapshot(pid))
+    window = run_closed_loop(make, concurrency=4, warmup=0.5, duration=2.0,
+                             sample=lambda: window_sample(pid))
+    server_seconds(window.samples)               # the server tree's CPU seconds in the window
 """
 
 from __future__ import annotations

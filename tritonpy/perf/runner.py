@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._runtime.errors import ToolError
-from ..server.client import InferClient
+from ..server.client import InferClient, WireProtocol
 from .cpu import cpu_used, server_pid, tree_cpu_snapshot
 from .engine import (
     Progress,
@@ -119,7 +119,7 @@ def run_perf(
     url: str = "localhost:8001",
     options: PerfOptions = PerfOptions(),
     *,
-    protocol: Optional[str] = None,
+    protocol: Optional[WireProtocol] = None,
     on_progress: Optional[Callable[[Progress], None]] = None,
 ) -> PerfReport:
     """Measure ``model`` at ``url`` at each concurrency of ``options`` (see the module's

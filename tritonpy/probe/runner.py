@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from .._runtime._optional import require
 from .._runtime.errors import DeclarationError, ToolError, TritonPyError
 from .._tooling.errors import ServerError
-from ..server.client import Endpoint, InferClient, ModelSignature, parse_endpoint
+from ..server.client import Endpoint, InferClient, ModelSignature, WireProtocol, parse_endpoint
 from .report import ProbeReport, ProbeResult, judge
 from .requests import ProbeRequestError, probe_inputs
 
@@ -105,7 +105,7 @@ def probe(
     models: Optional[Sequence[str]] = None,
     *,
     timeout: float = DEFAULT_TIMEOUT,
-    protocol: Optional[str] = None,
+    protocol: Optional[WireProtocol] = None,
     repository: Optional[Union[str, Path]] = None,
 ) -> ProbeReport:
     """Send one inference request to each of ``models`` (default: every READY model of the
@@ -148,8 +148,8 @@ def probe(
 
 
 def _checked_endpoint(
-    url: str, protocol: Optional[str], timeout: float
-) -> Tuple[Optional[str], Endpoint]:
+    url: str, protocol: Optional[WireProtocol], timeout: float
+) -> Tuple[Optional[WireProtocol], Endpoint]:
     """The protocol to ask for (HTTP for a bare ``host:port``) and the endpoint ``url``
     names, or :class:`ProbeUsageError`."""
     if timeout <= 0:

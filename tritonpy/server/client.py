@@ -26,7 +26,7 @@ import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,6 +43,7 @@ __all__ = [
     "ModelSignature",
     "OutputTensor",
     "TensorSpec",
+    "WireProtocol",
     "format_output",
     "infer_once",
     "parse_endpoint",
@@ -65,17 +66,21 @@ _HTTP_CODES = {
 }
 
 
+#: how requests travel: tritonclient's gRPC or HTTP client
+WireProtocol = Literal["grpc", "http"]
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where to send requests: ``protocol`` ``"grpc"`` or ``"http"``, ``address``
     ``host:port``, ``ssl`` for ``https://``/``grpcs://``."""
 
-    protocol: str
+    protocol: WireProtocol
     address: str
     ssl: bool = False
 
 
-def parse_endpoint(url: str, protocol: Optional[str] = None) -> Endpoint:
+def parse_endpoint(url: str, protocol: Optional[WireProtocol] = None) -> Endpoint:
     """Read ``localhost:8001``, ``http://host:8000``, ``grpc://host:8001``.
 
     Without a scheme the protocol is ``protocol`` (default gRPC); a scheme decides it, and an
@@ -85,7 +90,7 @@ def parse_endpoint(url: str, protocol: Optional[str] = None) -> Endpoint:
 
         parse_endpoint("http://127.0.0.1:8000")   # Endpoint("http", "127.0.0.1:8000")
     """
-    schemes = {
+    schemes: Dict[str, Tuple[WireProtocol, bool]] = {
         "http": ("http", False),
         "https": ("http", True),
         "grpc": ("grpc", False),
@@ -106,7 +111,7 @@ def parse_endpoint(url: str, protocol: Optional[str] = None) -> Endpoint:
         address = rest.rstrip("/")
     else:
         implied, ssl, address = protocol or "grpc", False, url.rstrip("/")
-    if implied not in ("grpc", "http"):
+    if implied not in ("grpc", "http"):  # a string from the command line
         raise ServerError(f"protocol {implied!r}: expected 'grpc' or 'http'.")
     if not address:
         raise ServerError(f"server URL {url!r} has no host:port.")
@@ -290,7 +295,11 @@ class InferClient:
     """
 
     def __init__(
-        self, url: str = "localhost:8001", protocol: Optional[str] = None, *, timeout: float = 60.0
+        self,
+        url: str = "localhost:8001",
+        protocol: Optional[WireProtocol] = None,
+        *,
+        timeout: float = 60.0,
     ) -> None:
         self.endpoint = parse_endpoint(url, protocol)
         self.timeout = timeout
@@ -428,7 +437,7 @@ def infer_once(
     values: Mapping[str, str],
     *,
     url: str = "localhost:8001",
-    protocol: Optional[str] = None,
+    protocol: Optional[WireProtocol] = None,
     outputs: Optional[Sequence[str]] = None,
     timeout: float = 60.0,
 ) -> List[OutputTensor]:

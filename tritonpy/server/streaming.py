@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from .._runtime._optional import require
 from .._runtime.errors import TritonRequestError
 from .._tooling.errors import ServerError
-from .client import _request_error, parse_endpoint
+from .client import WireProtocol, _request_error, parse_endpoint
 
 __all__ = ["UNKNOWN_CODE", "StreamResult", "stream_infer"]
 
@@ -80,7 +80,7 @@ def stream_infer(
     model: str,
     inputs: Mapping[str, NDArray[Any]],
     *,
-    protocol: Optional[str] = None,
+    protocol: Optional[WireProtocol] = None,
     outputs: Optional[Sequence[str]] = None,
     parameters: Optional[Mapping[str, Any]] = None,
     cancel_after: Optional[int] = None,

@@ -31,7 +31,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Set, Union
+from typing import Callable, Dict, List, Literal, Optional, Set, Union
 
 from .backoff import Backoff
 from .polling import Poller, join
@@ -59,7 +59,7 @@ class HealEvent:
     the backoff before the reload, ``at`` the monotonic time it happened.
     """
 
-    kind: str
+    kind: Literal["died", "reloaded", "reload-failed"]
     model: str
     instance: str = ""
     cause: str = ""
