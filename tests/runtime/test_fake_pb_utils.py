@@ -216,7 +216,7 @@ def test_from_dlpack_refuses_non_contiguous():
 
 @pytest.mark.torch
 def test_dlpack_with_torch():
-    import torch
+    torch = pytest.importorskip("torch", reason="needs PyTorch: pip install 'tritonpy[torch]'")
 
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     t = pb.Tensor.from_dlpack("T", x)

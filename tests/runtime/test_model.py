@@ -63,7 +63,7 @@ def test_auto_complete_marks_optional_inputs() -> None:
 
 
 def test_two_line_config_model_directory_runs_like_the_design_example(tmp_path: Path) -> None:
-    import cv2
+    cv2 = pytest.importorskip("cv2", reason="tp.Image needs OpenCV: pip install 'tritonpy[image]'")
 
     model_dir = tmp_path / "preprocess"
     (model_dir / "1").mkdir(parents=True)

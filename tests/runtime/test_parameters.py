@@ -57,7 +57,7 @@ def test_bad_parameters_fail_the_load_naming_model_and_key(
 
 
 def test_setup_may_replace_a_codec_keeping_what_triton_sees() -> None:
-    import cv2
+    cv2 = pytest.importorskip("cv2", reason="tp.Image needs OpenCV: pip install 'tritonpy[image]'")
 
     png = cv2.imencode(".png", np.zeros((3, 5, 3), np.uint8))[1].tobytes()
     with ModelHarness(Configurable, config=params(color="gray")) as harness:

@@ -21,9 +21,7 @@ torch: Any = None
 @pytest.fixture(autouse=True)
 def _torch() -> None:
     global torch
-    import torch as module
-
-    torch = module
+    torch = pytest.importorskip("torch", reason="needs PyTorch: pip install 'tritonpy[torch]'")
 
 
 class Linear(tp.Model):

@@ -20,9 +20,16 @@ import importlib
 from types import ModuleType
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .errors import MissingDependencyError
+from .errors import DeclarationError, MissingDependencyError
 
-__all__ = ["KNOWN", "install_command", "missing", "optional_import", "require"]
+__all__ = [
+    "KNOWN",
+    "codec_dependency",
+    "install_command",
+    "missing",
+    "optional_import",
+    "require",
+]
 
 #: import name -> (pip requirement, the tritonpy extra that installs it, or None)
 KNOWN: Dict[str, Tuple[str, Optional[str]]] = {
@@ -126,6 +133,20 @@ def optional_import(module: str, *, feature: str, extra: Optional[str] = None) -
     :func:`require`)."""
     require(module, feature=feature, extra=extra)
     return importlib.import_module(module)
+
+
+def codec_dependency(module: str, *, codec: str, library: str) -> ModuleType:
+    """The module a codec needs (``cv2`` for ``tp.Image``), imported when the codec first
+    uses it; when it is not installed, a :class:`DeclarationError` (the model fails to load,
+    in the model's environment) naming the codec, the library and the install command."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        requirement = KNOWN.get(module, (module, None))[0]
+        raise DeclarationError(
+            f"tritonpy.{codec} needs {library}, which is not installed in this environment: "
+            f"{install_command([module])} ({requirement}) in the model's environment"
+        ) from exc
 
 
 def _parents(module: str) -> List[str]:

@@ -29,6 +29,7 @@ from typing import (
     FrozenSet,
     Hashable,
     List,
+    Literal,
     Mapping,
     Optional,
     Sequence,
@@ -119,7 +120,7 @@ class Model(ModelCalls, ModelContext, MergedExecution):
     max_batch_size: ClassVar[int] = 0
     dynamic_batching: ClassVar[bool] = True
     merge_requests: ClassVar[bool] = True
-    check_cancellation: ClassVar[Union[bool, str]] = "auto"
+    check_cancellation: ClassVar[Union[bool, Literal["auto"]]] = "auto"
     #: {name: tp.Counter(...) | tp.Gauge(...) | tp.Histogram(...)}; on the instance, the bound
     #: metrics (``self.metrics["name"].increment(1)``)
     metrics: Mapping[str, Any] = {}

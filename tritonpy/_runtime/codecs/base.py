@@ -69,9 +69,6 @@ class Codec(ABC):
     unless given). Giving a ``default`` implies ``optional=True``. Outputs cannot be optional.
     """
 
-    #: True when ``infer`` sees a list of Python objects per row rather than an array.
-    per_element: bool = False
-
     def __init__(
         self,
         dtype: str,
@@ -175,7 +172,6 @@ class ElementCodec(Codec):
                 return ",".join(value).encode()
     """
 
-    per_element = True
     #: what a valid element is, for error messages ("UTF-8 text", "JSON")
     describes = "bytes"
     #: True when one element is itself an array (images): an ndarray returned for the output

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Literal, Optional, Sequence, Tuple, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .._optional import codec_dependency
 from ..errors import DeclarationError, InputError
 from ._image_decode import MAX_THREADS, Undecoded, decode_rows, reduced_factor, usable_cores
 from ._image_size import image_size
@@ -15,20 +16,15 @@ from .base import MISSING, ElementCodec
 
 __all__ = ["Image", "image_size"]
 
-_COLORS = ("RGB", "BGR", "GRAY")
+#: the channel orders an Image decodes to and encodes from (case does not matter at run time)
+ImageColor = Literal["RGB", "BGR", "GRAY"]
+_COLORS: Tuple[str, ...] = get_args(ImageColor)
 DEFAULT_MAX_PIXELS = 40_000_000  # 40 megapixels: far above any camera frame a model expects
 
 
 @cache
 def _cv2() -> Any:
-    try:
-        import cv2
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise DeclarationError(
-            "tritonpy.Image needs OpenCV, which is not installed in this environment: "
-            "pip install 'tritonpy[image]' (opencv-python-headless) in the model's environment"
-        ) from exc
-    return cv2
+    return codec_dependency("cv2", codec="Image", library="OpenCV")
 
 
 class Image(ElementCodec):
@@ -72,7 +68,7 @@ class Image(ElementCodec):
 
     def __init__(
         self,
-        color: str = "RGB",
+        color: ImageColor = "RGB",
         dims: Sequence[int] = (1,),
         *,
         max_pixels: int = DEFAULT_MAX_PIXELS,
@@ -86,10 +82,10 @@ class Image(ElementCodec):
         default: Any = MISSING,
     ) -> None:
         super().__init__(dims, optional=optional, default=default)
-        color = color.upper()
-        if color not in _COLORS:
-            raise DeclarationError(f"Image(color={color!r}): expected one of {list(_COLORS)}")
-        self.color = color
+        upper = str(color).upper()
+        if upper not in _COLORS:
+            raise DeclarationError(f"Image(color={upper!r}): expected one of {list(_COLORS)}")
+        self.color = upper
         self.max_pixels = int(max_pixels)
         self.format = "." + format.lower().lstrip(".")
         self.quality = quality

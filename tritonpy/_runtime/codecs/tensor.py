@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Optional, Sequence, Tuple
+from typing import Any, Hashable, Literal, Optional, Sequence, Tuple, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,7 +13,9 @@ from .base import MISSING, Codec, format_shape, shape_matches
 
 __all__ = ["Tensor"]
 
-_RAGGED_POLICIES = ("group", "pad")
+#: how a batched Tensor input with rows of different shapes is handled
+RaggedPolicy = Literal["group", "pad"]
+_RAGGED_POLICIES: Tuple[str, ...] = get_args(RaggedPolicy)
 
 
 class Tensor(Codec):
@@ -58,7 +60,7 @@ class Tensor(Codec):
         *,
         optional: bool = False,
         default: Any = MISSING,
-        ragged: str = "group",
+        ragged: RaggedPolicy = "group",
         pad_value: Any = 0,
     ) -> None:
         super().__init__(dtype, dims, optional=optional, default=default)

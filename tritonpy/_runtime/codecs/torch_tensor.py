@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Dict, Hashable, Optional, Sequence
+from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
+from .._optional import codec_dependency
 from ..errors import DeclarationError, InputError, OutputError
 from .base import MISSING, Codec, format_shape, shape_matches
 
@@ -28,14 +29,7 @@ _TORCH_DTYPES = {
 
 @cache
 def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise DeclarationError(
-            "tritonpy.TorchTensor needs PyTorch, which is not installed in this environment: "
-            "install torch in the model's environment (pip install 'tritonpy[torch]')"
-        ) from exc
-    return torch
+    return codec_dependency("torch", codec="TorchTensor", library="PyTorch")
 
 
 class TorchTensor(Codec):
@@ -152,8 +146,3 @@ class TorchTensor(Codec):
 
     def to_tensor(self, name: str, part: Any, pb: Any) -> Any:
         return pb.Tensor.from_dlpack(name, part)
-
-
-def dtype_table() -> Dict[str, str]:
-    """Triton data type name -> torch dtype attribute name, for the types TorchTensor takes."""
-    return dict(_TORCH_DTYPES)
