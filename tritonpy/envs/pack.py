@@ -6,11 +6,15 @@ Example::
     result = pack_env("model_repository/preprocess", python="3.10", spec="envs/opencv.yml")
     result.archive      # model_repository/preprocess/preprocess_py3.10.tar.gz
     result.parameter    # '$$TRITON_MODEL_DIRECTORY/preprocess_py3.10.tar.gz'
+
+    options = PackOptions(python="3.10", builder="local")
+    pack_env("model_repository/preprocess", options, force=True)   # options, one changed
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -21,7 +25,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Iterator, List, Optional, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Iterator,
+    List,
+    Literal,
+    Optional,
+    Tuple,
+    TypedDict,
+    Union,
+    get_args,
+)
 
 from .._tooling.archives import staging_file, write_archive
 from .._tooling.errors import EnvError
@@ -29,22 +44,97 @@ from .._tooling.pbtxt import load_config, set_parameter, write_config
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import BUNDLED_RELEASE, TritonRelease
 from .conda import PackFunction, build_conda_env, conda_pack_archive, find_conda
-from .interpreters import find_interpreter
+from .interpreters import BaseInterpreter, find_interpreter
 from .local import build_local_env
 from .needs import CODEC_NEEDS, Addition, ModelScan, plan_additions, scan_model
 from .record import build_key, is_up_to_date, write_record
 from .runtime import check_numpy_pin, runtime_requirements
-from .selfwheel import running_tritonpy, self_wheel
+from .selfwheel import RunningTritonpy, running_tritonpy, self_wheel
 from .spec import EnvSpec, read_spec, requirement_name, resolve_spec
 from .verify import VerifyReport, verify_archive
 
-__all__ = ["BUILDERS", "PackResult", "find_default_spec", "pack_env"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ..stubs.provision import StubResult
+
+__all__ = [
+    "BUILDERS",
+    "STUB_MODES",
+    "Builder",
+    "PackChanges",
+    "PackOptions",
+    "PackResult",
+    "StubMode",
+    "find_default_spec",
+    "pack_env",
+    "parse_builder",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-BUILDERS = ("auto", "local", "conda")
-STUB_MODES = ("auto", "always", "never")
+#: ``"conda"``: conda/mamba/micromamba + conda-pack; ``"local"``: a local CPython with a shared
+#: libpython; ``"auto"``: conda when one is on PATH (and no ``python_path``), else local
+Builder = Literal["auto", "local", "conda"]
+#: ``"auto"``: a stub when the environment's Python differs from the server's
+StubMode = Literal["auto", "always", "never"]
+BUILDERS: Tuple[Builder, ...] = get_args(Builder)
+STUB_MODES: Tuple[StubMode, ...] = get_args(StubMode)
 _SPEC_NAMES = ("environment.yml", "environment.yaml", "requirements.txt")
+
+
+@dataclass(frozen=True)
+class PackOptions:
+    """How :func:`pack_env` builds (every field has the default ``pack-env`` uses).
+
+    - ``spec``: a conda environment file or requirements file, or the name of a spec shipped
+      with tritonpy (``"opencv"``); default: the model directory's ``environment.yml`` or
+      ``requirements.txt``; none: numpy and tritonpy only;
+    - ``python``: ``"X.Y"`` (default: the spec's pin, else the release's container Python);
+      ``python_path``: the local CPython to copy (local builder);
+    - ``triton_version``: the Triton release the environment is for;
+    - ``builder``: see :data:`Builder`; ``conda_exe``: the conda front-end to use;
+      ``conda_pack_function``: a replacement for ``conda_pack.pack`` (tests);
+    - ``name``: the archive's stem (default: the spec's name, else the model directory's);
+    - ``force``: rebuild even when spec, additions, Python, release and tritonpy are unchanged;
+    - ``stub``: see :data:`StubMode`; ``server_python``: the server's Python (default: the
+      release's container Python);
+    - ``tritonpy_requirement``: install this requirement instead of the running tritonpy;
+    - ``compress_level``: gzip level of the archive.
+    """
+
+    spec: Optional[PathLike] = None
+    python: Optional[str] = None
+    python_path: Optional[PathLike] = None
+    triton_version: str = BUNDLED_RELEASE
+    builder: Builder = "auto"
+    name: Optional[str] = None
+    force: bool = False
+    stub: StubMode = "auto"
+    server_python: Optional[str] = None
+    conda_exe: Optional[str] = None
+    tritonpy_requirement: Optional[str] = None
+    compress_level: int = 4
+    conda_pack_function: Optional[PackFunction] = None
+
+
+class PackChanges(TypedDict, total=False):
+    """:class:`PackOptions` fields as keyword arguments of :func:`pack_env` (same names and
+    types; a test keeps the two in step)."""
+
+    spec: Optional[PathLike]
+    python: Optional[str]
+    python_path: Optional[PathLike]
+    triton_version: str
+    builder: Builder
+    name: Optional[str]
+    force: bool
+    stub: StubMode
+    server_python: Optional[str]
+    conda_exe: Optional[str]
+    tritonpy_requirement: Optional[str]
+    compress_level: int
+    conda_pack_function: Optional[PackFunction]
 
 
 @dataclass
@@ -53,14 +143,26 @@ class PackResult:
 
     archive: Path
     python: str
-    builder: str
+    builder: str  # "local" or the conda front-end's name ("micromamba")
     size: int
     seconds: float
     skipped: bool
     parameter: str  # the EXECUTION_ENV_PATH value written to config.pbtxt
     verify: Optional[VerifyReport] = None
-    stub: Any = None  # a tritonpy.stubs.StubResult when a stub was placed
+    stub: Optional[StubResult] = None  # when a stub was placed
     added: List[str] = field(default_factory=list)  # requirements added for codecs and extras
+
+
+def parse_builder(value: str) -> Builder:
+    """``value`` as a :data:`Builder`, or :class:`EnvError` naming the choices.
+
+    >>> parse_builder("local")
+    'local'
+    """
+    for builder in BUILDERS:
+        if value == builder:
+            return builder
+    raise EnvError(f"builder {value!r}: expected one of {', '.join(BUILDERS)}")
 
 
 def find_default_spec(model_dir: Path) -> Optional[Path]:
@@ -128,48 +230,41 @@ def _python_xy(value: str) -> str:
     return f"{match.group(1)}.{match.group(2)}"
 
 
-def pack_env(
-    model_dir: PathLike,
-    *,
-    spec: Optional[PathLike] = None,
-    python: Optional[str] = None,
-    python_path: Optional[PathLike] = None,
-    triton_version: str = BUNDLED_RELEASE,
-    builder: str = "auto",
-    name: Optional[str] = None,
-    force: bool = False,
-    stub: str = "auto",
-    server_python: Optional[str] = None,
-    conda_exe: Optional[str] = None,
-    tritonpy_requirement: Optional[str] = None,
-    compress_level: int = 4,
-    reporter: Optional[Reporter] = None,
-    conda_pack_function: Optional[PackFunction] = None,
-) -> PackResult:
-    """Build, pack, verify and place ``MODEL_DIR/<name>_py3.X.tar.gz``; set
-    ``EXECUTION_ENV_PATH`` in config.pbtxt; provision the stub when needed.
+@dataclass(frozen=True)
+class _Model:
+    """The model directory and its config.pbtxt."""
 
-    - ``spec``: a conda environment file or requirements file, or the name of a spec shipped
-      with tritonpy (``"opencv"``); default: the model directory's ``environment.yml`` or
-      ``requirements.txt``; none: numpy and tritonpy only;
-    - the running tritonpy goes into the environment (a wheel of its own files, no index
-      lookup) unless ``tritonpy_requirement`` names another; the packages the model's codecs
-      need (``tp.Image``: OpenCV) and the spec's ``tritonpy[extra]`` requirements are added
-      unless the spec names them (``PackResult.added``);
-    - ``python``: ``"X.Y"`` (default: the spec's pin, else the release's container Python);
-    - ``builder``: ``"conda"`` (conda/mamba/micromamba + conda-pack), ``"local"`` (a local
-      CPython with a shared libpython, ``python_path`` to choose one) or ``"auto"``;
-    - unchanged spec, additions, Python, release and tritonpy files skip the rebuild unless
-      ``force``;
-    - ``stub``: ``"auto"`` places a stub when the environment's Python differs from
-      ``server_python`` (default: the release's container Python), ``"always"``, ``"never"``.
+    directory: Path
+    config_path: Path
+    config: Any
 
-    Example::
 
-        pack_env("models/classify", python="3.10", builder="local").archive
-    """
-    began = time.monotonic()
-    reporter = reporter or Reporter()
+@dataclass(frozen=True)
+class _Build:
+    """Everything decided before building: what goes in, with what, where it lands."""
+
+    spec: EnvSpec
+    xy: str
+    release: TritonRelease
+    scan: ModelScan
+    added: List[str]
+    runtime: Optional[RunningTritonpy]  # None: ``tritonpy_requirement`` is installed instead
+    tool: Optional[Path]  # the conda front-end, None for the local builder
+    base: Optional[BaseInterpreter]  # the local CPython, None for the conda builder
+    stem: str  # the archive's stem, also the name of the build folder
+    archive: Path
+    key: str
+
+    @property
+    def kind(self) -> str:
+        return self.tool.name if self.tool else "local"
+
+    @property
+    def parameter(self) -> str:
+        return f"$$TRITON_MODEL_DIRECTORY/{self.archive.name}"
+
+
+def _load_model(model_dir: PathLike, options: PackOptions) -> _Model:
     directory = Path(model_dir)
     config_path = directory / "config.pbtxt"
     if not config_path.is_file():
@@ -177,120 +272,197 @@ def pack_env(
             f"{directory} is not a model directory: no config.pbtxt. Pass the model's "
             "directory (the one holding config.pbtxt and 1/model.py)."
         )
-    config = load_config(config_path)
-    if builder not in BUILDERS or stub not in STUB_MODES:
+    if options.builder not in BUILDERS or options.stub not in STUB_MODES:
         raise EnvError(f"builder must be one of {BUILDERS} and stub one of {STUB_MODES}")
-    release = TritonRelease.parse(triton_version)
-    spec_path = resolve_spec(spec) if spec is not None else find_default_spec(directory)
+    return _Model(directory, config_path, load_config(config_path))
+
+
+def _read_spec(
+    model: _Model, options: PackOptions, release: TritonRelease, reporter: Reporter
+) -> EnvSpec:
+    """The spec (given, else the model directory's, else empty) with its Python decided."""
+    spec = options.spec
+    spec_path = resolve_spec(spec) if spec is not None else find_default_spec(model.directory)
     env_spec = read_spec(spec_path) if spec_path else EnvSpec(None, None)
-    xy = _python_xy(python or env_spec.python or release.python)
+    xy = _python_xy(options.python or env_spec.python or release.python)
     if env_spec.python and env_spec.python != xy:
         reporter.note(f"building Python {xy} (the spec {spec_path} pins {env_spec.python})")
     env_spec = env_spec.with_python(xy)
     check_numpy_pin(env_spec.pip, release)
-    scan, additions = _plan(directory, env_spec, reporter)
-    added = [a.requirement for a in additions]
-    runtime = None if tritonpy_requirement else running_tritonpy()
-    stem = name or env_spec.name or directory.resolve().name
-    archive = directory / f"{stem}_py{xy}.tar.gz"
-    parameter = f"$$TRITON_MODEL_DIRECTORY/{archive.name}"
+    return env_spec
 
+
+def _builder_tools(
+    options: PackOptions, xy: str
+) -> Tuple[Optional[Path], Optional[BaseInterpreter]]:
+    """(conda front-end, None) for the conda builder, (None, local CPython) for the local one."""
     tool = None
-    if builder in ("auto", "conda") and python_path is None:
-        tool = find_conda(conda_exe)
-        if tool is None and builder == "conda":
+    if options.builder in ("auto", "conda") and options.python_path is None:
+        tool = find_conda(options.conda_exe)
+        if tool is None and options.builder == "conda":
             raise EnvError(
                 "--builder conda: no conda, mamba or micromamba on PATH ($CONDA_EXE unset). "
                 "Install one (https://mamba.readthedocs.io), or use --builder local."
             )
-    base = None if tool else find_interpreter(xy, python_path)
-    kind = tool.name if tool else "local"
-    key = build_key(
-        {
-            "spec": env_spec.digest,
-            "python": base.version if base else xy,
-            "release": release.name,
-            "builder": "conda" if tool else "local",
-            "tritonpy": tritonpy_requirement or (runtime.digest if runtime else ""),
-            "added": added,
-        }
-    )
-    verified: Optional[VerifyReport] = None
-    skipped = not force and is_up_to_date(directory, archive, key)
-    if skipped:
-        reporter.note(f"{archive} is up to date (same spec, Python, release); not rebuilt")
-        _point_config(config_path, config, parameter, reporter)
-    else:
-        extra = [*runtime_requirements(release), *added]
-        if tritonpy_requirement:
-            extra.append(tritonpy_requirement)
-        wheel = self_wheel(reporter, runtime=runtime) if runtime else None
-        work = Path(tempfile.mkdtemp(prefix="tritonpy-env-"))
-        try:
-            prefix = work / stem
-            with staging_file(archive) as partial:
-                if tool is not None:
-                    build_conda_env(
-                        env_spec, xy, prefix, tool=tool, extra=extra, reporter=reporter, wheel=wheel
-                    )
-                    conda_pack_archive(
-                        prefix,
-                        partial,
-                        reporter=reporter,
-                        compress_level=compress_level,
-                        pack=conda_pack_function,
-                    )
-                else:
-                    assert base is not None
-                    build_local_env(
-                        env_spec, base, prefix, extra=extra, reporter=reporter, wheel=wheel
-                    )
-                    with step(reporter, f"writing {archive.name}"):
-                        write_archive(
-                            prefix, partial, reporter=reporter, compress_level=compress_level
-                        )
-                shutil.rmtree(prefix, ignore_errors=True)
-                names = [requirement_name(r) for r in added]
-                verified = verify_archive(
-                    partial,
-                    xy,
-                    distributions=[*env_spec.distributions, *(n for n in names if n)],
-                    tritonpy_version=runtime.version if runtime else None,
-                    model_file=scan.model_file,
-                    codecs=[(c.module, c.name, c.imports) for c in CODEC_NEEDS],
-                    reporter=reporter,
-                )
-                details = {
-                    "python": xy,
-                    "builder": kind,
-                    "release": release.name,
-                    "added": added,
-                    "tritonpy": runtime.version if runtime else tritonpy_requirement,
-                }
-                with _deferred_interrupt():
-                    os.replace(partial, archive)
-                    write_record(directory, archive, key, details)
-                    _point_config(config_path, config, parameter, reporter)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    placed = None
-    target_python = server_python or release.python
-    if stub == "always" or (stub == "auto" and xy != target_python):
-        from ..stubs.provision import provision_stub
+    return tool, None if tool else find_interpreter(xy, options.python_path)
 
-        reporter.note(f"environment Python {xy} != server Python {target_python}: placing a stub")
-        placed = provision_stub(
-            directory, triton_version=release.name, python=xy, reporter=reporter
+
+def _plan_build(model: _Model, options: PackOptions, reporter: Reporter) -> _Build:
+    release = TritonRelease.parse(options.triton_version)
+    env_spec = _read_spec(model, options, release, reporter)
+    xy = env_spec.python or release.python
+    scan, additions = _plan(model.directory, env_spec, reporter)
+    added = [a.requirement for a in additions]
+    runtime = None if options.tritonpy_requirement else running_tritonpy()
+    stem = options.name or env_spec.name or model.directory.resolve().name
+    tool, base = _builder_tools(options, xy)
+    inputs = {
+        "spec": env_spec.digest,
+        "python": base.version if base else xy,
+        "release": release.name,
+        "builder": "conda" if tool else "local",
+        "tritonpy": options.tritonpy_requirement or (runtime.digest if runtime else ""),
+        "added": added,
+    }
+    archive = model.directory / f"{stem}_py{xy}.tar.gz"
+    return _Build(
+        env_spec, xy, release, scan, added, runtime, tool, base, stem, archive, build_key(inputs)
+    )
+
+
+def _build_archive(
+    build: _Build, options: PackOptions, prefix: Path, partial: Path, reporter: Reporter
+) -> None:
+    """Build the environment in ``prefix`` and write its archive to ``partial``."""
+    extra = [*runtime_requirements(build.release), *build.added]
+    if options.tritonpy_requirement:
+        extra.append(options.tritonpy_requirement)
+    wheel = self_wheel(reporter, runtime=build.runtime) if build.runtime else None
+    level = options.compress_level
+    if build.tool is not None:
+        build_conda_env(
+            build.spec,
+            build.xy,
+            prefix,
+            tool=build.tool,
+            extra=extra,
+            reporter=reporter,
+            wheel=wheel,
         )
+        conda_pack_archive(
+            prefix,
+            partial,
+            reporter=reporter,
+            compress_level=level,
+            pack=options.conda_pack_function,
+        )
+    else:
+        assert build.base is not None  # _builder_tools gives one or the other
+        build_local_env(build.spec, build.base, prefix, extra=extra, reporter=reporter, wheel=wheel)
+        with step(reporter, f"writing {build.archive.name}"):
+            write_archive(prefix, partial, reporter=reporter, compress_level=level)
+
+
+def _verify(build: _Build, partial: Path, reporter: Reporter) -> VerifyReport:
+    names = [requirement_name(r) for r in build.added]
+    return verify_archive(
+        partial,
+        build.xy,
+        distributions=[*build.spec.distributions, *(n for n in names if n)],
+        tritonpy_version=build.runtime.version if build.runtime else None,
+        model_file=build.scan.model_file,
+        codecs=[(c.module, c.name, c.imports) for c in CODEC_NEEDS],
+        reporter=reporter,
+    )
+
+
+def _build_and_place(
+    build: _Build, model: _Model, options: PackOptions, reporter: Reporter
+) -> VerifyReport:
+    """Build, pack and verify beside the target; then, with Ctrl-C held back, rename the
+    archive into place, record it and point config.pbtxt at it."""
+    work = Path(tempfile.mkdtemp(prefix="tritonpy-env-"))
+    try:
+        prefix = work / build.stem
+        with staging_file(build.archive) as partial:
+            _build_archive(build, options, prefix, partial, reporter)
+            shutil.rmtree(prefix, ignore_errors=True)
+            verified = _verify(build, partial, reporter)
+            details = {
+                "python": build.xy,
+                "builder": build.kind,
+                "release": build.release.name,
+                "added": build.added,
+                "tritonpy": build.runtime.version
+                if build.runtime
+                else options.tritonpy_requirement,
+            }
+            with _deferred_interrupt():
+                os.replace(partial, build.archive)
+                write_record(model.directory, build.archive, build.key, details)
+                _point_config(model.config_path, model.config, build.parameter, reporter)
+        return verified
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _place_stub(
+    build: _Build, model: _Model, options: PackOptions, reporter: Reporter
+) -> Optional[StubResult]:
+    target_python = options.server_python or build.release.python
+    if not (options.stub == "always" or (options.stub == "auto" and build.xy != target_python)):
+        return None
+    from ..stubs.provision import provision_stub
+
+    reporter.note(f"environment Python {build.xy} != server Python {target_python}: placing a stub")
+    return provision_stub(
+        model.directory, triton_version=build.release.name, python=build.xy, reporter=reporter
+    )
+
+
+def pack_env(
+    model_dir: PathLike,
+    options: Optional[PackOptions] = None,
+    *,
+    reporter: Optional[Reporter] = None,
+    **changes: Unpack[PackChanges],
+) -> PackResult:
+    """Build, pack, verify and place ``MODEL_DIR/<name>_py3.X.tar.gz``; set
+    ``EXECUTION_ENV_PATH`` in config.pbtxt; provision the stub when needed.
+
+    ``options`` (default :class:`PackOptions()`), with the keyword arguments replacing its
+    fields, say how. The running tritonpy goes into the environment (a wheel of its own files,
+    no index lookup) unless ``tritonpy_requirement`` names another; the packages the model's
+    codecs need (``tp.Image``: OpenCV) and the spec's ``tritonpy[extra]`` requirements are
+    added unless the spec names them (``PackResult.added``). An unchanged build skips the
+    rebuild unless ``force``.
+
+    Example::
+
+        pack_env("models/classify", python="3.10", builder="local").archive
+    """
+    began = time.monotonic()
+    reporter = reporter or Reporter()
+    chosen = dataclasses.replace(options or PackOptions(), **changes)
+    model = _load_model(model_dir, chosen)
+    build = _plan_build(model, chosen, reporter)
+    verified: Optional[VerifyReport] = None
+    skipped = not chosen.force and is_up_to_date(model.directory, build.archive, build.key)
+    if skipped:
+        reporter.note(f"{build.archive} is up to date (same spec, Python, release); not rebuilt")
+        _point_config(model.config_path, model.config, build.parameter, reporter)
+    else:
+        verified = _build_and_place(build, model, chosen, reporter)
+    placed = _place_stub(build, model, chosen, reporter)
     return PackResult(
-        archive,
-        xy,
-        kind,
-        archive.stat().st_size,
+        build.archive,
+        build.xy,
+        build.kind,
+        build.archive.stat().st_size,
         time.monotonic() - began,
         skipped,
-        parameter,
+        build.parameter,
         verified,
         placed,
-        added,
+        build.added,
     )
