@@ -1,8 +1,11 @@
 """The ``tritonpy`` command: thin subcommands over the library.
 
-Each subcommand is one ``_add_<name>(subparsers)`` function declaring its arguments and one
-``cmd_<name>(args) -> int`` doing the work; add a subcommand by writing both and listing the
-``_add_`` function in ``_SUBCOMMANDS``.
+Every module that declares subcommands (this one for serve, infer, new and demo; each tooling
+package's ``cli.py`` for its own) does it the same way: an ``add_<name>(subparsers)`` /
+``add_parser(subparsers)`` function calls :func:`tritonpy._tooling.cli.add_command` with a
+``cmd_<name>(args) -> int``; that runs every command through the one error handler
+(:func:`tritonpy._tooling.cli.run_command`). Add a subcommand by writing both and listing the
+``add`` function in :func:`_registrations`.
 
 Example::
 
@@ -21,65 +24,58 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 from . import __version__
-from ._runtime.errors import MissingDependencyError, TritonPyError, TritonRequestError
+from ._runtime.errors import TritonPyError, TritonRequestError
+from ._tooling import cli as shared
 
-if TYPE_CHECKING:  # the templates module (and protobuf) load only when `new` runs
+if TYPE_CHECKING:  # the server and templates modules load only when their command runs
+    from .server import TritonServer
     from .templates import ClassifierEnsemble
 
 __all__ = ["build_parser", "main"]
 
 
-def _err(message: str) -> None:
-    print(f"tritonpy: error: {message}", file=sys.stderr)
-
-
 # ---------------------------------------------------------------------------------- serve
-def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "serve",
-        help="run a real tritonserver on a model repository until Ctrl-C",
-        description="Start tritonserver (the nvidia-pytriton wheel's by default) on REPO, wait "
-        "until every model is ready, print the URLs, and serve until Ctrl-C or SIGTERM.",
-    )
-    p.add_argument("repository", metavar="REPO", help="model repository directory")
+def add_serve(subparsers: shared.Subparsers) -> None:
+    """Declare ``serve``."""
+    summary = "run a real tritonserver on a model repository until Ctrl-C"
+    parser = shared.add_command(subparsers, "serve", cmd_serve, help=summary)
+    shared.add_repository(parser, "model repository directory")
     for flag, port in (("--http-port", 8000), ("--grpc-port", 8001), ("--metrics-port", 8002)):
-        p.add_argument(
+        parser.add_argument(
             flag, type=int, default=None, help=f"port (default {port} when free, else a free one)"
         )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--tritonserver", default=None, help="another tritonserver binary to run")
-    p.add_argument("--backend-directory", default=None, help="its backend directory")
-    p.add_argument("--python", default=None, help="interpreter whose stub serves the models")
-    p.add_argument("--timeout", type=float, default=120.0, help="startup timeout in seconds")
-    p.add_argument("--log-verbose", type=int, default=0, help="tritonserver --log-verbose level")
-    p.add_argument(
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--tritonserver", default=None, help="another tritonserver binary to run")
+    parser.add_argument("--backend-directory", default=None, help="its backend directory")
+    shared.add_python(parser, "interpreter whose stub serves the models", metavar="PYTHON")
+    shared.add_timeout(parser, 120.0, "startup timeout")
+    parser.add_argument(
+        "--log-verbose", type=int, default=0, help="tritonserver --log-verbose level"
+    )
+    parser.add_argument(
         "--log-file",
         default=None,
         help="write the server log here (default: a new file in ~/.cache/tritonpy/logs)",
     )
-    p.add_argument(
-        "--no-check", action="store_true", help="start without running 'tritonpy check' first"
-    )
-    p.add_argument(
-        "--no-env-stubs",
-        action="store_true",
-        help="do not give models whose environment has another Python the wheel's stub for it",
-    )
-    p.add_argument(
+    _add_serve_switches(parser)
+
+
+def _add_serve_switches(parser: argparse.ArgumentParser) -> None:
+    """serve's on/off options (``args.<name>`` is True when given)."""
+    switches = {
+        "--no-check": "start without running 'tritonpy check' first",
+        "--no-env-stubs": "do not give models whose environment has another Python the wheel's "
+        "stub for it",
+        "--no-heal": "do not reload a model whose stub process died (Triton then fails its "
+        "requests)",
+        "--restart": "start tritonserver again when it dies (with backoff; gives up after 5 "
+        "deaths in 10 minutes)",
+    }
+    for flag, text in switches.items():
+        parser.add_argument(flag, action="store_true", help=text)
+    parser.add_argument(
         "--quiet", "-q", action="store_true", help="do not echo model logs to the console"
     )
-    p.add_argument(
-        "--no-heal",
-        action="store_true",
-        help="do not reload a model whose stub process died (Triton then fails its requests)",
-    )
-    p.add_argument(
-        "--restart",
-        action="store_true",
-        help="start tritonserver again when it dies (with backoff; gives up after 5 deaths "
-        "in 10 minutes)",
-    )
-    p.set_defaults(func=cmd_serve)
 
 
 class _Stop(Exception):
@@ -94,7 +90,7 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
-def _serve_ready_lines(server: Any) -> List[str]:
+def _serve_ready_lines(server: TritonServer) -> List[str]:
     """What serve prints once ready: the URLs, the models, how to query one."""
     from .server.readiness import model_inputs
 
@@ -116,25 +112,13 @@ def _serve_ready_lines(server: Any) -> List[str]:
     return lines
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    from ._tooling.installation import cache_directory
+def _server(args: argparse.Namespace, log_file: Path) -> TritonServer:
+    """The server ``tritonpy serve`` runs, as its options say."""
     from .server import CLI_NAMES, TritonServer
-    from .server.keeper import serve_until_exit
-    from .server.logs import new_log_file
 
-    repository = Path(args.repository)
-    log_file = args.log_file or new_log_file(repository, cache_directory() / "logs")
-    server = TritonServer(
-        repository,
-        tritonserver=args.tritonserver,
-        backend_directory=args.backend_directory,
-        python=args.python,
-        http_port=args.http_port,
-        grpc_port=args.grpc_port,
-        metrics_port=args.metrics_port,
-        host=args.host,
+    return TritonServer(
+        Path(args.repository),
         startup_timeout=args.timeout,
-        log_verbose=args.log_verbose,
         log_file=log_file,
         check=not args.no_check,
         env_stubs=not args.no_env_stubs,
@@ -143,96 +127,93 @@ def cmd_serve(args: argparse.Namespace) -> int:
         option_names=CLI_NAMES,
         heal=not args.no_heal,
         heal_report=_print,
+        **shared.options(
+            args,
+            "tritonserver backend_directory python host log_verbose "
+            "http_port grpc_port metrics_port",
+        ),
     )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Start tritonserver (the nvidia-pytriton wheel's by default) on REPO, wait until every model
+    is ready, print the URLs, and serve until Ctrl-C or SIGTERM."""
+    from ._tooling.installation import cache_directory
+    from .server.logs import new_log_file
+
+    log_file = args.log_file or new_log_file(Path(args.repository), cache_directory() / "logs")
+    server = _server(args, Path(log_file))
     # explicit handlers: SIGINT may be inherited as ignored (a background job of a shell)
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         _print(f"starting tritonserver on {args.repository} (log {log_file}) ...")
-        try:
-            server.start()
-        except MissingDependencyError:
-            raise  # main prints it as one line, exit 2
-        except TritonPyError as exc:
-            _err(str(exc))
-            if server.log_path is not None:
-                _err(f"the server log is kept in {server.log_path}")
-            return 1
-        for finding in server.preflight_report.warnings if server.preflight_report else []:
-            _print(f"check: {finding.render()}")
-        for line in _serve_ready_lines(server):
-            _print(line)
-        _print("serving; press Ctrl-C to stop")
-        # returns only when the server died on its own (and, with --restart, stayed dead)
-        ended = serve_until_exit(server, restart=args.restart, report=_print)
-        _err(ended.reason)
-        _err(f"the server log is kept in {server.log_path}")
-        return 1
+        return _serve(server, restart=args.restart)
     except (KeyboardInterrupt, _Stop):  # Ctrl-C, SIGTERM
-        print("stopping tritonserver ...", flush=True)
-        try:
-            try:
-                server.stop()
-            except (KeyboardInterrupt, _Stop):  # a second Ctrl-C: no more grace
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-                print("killing tritonserver ...", flush=True)
-                server.stop(grace=0)
-        except TritonPyError as exc:
-            _err(str(exc))
-            return 1
-        _print(f"stopped; the server log is kept in {server.log_path}")
-        return 0
+        return _stop(server)
     finally:
         server.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
+def _serve(server: TritonServer, *, restart: bool) -> int:
+    """Start ``server``, print where it serves, and serve until it dies for good."""
+    from .server.keeper import serve_until_exit
+
+    try:
+        server.start()
+    except TritonPyError as exc:
+        if server.log_path is not None:
+            shared.add_note(exc, f"the server log is kept in {server.log_path}")
+        raise
+    for finding in server.preflight_report.warnings if server.preflight_report else []:
+        _print(f"check: {finding.render()}")
+    for line in _serve_ready_lines(server):
+        _print(line)
+    _print("serving; press Ctrl-C to stop")
+    # returns only when the server died on its own (and, with --restart, stayed dead)
+    ended = serve_until_exit(server, restart=restart, report=_print)
+    shared.print_error(ended.reason)
+    shared.print_error(f"the server log is kept in {server.log_path}")
+    return 1
+
+
+def _stop(server: TritonServer) -> int:
+    """Stop ``server`` after Ctrl-C or SIGTERM; a second Ctrl-C kills it."""
+    _print("stopping tritonserver ...")
+    try:
+        server.stop()
+    except (KeyboardInterrupt, _Stop):  # a second Ctrl-C: no more grace
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _print("killing tritonserver ...")
+        server.stop(grace=0)
+    _print(f"stopped; the server log is kept in {server.log_path}")
+    return 0
+
+
 # ---------------------------------------------------------------------------------- infer
-def _add_infer(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def add_infer(subparsers: shared.Subparsers) -> None:
+    """Declare ``infer``."""
+    # the server's own error: "[INVALID_ARG] ..." exactly as the model raised it
+    summary = "send one inference request and print the outputs"
+    parser = shared.add_command(
+        subparsers,
         "infer",
-        help="send one inference request and print the outputs",
-        description="Send one request to MODEL and print each output's name, datatype, shape "
-        "and value (summarised by numpy for large tensors; --full prints every element, --json "
-        "prints JSON). Each --input is NAME=VALUE, read by the input's datatype in the model's "
-        "configuration: a BYTES input (tp.Text, tp.JSON, tp.Bytes, tp.Image) gets one row, "
-        "@FILE the file's bytes, any other VALUE its UTF-8 text exactly as written, so "
-        "NAME='{\"a\": 1}' or NAME='[1, 2]' sends that JSON document to a tp.JSON input; "
-        "any other input takes a JSON number or list, a tensor of its datatype. A batch "
-        "dimension of 1 is added for batching models.",
+        cmd_infer,
+        help=summary,
+        failures=shared.Failures(bare=(TritonRequestError,)),
     )
-    p.add_argument("model", metavar="MODEL", help="the model's name in the repository")
-    p.add_argument(
-        "--url",
-        default="localhost:8001",
-        help="host:port, http://host:port or grpc://host:port (default localhost:8001)",
-    )
-    p.add_argument(
-        "--protocol",
-        choices=("grpc", "http"),
-        default=None,
-        help="protocol when --url has no scheme (default grpc)",
-    )
-    p.add_argument(
-        "--input",
-        "-i",
-        dest="inputs",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="an input (repeat for each)",
-    )
-    p.add_argument(
-        "--output",
-        "-o",
-        dest="outputs",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="an output to request (default: all)",
-    )
-    p.add_argument("--timeout", type=float, default=60.0, help="request timeout in seconds")
-    shown = p.add_mutually_exclusive_group()
+    parser.add_argument("model", metavar="MODEL", help="the model's name in the repository")
+    shared.add_server_address(parser, default_url="localhost:8001", bare_protocol="grpc")
+    for flag, short, dest, metavar, text in (
+        ("--input", "-i", "inputs", "NAME=VALUE", "an input (repeat for each)"),
+        ("--output", "-o", "outputs", "NAME", "an output to request (default: all)"),
+    ):
+        parser.add_argument(
+            flag, short, dest=dest, action="append", default=[], metavar=metavar, help=text
+        )
+    shared.add_timeout(parser, 60.0, "request timeout")
+    shown = parser.add_mutually_exclusive_group()
     shown.add_argument(
         "--full", action="store_true", help="print every element of every output (no '...')"
     )
@@ -242,30 +223,23 @@ def _add_infer(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="print the outputs as one JSON object: {model, outputs: [{name, datatype, shape, "
         "data}]} (BYTES as text, or {base64: ...} when not UTF-8)",
     )
-    p.set_defaults(func=cmd_infer)
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
+    """Send one request to MODEL and print each output's name, datatype, shape and value (summarised
+    by numpy for large tensors; --full prints every element, --json prints JSON). Each --input is
+    NAME=VALUE, read by the input's datatype in the model's configuration: a BYTES input
+    (tp.Text, tp.JSON, tp.Bytes, tp.Image) gets one row, @FILE the file's bytes, any other VALUE
+    its UTF-8 text exactly as written, so NAME='{"a": 1}' or NAME='[1, 2]' sends that JSON
+    document to a tp.JSON input; any other input takes a JSON number or list, a tensor of its
+    datatype. A batch dimension of 1 is added for batching models."""
     from .server.client import format_output, infer_once, split_assignment
 
-    try:
-        values = dict(split_assignment(text) for text in args.inputs)
-        outputs = infer_once(
-            args.model,
-            values,
-            url=args.url,
-            protocol=args.protocol,
-            outputs=args.outputs or None,
-            timeout=args.timeout,
-        )
-    except TritonRequestError as exc:
-        print(f"[{exc.code}] {exc.message}", file=sys.stderr)
-        return 1
-    except MissingDependencyError:
-        raise  # main prints it as one line, exit 2
-    except TritonPyError as exc:
-        _err(str(exc))
-        return 1
+    values = dict(split_assignment(text) for text in args.inputs)
+    wanted = args.outputs or None
+    outputs = infer_once(
+        args.model, values, outputs=wanted, **shared.options(args, "url protocol timeout")
+    )
     if args.json:
         document = {"model": args.model, "outputs": [output.to_json() for output in outputs]}
         print(json.dumps(document, ensure_ascii=False))
@@ -276,42 +250,31 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------ new
-def _add_new(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "new",
-        help="render a model template into a repository under a new name",
-        description="Copy template TEMPLATE into REPO/NAME, renaming the model in its "
-        "config.pbtxt. The ensemble_classifier template comes with its three members "
-        "(NAME_preprocess, NAME_classifier, NAME_postprocess), so the repository checks clean "
-        "and serves. --list shows the templates.",
-    )
-    p.add_argument("name", metavar="NAME", nargs="?", help="the new model's name")
-    p.add_argument("--template", "-t", help="template to start from")
-    p.add_argument("--repo", default="model_repository", help="model repository directory")
-    p.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set a config.pbtxt parameter (repeatable)",
-    )
-    p.add_argument(
-        "--model",
-        action="append",
-        default=[],
-        metavar="OLD=NEW",
-        help="ensemble only: point step OLD at your model NEW and render the ensemble alone "
-        "(repeatable)",
-    )
-    p.add_argument(
+def add_new(subparsers: shared.Subparsers) -> None:
+    """Declare ``new``."""
+    summary = "render a model template into a repository under a new name"
+    parser = shared.add_command(subparsers, "new", cmd_new, help=summary)
+    parser.add_argument("name", metavar="NAME", nargs="?", help="the new model's name")
+    parser.add_argument("--template", "-t", help="template to start from")
+    parser.add_argument("--repo", default="model_repository", help="model repository directory")
+    for flag, metavar, text in (
+        ("--param", "KEY=VALUE", "set a config.pbtxt parameter (repeatable)"),
+        (
+            "--model",
+            "OLD=NEW",
+            "ensemble only: point step OLD at your model NEW and render the ensemble alone "
+            "(repeatable)",
+        ),
+    ):
+        parser.add_argument(flag, action="append", default=[], metavar=metavar, help=text)
+    parser.add_argument(
         "--train",
         action="store_true",
         help="ensemble_classifier: train the classifier on scikit-learn's digits (a few "
         "seconds) instead of starting from untrained weights",
     )
-    p.add_argument("--force", action="store_true", help="replace existing model directories")
-    p.add_argument("--list", action="store_true", help="list the templates and exit")
-    p.set_defaults(func=cmd_new)
+    shared.add_force(parser, "replace existing model directories")
+    parser.add_argument("--list", action="store_true", help="list the templates and exit")
 
 
 def _pairs(items: Sequence[str], what: str) -> Dict[str, str]:
@@ -325,58 +288,70 @@ def _pairs(items: Sequence[str], what: str) -> Dict[str, str]:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from .templates import (
-        ENSEMBLE_TEMPLATE,
-        describe_template,
-        list_templates,
-        render_classifier_ensemble,
-        render_template,
-    )
+    """Copy template TEMPLATE into REPO/NAME, renaming the model in its config.pbtxt. The
+    ensemble_classifier template comes with its three members (NAME_preprocess, NAME_classifier,
+    NAME_postprocess), so the repository checks clean and serves. --list shows the templates."""
+    from .templates import ENSEMBLE_TEMPLATE
 
     if args.list:
-        names = list_templates()
-        width = max((len(name) for name in names), default=0)
-        for name in names:
-            print(f"{name:<{width}}  {describe_template(name)}".rstrip())
+        _print_templates()
         return 0
     if not args.name or not args.template:
-        _err("new needs NAME and --template (see tritonpy new --list)")
-        return 2
-    try:
-        parameters = _pairs(args.param, "--param") or None
-        models = _pairs(args.model, "--model") or None
-        if args.template == ENSEMBLE_TEMPLATE and not models:
-            if parameters:
-                raise TritonPyError(
-                    f"--param: template {ENSEMBLE_TEMPLATE!r} has no parameters (an ensemble "
-                    f"config has none); set them on the members after rendering"
-                )
-            rendered = render_classifier_ensemble(
-                args.name, Path(args.repo), train=args.train, overwrite=args.force
-            )
-            _print_ensemble_next_steps(args, rendered)
-            return 0
-        if args.train:
-            raise TritonPyError(
-                f"--train: only the {ENSEMBLE_TEMPLATE!r} template (without --model) trains "
-                f"weights; template {args.template!r} has none to train"
-            )
-        target = render_template(
-            args.template,
-            args.name,
-            Path(args.repo),
-            parameters=parameters,
-            models=models,
-            overwrite=args.force,
+        raise shared.UsageError("new needs NAME and --template (see tritonpy new --list)")
+    parameters = _pairs(args.param, "--param") or None
+    models = _pairs(args.model, "--model") or None
+    if args.template == ENSEMBLE_TEMPLATE and not models:
+        _new_ensemble(args, parameters)
+    else:
+        _new_model(args, parameters, models)
+    return 0
+
+
+def _print_templates() -> None:
+    from .templates import describe_template, list_templates
+
+    names = list_templates()
+    width = max((len(name) for name in names), default=0)
+    for name in names:
+        print(f"{name:<{width}}  {describe_template(name)}".rstrip())
+
+
+def _new_ensemble(args: argparse.Namespace, parameters: Optional[Dict[str, str]]) -> None:
+    from .templates import ENSEMBLE_TEMPLATE, render_classifier_ensemble
+
+    if parameters:
+        raise TritonPyError(
+            f"--param: template {ENSEMBLE_TEMPLATE!r} has no parameters (an ensemble "
+            f"config has none); set them on the members after rendering"
         )
-    except MissingDependencyError:
-        raise  # main prints it as one line, exit 2
-    except TritonPyError as exc:
-        _err(str(exc))
-        return 1
+    rendered = render_classifier_ensemble(
+        args.name, Path(args.repo), train=args.train, overwrite=args.force
+    )
+    _print_ensemble_next_steps(args, rendered)
+
+
+def _new_model(
+    args: argparse.Namespace,
+    parameters: Optional[Dict[str, str]],
+    models: Optional[Dict[str, str]],
+) -> None:
+    from .templates import ENSEMBLE_TEMPLATE, render_template
+
+    if args.train:
+        raise TritonPyError(
+            f"--train: only the {ENSEMBLE_TEMPLATE!r} template (without --model) trains "
+            f"weights; template {args.template!r} has none to train"
+        )
+    target = render_template(
+        args.template,
+        args.name,
+        Path(args.repo),
+        parameters=parameters,
+        models=models,
+        overwrite=args.force,
+    )
     print(f"created {target} from template {args.template!r}")
     _print_model_next_steps(args, target)
-    return 0
 
 
 def _print_model_next_steps(args: argparse.Namespace, target: Path) -> None:
@@ -416,84 +391,48 @@ def _print_ensemble_next_steps(args: argparse.Namespace, rendered: ClassifierEns
 
 
 # ----------------------------------------------------------------------------------- demo
-def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_demo(subparsers: shared.Subparsers) -> None:
+    """Declare ``demo`` (its options are the demo module's own)."""
     from .demo import DESCRIPTION, add_arguments
 
-    p = sub.add_parser(
-        "demo",
-        help="serve the digits ensemble in a real tritonserver and query it",
-        description=DESCRIPTION,
-    )
-    add_arguments(p)
-    p.set_defaults(func=cmd_demo)
+    summary = "serve the digits ensemble in a real tritonserver and query it"
+    parser = shared.add_command(subparsers, "demo", cmd_demo, help=summary, description=DESCRIPTION)
+    add_arguments(parser)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """Run ``tritonpy demo``; return the exit status."""
     from .demo import run
 
     return run(args)
 
 
-# ------------------------------------------------------------------ tooling subcommands
-# Each tooling package owns its subcommand; importing it is deferred so that `tritonpy --help`
-# and the runtime stay light.
-def _add_config(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .config.cli import add_parser
-
-    add_parser(sub)
-
-
-def _add_check(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .check.cli import add_parser
-
-    add_parser(sub)
-
-
-def _add_pack_env(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .envs.cli import add_parser
-
-    add_parser(sub)
-
-
-def _add_stub(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .stubs.cli import add_parser
-
-    add_parser(sub)
-
-
-def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .export.cli import add_parser
-
-    add_parser(sub)
-
-
-def _add_probe(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .probe.cli import add_parser
-
-    add_parser(sub)
-
-
-def _add_perf(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    # registers both ``perf`` and ``tune`` (one engine, one set of input options)
-    from .perf.cli import add_parser
-
-    add_parser(sub)
-
-
 # ----------------------------------------------------------------------------------- main
-_SUBCOMMANDS: List[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
-    _add_serve,
-    _add_infer,
-    _add_new,
-    _add_demo,
-    _add_config,
-    _add_check,
-    _add_pack_env,
-    _add_stub,
-    _add_export,
-    _add_probe,
-    _add_perf,
-]
+def _registrations() -> List[Callable[[shared.Subparsers], None]]:
+    """The ``add`` function of every subcommand, in the order ``tritonpy --help`` lists them.
+    Each tooling package owns its subcommands; they load here, when the parser is built, so
+    that importing this module (and the runtime) stays light."""
+    from .check.cli import add_parser as add_check
+    from .config.cli import add_parser as add_config
+    from .envs.cli import add_parser as add_pack_env
+    from .export.cli import add_parser as add_export
+    from .perf.cli import add_parser as add_perf_and_tune
+    from .probe.cli import add_parser as add_probe
+    from .stubs.cli import add_parser as add_stub
+
+    return [
+        add_serve,
+        add_infer,
+        add_new,
+        add_demo,
+        add_config,
+        add_check,
+        add_pack_env,
+        add_stub,
+        add_export,
+        add_probe,
+        add_perf_and_tune,
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -503,9 +442,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write, test and serve Python models for NVIDIA Triton Inference Server.",
     )
     parser.add_argument("--version", action="version", version=f"tritonpy {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for add in _SUBCOMMANDS:
-        add(sub)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in _registrations():
+        add(subparsers)
     return parser
 
 
@@ -513,16 +452,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``tritonpy`` command; return the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "func", None) is None:
+    command: Optional[Callable[[argparse.Namespace], Any]] = getattr(args, "func", None)
+    if command is None:
         parser.print_help(sys.stderr)
         return 2
-    try:
-        result: int = args.func(args)
-    except MissingDependencyError as exc:
-        # one line naming the subcommand and the pip command, no traceback; 2 like a usage error
-        _err(str(exc.for_feature(f"tritonpy {args.command}")))
-        return 2
-    return result
+    status: int = command(args)
+    return status
 
 
 if __name__ == "__main__":

@@ -15,54 +15,38 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._runtime.errors import MissingDependencyError, TritonPyError
+from .._tooling import cli as shared
 
 __all__ = ["add_parser", "cmd_check"]
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: shared.Subparsers) -> None:
     """Declare the ``check`` subcommand on ``subparsers``."""
-    parser = subparsers.add_parser(
-        "check",
-        help="find deploy-time errors in a model repository without starting a server",
-        description="Check a Triton model repository: layout, config.pbtxt against the "
-        "tritonpy declarations, batching, ensembles, execution environments and their "
-        "archives. Exit 1 on errors (or on warnings with --strict).",
+    summary = "find deploy-time errors in a model repository without starting a server"
+    # exit 2: the check could not run (exit 1 is for errors it found)
+    parser = shared.add_command(
+        subparsers, "check", cmd_check, help=summary, failures=shared.Failures(status=2)
     )
-    parser.add_argument("repository", metavar="REPO", help="the model repository directory")
+    shared.add_repository(parser)
     parser.add_argument("--json", action="store_true", help="print the findings as JSON")
     parser.add_argument("--strict", action="store_true", help="fail on warnings too")
     target = parser.add_mutually_exclusive_group()
-    target.add_argument(
-        "--triton-version",
-        metavar="YY.MM",
-        default=None,
-        help="the target server's release (its container Python; numpy 2 support)",
+    shared.add_triton_version(
+        target, help="the target server's release (its container Python; numpy 2 support)"
     )
-    target.add_argument(
-        "--server-python",
-        metavar="X.Y",
-        default=None,
-        help="the target server's Python, when not given by --triton-version",
+    shared.add_server_python(
+        target, "the target server's Python, when not given by --triton-version"
     )
-    parser.set_defaults(func=cmd_check)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Run ``tritonpy check``; return the exit status."""
+    """Check a Triton model repository: layout, config.pbtxt against the tritonpy declarations,
+    batching, ensembles, execution environments and their archives. Exit 1 on errors (or on
+    warnings with --strict)."""
     from . import check_repository
 
-    try:
-        report = check_repository(
-            args.repository,
-            triton_version=args.triton_version,
-            server_python=args.server_python,
-        )
-    except MissingDependencyError as exc:
-        print(f"tritonpy: error: {exc.for_feature('tritonpy check')}", file=sys.stderr)
-        return 2
-    except TritonPyError as exc:
-        print(f"tritonpy: error: {exc}", file=sys.stderr)
-        return 2
+    report = check_repository(
+        args.repository, **shared.options(args, "triton_version server_python")
+    )
     sys.stdout.write(report.to_json() + "\n" if args.json else report.render_text())
     return report.exit_code(strict=args.strict)

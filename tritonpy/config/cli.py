@@ -13,22 +13,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._runtime.errors import MissingDependencyError, TritonPyError
+from .._tooling import cli as shared
 
 __all__ = ["add_parser", "cmd_config"]
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: shared.Subparsers) -> None:
     """Declare the ``config`` subcommand on ``subparsers``."""
-    parser = subparsers.add_parser(
-        "config",
-        help="write or check config.pbtxt from a tritonpy model's declarations",
-        description="Derive MODEL_DIR/config.pbtxt from the declarations of "
-        "MODEL_DIR/<version>/model.py (name, backend, max_batch_size, dynamic_batching, "
-        "inputs, outputs, decoupled policy), keeping every other field as written. "
-        "Comments in config.pbtxt are lost when the file is rewritten.",
-    )
-    parser.add_argument("model_dir", metavar="MODEL_DIR", help="the model directory")
+    summary = "write or check config.pbtxt from a tritonpy model's declarations"
+    parser = shared.add_command(subparsers, "config", cmd_config, help=summary)
+    shared.add_model_dir(parser)
     parser.add_argument(
         "--check",
         action="store_true",
@@ -39,20 +33,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--version", type=int, default=None, help="the version directory (default: highest)"
     )
-    parser.set_defaults(func=cmd_config)
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    """Run ``tritonpy config``; return the exit status (0 ok, 1 difference or error)."""
+    """Derive MODEL_DIR/config.pbtxt from the declarations of MODEL_DIR/<version>/model.py (name,
+    backend, max_batch_size, dynamic_batching, inputs, outputs, decoupled policy), keeping every
+    other field as written. Comments in config.pbtxt are lost when the file is rewritten."""
     from .declarations import sync_config
 
-    try:
-        result = sync_config(args.model_dir, check=args.check, version=args.version)
-    except MissingDependencyError:
-        raise  # tritonpy.cli.main prints it as one line, exit 2
-    except TritonPyError as exc:
-        print(f"tritonpy: error: {exc}", file=sys.stderr)
-        return 1
+    result = sync_config(args.model_dir, check=args.check, version=args.version)
     if args.check:
         if result.contradicts:
             sys.stdout.write(result.conflicts or result.diff)

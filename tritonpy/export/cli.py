@@ -13,33 +13,44 @@ Example::
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .._runtime.errors import MissingDependencyError, TritonPyError
+from .._tooling import cli as shared
 
 __all__ = ["add_parser", "cmd_export"]
 
+_FAILURES = shared.Failures(interrupted="tritonpy: export interrupted; {out} left as it was")
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+
+def add_parser(subparsers: shared.Subparsers) -> None:
     """Declare the ``export`` subcommand on ``subparsers``."""
-    from ..envs.pack import BUILDERS
+    from ..envs.cli import add_builder
 
-    parser = subparsers.add_parser(
-        "export",
-        help="write a model repository ready for your own Triton (Docker, Kubernetes, KServe)",
-        description="Copy REPO into OUT/model_repository with every config.pbtxt written in "
-        "full, each tritonpy model's environment archive for the release (kept when it fits, "
-        "else packed) and the stubs it needs; check it; write OUT/Dockerfile, "
-        "OUT/k8s/*.yaml and OUT/README.md.",
-    )
-    parser.add_argument("repository", metavar="REPO", help="the model repository to export")
+    summary = "write a model repository ready for your own Triton (Docker, Kubernetes, KServe)"
+    parser = shared.add_command(subparsers, "export", cmd_export, help=summary, failures=_FAILURES)
+    shared.add_repository(parser, "the model repository to export")
     parser.add_argument("out", metavar="OUT", help="the output directory (empty or new)")
-    parser.add_argument(
-        "--triton-version",
-        metavar="YY.MM",
+    shared.add_triton_version(
+        parser,
         required=True,
         help="the release of the target Triton (the tag of nvcr.io/nvidia/tritonserver)",
     )
+    _add_deployment(parser)
+    parser.add_argument(
+        "--no-pack",
+        action="store_true",
+        help="never build environments: a tritonpy model without a fitting one is an error",
+    )
+    add_builder(parser, "how missing environments are built (as tritonpy pack-env --builder)")
+    parser.add_argument(
+        "--allow-warnings",
+        action="store_true",
+        help="accept check warnings in the exported repository (errors still fail)",
+    )
+    shared.add_force(parser, "replace a previous export in OUT")
+
+
+def _add_deployment(parser: argparse.ArgumentParser) -> None:
+    """The options of the Dockerfile and the Kubernetes manifests."""
     parser.add_argument(
         "--base-image",
         metavar="IMAGE",
@@ -57,62 +68,26 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--replicas", type=int, default=1, help="Deployment replicas (default 1)")
     parser.add_argument("--cpu", default="1", help="CPU request per pod (default 1)")
     parser.add_argument("--memory", default="2Gi", help="memory request per pod (default 2Gi)")
-    parser.add_argument(
-        "--no-pack",
-        action="store_true",
-        help="never build environments: a tritonpy model without a fitting one is an error",
-    )
-    parser.add_argument(
-        "--builder",
-        choices=BUILDERS,
-        default="auto",
-        help="how missing environments are built (as tritonpy pack-env --builder)",
-    )
-    parser.add_argument(
-        "--allow-warnings",
-        action="store_true",
-        help="accept check warnings in the exported repository (errors still fail)",
-    )
-    parser.add_argument("--force", action="store_true", help="replace a previous export in OUT")
-    parser.set_defaults(func=cmd_export)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Run ``tritonpy export``; return the exit status."""
-    from ..envs.cli import ConsoleReporter
+    """Copy REPO into OUT/model_repository with every config.pbtxt written in full, each tritonpy
+    model's environment archive for the release (kept when it fits, else packed) and the stubs it
+    needs; check it; write OUT/Dockerfile, OUT/k8s/*.yaml and OUT/README.md."""
     from . import export_repository
 
-    reporter = ConsoleReporter()
-    try:
+    with shared.ConsoleReporter() as reporter:
         result = export_repository(
             args.repository,
             args.out,
-            triton_version=args.triton_version,
-            base_image=args.base_image,
-            name=args.name,
-            image=args.image,
-            replicas=args.replicas,
-            cpu=args.cpu,
-            memory=args.memory,
             pack=not args.no_pack,
-            builder=args.builder,
-            force=args.force,
-            allow_warnings=args.allow_warnings,
             reporter=reporter,
+            **shared.options(
+                args,
+                "triton_version base_image name image replicas cpu memory builder force "
+                "allow_warnings",
+            ),
         )
-    except MissingDependencyError as exc:
-        reporter.close()
-        print(f"tritonpy: error: {exc.for_feature('tritonpy export')}", file=sys.stderr)
-        return 2
-    except TritonPyError as exc:
-        reporter.close()
-        print(f"tritonpy: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        reporter.close()
-        print(f"tritonpy: export interrupted; {args.out} left as it was", file=sys.stderr)
-        return 130
-    reporter.close()
     for model in result.models:
         env = model.environment
         if model.parameter:

@@ -18,8 +18,9 @@ import sys
 from pathlib import Path
 from typing import Dict, Optional, TextIO, Tuple
 
-from .._runtime.errors import MissingDependencyError, TritonPyError
+from .._tooling import cli as shared
 from .inputs import InputSpec, PerfInputError, parse_input_option, parse_shape_option
+from .runner import ENGINES
 
 __all__ = ["add_parser", "cmd_perf", "cmd_tune"]
 
@@ -62,30 +63,26 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, default=None, help="seconds measured per point")
     parser.add_argument(
         "--engine",
-        choices=("auto", "builtin", "perf_analyzer"),
+        choices=ENGINES,
         default="auto",
         help="load engine: perf_analyzer when on PATH (auto), or the built-in one",
     )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON")
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _failures(command: str) -> shared.Failures:
+    """perf and tune name themselves on their error lines; bad --input/--shape exit 2."""
+    return shared.Failures(prefix=f"tritonpy {command}: ", bad_input=(PerfInputError,))
+
+
+def add_parser(subparsers: shared.Subparsers) -> None:
     """Declare the ``perf`` and ``tune`` subcommands on ``subparsers``."""
-    perf = subparsers.add_parser(
-        "perf",
-        help="load-test a served model: throughput, latency, server CPU and statistics",
-        description="Send a closed-loop load of generated (or given) requests to a model of a "
-        "running Triton at each concurrency, and report throughput, p50/p90/p99 latency, "
-        "errors, server CPU per inference (local server) and Triton's queue/compute time and "
-        "average batch.",
+    summary = "load-test a served model: throughput, latency, server CPU and statistics"
+    perf = shared.add_command(
+        subparsers, "perf", cmd_perf, help=summary, failures=_failures("perf")
     )
     perf.add_argument("model", metavar="MODEL", help="the served model's name")
-    perf.add_argument(
-        "--url", default="localhost:8001", help="server address (default localhost:8001)"
-    )
-    perf.add_argument(
-        "--protocol", choices=("http", "grpc"), default=None, help="protocol for host:port"
-    )
+    shared.add_server_address(perf, default_url="localhost:8001", bare_protocol="grpc")
     perf.add_argument(
         "--model-dir",
         metavar="DIR",
@@ -95,16 +92,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     perf.add_argument("--server-pid", type=int, default=None, help="pid for server CPU")
     perf.add_argument("--warmup", type=float, default=1.0, help="seconds before each point")
     _add_input_options(perf)
-    perf.set_defaults(func=cmd_perf)
+    _add_tune_parser(subparsers)
 
-    tune = subparsers.add_parser(
-        "tune",
-        help="search instance count and batching settings of a model on the embedded server",
-        description="Serve MODEL_DIR in the embedded tritonserver, measure each configuration "
-        "of a small sweep (instances, max_batch_size, dynamic batching delay and preferred "
-        "sizes), and report the fastest one whose p99 latency meets the budget.",
+
+def _add_tune_parser(subparsers: shared.Subparsers) -> None:
+    summary = "search instance count and batching settings of a model on the embedded server"
+    tune = shared.add_command(
+        subparsers, "tune", cmd_tune, help=summary, failures=_failures("tune")
     )
-    tune.add_argument("model_dir", metavar="MODEL_DIR", help="one model's directory")
+    shared.add_model_dir(tune, "one model's directory")
     tune.add_argument("--latency-budget-ms", type=float, default=None, help="p99 budget")
     tune.add_argument("--max-minutes", type=float, default=5.0, help="time for the search")
     tune.add_argument(
@@ -114,24 +110,29 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--plot", metavar="PNG", default=None, help="throughput vs p99 plot (matplotlib)"
     )
     _add_input_options(tune)
-    tune.set_defaults(func=cmd_tune)
 
 
 def _inputs(
     args: argparse.Namespace,
 ) -> Tuple[Dict[str, InputSpec], Dict[str, Tuple[int, ...]]]:
-
     specs = dict(parse_input_option(text) for text in args.input)
     shapes = dict(parse_shape_option(text) for text in args.shape)
     return specs, shapes
 
 
 class _ProgressLine:
-    """Renders progress events as one rewritten line on a TTY; silent otherwise."""
+    """Renders progress events as one rewritten line on a TTY; silent otherwise. Leaving it as
+    a context manager clears the line (before the result or the error is printed)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.live = stream.isatty()
+
+    def __enter__(self) -> _ProgressLine:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.clear()
 
     def __call__(self, event: object) -> None:
         if not self.live:
@@ -167,11 +168,12 @@ def _write_json(path: Optional[str], data: object) -> None:
 
 
 def cmd_perf(args: argparse.Namespace) -> int:
-    """Run ``tritonpy perf``; return the exit status."""
+    """Send a closed-loop load of generated (or given) requests to a model of a running Triton at
+    each concurrency, and report throughput, p50/p90/p99 latency, errors, server CPU per
+    inference (local server) and Triton's queue/compute time and average batch."""
     from .runner import PerfOptions, run_perf
 
-    progress = _ProgressLine(sys.stderr)
-    try:
+    with _ProgressLine(sys.stderr) as progress:
         specs, shapes = _inputs(args)
         options = PerfOptions(
             concurrency=args.concurrency or (1, 4, 16),
@@ -186,30 +188,24 @@ def cmd_perf(args: argparse.Namespace) -> int:
         report = run_perf(
             args.model, args.url, options, protocol=args.protocol, on_progress=progress
         )
-    except MissingDependencyError:
-        raise
-    except TritonPyError as exc:
-        progress.clear()
-        print(f"tritonpy perf: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, PerfInputError) else 1
-    progress.clear()
     print(report.table())
     _write_json(args.json, report.to_json())
     return 0 if all(p.errors == 0 for p in report.points) else 1
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    """Run ``tritonpy tune``; return the exit status."""
+    """Serve MODEL_DIR in the embedded tritonserver, measure each configuration of a small sweep
+    (instances, max_batch_size, dynamic batching delay and preferred sizes), and report the
+    fastest one whose p99 latency meets the budget."""
     from .plot import plot_trials
     from .tune import tune, write_best
 
-    progress = _ProgressLine(sys.stderr)
+    with _ProgressLine(sys.stderr) as progress:
 
-    def say(line: str) -> None:
-        progress.clear()
-        print(line, file=sys.stderr)
+        def say(line: str) -> None:
+            progress.clear()
+            print(line, file=sys.stderr)
 
-    try:
         specs, shapes = _inputs(args)
         result = tune(
             args.model_dir,
@@ -223,13 +219,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
             on_event=say,
             on_progress=progress,
         )
-    except MissingDependencyError:
-        raise
-    except TritonPyError as exc:
-        progress.clear()
-        print(f"tritonpy tune: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, PerfInputError) else 1
-    progress.clear()
     print(result.table())
     _write_json(args.json, result.to_json())
     if args.plot:

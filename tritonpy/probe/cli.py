@@ -15,33 +15,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._runtime.errors import MissingDependencyError, TritonPyError
+from .._tooling import cli as shared
 
 __all__ = ["add_parser", "cmd_probe"]
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(subparsers: shared.Subparsers) -> None:
     """Declare the ``probe`` subcommand on ``subparsers``."""
     from .runner import DEFAULT_TIMEOUT, DEFAULT_URL
 
-    parser = subparsers.add_parser(
-        "probe",
-        help="send each model one real request: a liveness check that sees dead stubs",
-        description="Send one inference request, built from the model's configuration (or its "
-        "model_warmup sample), to each model of a running Triton (default: every READY model) "
-        "and report which answered. A success or a refusal of the input (INVALID_ARG) counts "
-        "as an answer; INTERNAL errors such as 'Stub process ... is not healthy', UNAVAILABLE "
-        "and timeouts do not. Exit 1 when a model did not answer: use it as a livenessProbe.",
+    summary = "send each model one real request: a liveness check that sees dead stubs"
+    # exit 2: the probe could not run (exit 1 is for a model that did not answer)
+    parser = shared.add_command(
+        subparsers, "probe", cmd_probe, help=summary, failures=shared.Failures(status=2)
     )
-    parser.add_argument(
-        "--url",
-        default=DEFAULT_URL,
-        help=f"server address: host:port (HTTP unless --protocol grpc), http://, grpc:// "
-        f"(default {DEFAULT_URL})",
-    )
-    parser.add_argument(
-        "--protocol", choices=("http", "grpc"), default=None, help="protocol for a host:port URL"
-    )
+    shared.add_server_address(parser, default_url=DEFAULT_URL, bare_protocol="http")
     parser.add_argument(
         "--model",
         "-m",
@@ -50,12 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="NAME",
         help="probe this model (repeatable; default: every READY model)",
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        help=f"seconds each call may take (default {DEFAULT_TIMEOUT:g})",
-    )
+    shared.add_timeout(parser, DEFAULT_TIMEOUT, "how long each call may take")
     parser.add_argument(
         "--repository",
         metavar="DIR",
@@ -63,26 +46,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the server's model repository, to read warmup samples' input_data_file",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.set_defaults(func=cmd_probe)
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    """Run ``tritonpy probe``; return the exit status."""
+    """Send one inference request, built from the model's configuration (or its model_warmup
+    sample), to each model of a running Triton (default: every READY model) and report which
+    answered. A success or a refusal of the input (INVALID_ARG) counts as an answer; INTERNAL
+    errors such as 'Stub process ... is not healthy', UNAVAILABLE and timeouts do not. Exit 1
+    when a model did not answer: use it as a livenessProbe."""
     from .runner import probe
 
-    try:
-        report = probe(
-            args.url,
-            args.model,
-            timeout=args.timeout,
-            protocol=args.protocol,
-            repository=args.repository,
-        )
-    except MissingDependencyError as exc:
-        print(f"tritonpy: error: {exc.for_feature('tritonpy probe')}", file=sys.stderr)
-        return 2
-    except TritonPyError as exc:
-        print(f"tritonpy: error: {exc}", file=sys.stderr)
-        return 2
+    report = probe(args.url, args.model, **shared.options(args, "timeout protocol repository"))
     sys.stdout.write(report.to_json() + "\n" if args.json else report.render_text())
     return report.exit_code
