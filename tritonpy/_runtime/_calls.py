@@ -247,6 +247,18 @@ class ModelCalls:
             return None
         raise TritonRequestError(error_code_name(error.code()), error.message())
 
+    def _stream_head(
+        self, model: str, encoded: _Encoded, responses: Iterator[Any]
+    ) -> Optional[List[Any]]:
+        """The first response of a stream, as a list (empty when there is none); None when a
+        data type was learned from its error and the request should be sent again."""
+        first = next(responses, None)
+        if first is None:
+            return []
+        if first.has_error() and self._call_relearn(model, encoded, first.error().message()):
+            return None
+        return [first]
+
     # -- public API -------------------------------------------------------------------------
     def call(
         self,
@@ -330,14 +342,9 @@ class ModelCalls:
         while True:
             request = self._call_request(model_name, encoded, version, outputs, timeout_ms)
             responses = iter(request.exec(decoupled=True))
-            first = next(responses, None)
-            if (
-                first is not None
-                and first.has_error()
-                and self._call_relearn(model_name, encoded, first.error().message())
-            ):
-                continue
-            return _stream([] if first is None else [first], responses)
+            head = self._stream_head(model_name, encoded, responses)
+            if head is not None:
+                return _stream(head, responses)
 
     async def call_stream_async(
         self,
@@ -353,16 +360,11 @@ class ModelCalls:
         while True:
             request = self._call_request(model_name, encoded, version, outputs, timeout_ms)
             responses = iter(await request.async_exec(decoupled=True))
-            first = next(responses, None)
-            if (
-                first is not None
-                and first.has_error()
-                and self._call_relearn(model_name, encoded, first.error().message())
-            ):
-                continue
-            for part in _stream([] if first is None else [first], responses):
-                yield part
-            return
+            head = self._stream_head(model_name, encoded, responses)
+            if head is not None:
+                for part in _stream(head, responses):
+                    yield part
+                return
 
 
 def _outputs(response: Any) -> Outputs:

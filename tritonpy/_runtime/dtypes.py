@@ -31,26 +31,29 @@ class DType:
         return self.name == "BYTES"
 
 
+#: Triton's data types by wire name, in its order: integers and floats by their bit width
+_WIRE_NAMES = (
+    "BOOL",
+    *(f"{kind}{bits}" for kind in ("UINT", "INT") for bits in (8, 16, 32, 64)),
+    *(f"FP{bits}" for bits in (16, 32, 64)),
+    "BYTES",
+    "BF16",
+)
+#: the types whose numpy type is not named after them (None: numpy has no BF16)
+_SPECIAL_NUMPY: Dict[str, Any] = {"BOOL": np.bool_, "BYTES": np.object_, "BF16": None}
+
+
+def _numpy_dtype(name: str) -> Optional[np.dtype[Any]]:
+    """numpy's dtype for a wire name: UINT8 -> uint8, FP32 -> float32, BYTES -> object."""
+    np_type = _SPECIAL_NUMPY.get(name, name.lower().replace("fp", "float"))
+    return None if np_type is None else np.dtype(np_type)
+
+
 def _table() -> Dict[str, DType]:
-    rows = [
-        ("BOOL", "TYPE_BOOL", np.bool_),
-        ("UINT8", "TYPE_UINT8", np.uint8),
-        ("UINT16", "TYPE_UINT16", np.uint16),
-        ("UINT32", "TYPE_UINT32", np.uint32),
-        ("UINT64", "TYPE_UINT64", np.uint64),
-        ("INT8", "TYPE_INT8", np.int8),
-        ("INT16", "TYPE_INT16", np.int16),
-        ("INT32", "TYPE_INT32", np.int32),
-        ("INT64", "TYPE_INT64", np.int64),
-        ("FP16", "TYPE_FP16", np.float16),
-        ("FP32", "TYPE_FP32", np.float32),
-        ("FP64", "TYPE_FP64", np.float64),
-        ("BYTES", "TYPE_STRING", np.object_),
-        ("BF16", "TYPE_BF16", None),
-    ]
+    # the config.pbtxt name is TYPE_<wire name>, except TYPE_STRING for BYTES
     return {
-        name: DType(name, config_name, None if np_type is None else np.dtype(np_type))
-        for name, config_name, np_type in rows
+        name: DType(name, "TYPE_STRING" if name == "BYTES" else f"TYPE_{name}", _numpy_dtype(name))
+        for name in _WIRE_NAMES
     }
 
 

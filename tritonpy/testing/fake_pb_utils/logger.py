@@ -6,7 +6,7 @@ import enum
 import logging
 import os
 import sys
-from typing import List, NamedTuple, Tuple, Union
+from typing import Callable, List, NamedTuple, Tuple, Union
 
 _log = logging.getLogger("tritonpy.fake_pb_utils")
 
@@ -60,6 +60,15 @@ def _caller() -> Tuple[str, int]:
     return frame.f_code.co_filename, frame.f_lineno
 
 
+def _log_at(level: LogLevel) -> Callable[[str], None]:
+    """``Logger.log`` at one level."""
+
+    def log_at(msg: str) -> None:
+        Logger.log(msg, level)
+
+    return log_at
+
+
 class Logger:
     """``pb_utils.Logger``: the server log. Here: logging logger ``tritonpy.fake_pb_utils``
     plus :data:`log_records`."""
@@ -77,18 +86,8 @@ class Logger:
         log_records.append(LogRecord(lvl, str(msg), filename, lineno))
         _log.log(_PY_LEVELS[lvl], "%s", msg)
 
-    @staticmethod
-    def log_info(msg: str) -> None:
-        Logger.log(msg, LogLevel.INFO)
-
-    @staticmethod
-    def log_warn(msg: str) -> None:
-        Logger.log(msg, LogLevel.WARNING)
-
-    @staticmethod
-    def log_error(msg: str) -> None:
-        Logger.log(msg, LogLevel.ERROR)
-
-    @staticmethod
-    def log_verbose(msg: str) -> None:
-        Logger.log(msg, LogLevel.VERBOSE)
+    # the stub's shorthands, one per level (Logger.log_warn(msg) == Logger.log(msg, WARNING))
+    log_info = staticmethod(_log_at(LogLevel.INFO))
+    log_warn = staticmethod(_log_at(LogLevel.WARNING))
+    log_error = staticmethod(_log_at(LogLevel.ERROR))
+    log_verbose = staticmethod(_log_at(LogLevel.VERBOSE))

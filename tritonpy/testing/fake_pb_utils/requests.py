@@ -38,6 +38,15 @@ def _params_to_json(parameters: Union[str, Dict[str, Any], None]) -> str:
     return json.dumps(parameters)
 
 
+def _tensors(values: Optional[Sequence[Tensor]], what: str) -> List[Tensor]:
+    """The tensors given to a constructor (none: empty); TypeError for anything else."""
+    tensors = list(values) if values is not None else []
+    for tensor in tensors:
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"{what} must be pb_utils.Tensor objects, got {type(tensor).__name__}")
+    return tensors
+
+
 def _not_ready(model_name: str) -> str:
     return (
         f"Model {model_name} - Error when running inference: Failed for execute the inference "
@@ -65,13 +74,7 @@ class InferenceResponse:
         output_tensors: Optional[Sequence[Tensor]] = None,
         error: Optional[TritonError] = None,
     ) -> None:
-        tensors = list(output_tensors) if output_tensors is not None else []
-        for t in tensors:
-            if not isinstance(t, Tensor):
-                raise TypeError(
-                    f"InferenceResponse output_tensors must be pb_utils.Tensor objects, "
-                    f"got {type(t).__name__}"
-                )
+        tensors = _tensors(output_tensors, "InferenceResponse output_tensors")
         if error is not None and not isinstance(error, TritonError):
             raise TypeError(
                 f"InferenceResponse error must be a pb_utils.TritonError, "
@@ -213,13 +216,7 @@ class InferenceRequest:
         trace: Any = None,
         parameters: Union[str, Dict[str, Any], None] = None,
     ) -> None:
-        tensors = list(inputs) if inputs is not None else []
-        for t in tensors:
-            if not isinstance(t, Tensor):
-                raise TypeError(
-                    f"InferenceRequest inputs must be pb_utils.Tensor objects, "
-                    f"got {type(t).__name__}"
-                )
+        tensors = _tensors(inputs, "InferenceRequest inputs")
         self._request_id = request_id
         self._correlation_id = correlation_id
         self._inputs = tensors
