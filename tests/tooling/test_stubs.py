@@ -20,6 +20,7 @@ from tritonpy.server import find_wheel_installation
 from tritonpy.stubs import elf as elf_module
 from tritonpy.stubs import provision as provision_module
 from tritonpy.stubs.build import (
+    NativeBuild,
     build_inputs,
     build_key,
     docker_command,
@@ -358,15 +359,8 @@ def test_build_script_argument_errors(args: List[str], message: str) -> None:
 
 
 def test_driver_and_docker_commands() -> None:
-    argv = native_build_command(
-        SCRIPT,
-        python="3.10",
-        release="24.10",
-        output=Path("/o"),
-        source_dir="/s",
-        python_path="/p",
-        jobs=2,
-    )
+    build = NativeBuild(SCRIPT, "3.10", "24.10", source_dir="/s", python_path="/p")
+    argv = native_build_command(build, Path("/o"), jobs=2)
     assert argv == [
         "bash",
         str(SCRIPT),
@@ -548,14 +542,14 @@ def test_build_inputs_name_each_archive_digest(tmp_path: Path) -> None:
     archives.mkdir()
     for name in ("python_backend", "common", "core", "backend"):
         (archives / f"{name}.tar.gz").write_bytes(name.encode())
-    inputs = build_inputs(SCRIPT, python="3.10", release="24.10", source_dir=archives)
+    inputs = build_inputs(NativeBuild(SCRIPT, "3.10", "24.10", source_dir=archives))
     digest = hashlib.sha256(b"core").hexdigest()
     assert inputs["core"] == f"archive:{digest}"
     assert inputs["release"] == "24.10" and inputs["python"].startswith("3.10.")
     assert inputs["pybind11"] == "absent"
     key = build_key(inputs)
     (archives / "core.tar.gz").write_bytes(b"core, patched")
-    changed = build_inputs(SCRIPT, python="3.10", release="24.10", source_dir=archives)
+    changed = build_inputs(NativeBuild(SCRIPT, "3.10", "24.10", source_dir=archives))
     assert build_key(changed) != key and changed["python_backend"] == inputs["python_backend"]
 
 

@@ -21,7 +21,7 @@ import tarfile
 import zlib
 from typing import Iterator, Optional
 
-from ..stubs.elf import ElfDynamic, read_dynamic
+from ..stubs.elf import ElfDynamic, libpython_version, read_dynamic
 from .archives import ENV_PARAMETER
 from .context import ModelEntry, Repository, error
 from .elf import ElfError
@@ -35,7 +35,6 @@ __all__ = ["check_stubs"]
 _FIELD = f"parameters[{ENV_PARAMETER}]"
 # auditwheel renames the libraries it grafts: libpython3-419a3a08.13.so.1.0
 _GRAFTED = re.compile(r"-[0-9a-f]{8}\.")
-_LIBPYTHON_XY = re.compile(r"^libpython(\d+)(?:-[0-9a-f]+)?\.(\d+)")
 
 
 def check_stubs(repo: Repository) -> Iterator[Finding]:
@@ -51,16 +50,11 @@ def check_stubs(repo: Repository) -> Iterator[Finding]:
         needed = dynamic.libpythons
         if not needed:
             continue  # TP510: not a Python backend stub
-        python = _python(needed[0])
+        python = libpython_version(needed[0]) or ""
         contents = _environment(entry)
         if contents is not None and contents.python == python:
             yield from _libpython(repo, entry, dynamic, needed[0], contents)
         yield from _release(repo, entry, python)
-
-
-def _python(soname: str) -> str:
-    match = _LIBPYTHON_XY.match(soname)
-    return f"{match.group(1)}.{match.group(2)}" if match else ""
 
 
 def _environment(entry: ModelEntry) -> Optional[EnvContents]:

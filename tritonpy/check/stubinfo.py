@@ -17,13 +17,14 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
+
+from .._tooling.digests import file_sha256, read_blocks
+from ..stubs.cache import StubCache
 
 __all__ = [
     "RELEASE_MARK",
@@ -33,7 +34,6 @@ __all__ = [
     "stub_release",
 ]
 
-_STUB = "triton_python_backend_stub"
 #: the mark a build may put into the stub (``tritonpy-stub-release=r24.10``)
 RELEASE_MARK = b"tritonpy-stub-release="
 _MARK = re.compile(re.escape(RELEASE_MARK) + rb"r?(\d{2}\.\d{2})")
@@ -60,39 +60,38 @@ class StubOrigin:
     how: str
 
 
-def _digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _marked_release(path: Path) -> Optional[str]:
-    with open(path, "rb") as stream:
-        tail = b""
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            found = _MARK.search(tail + block)
-            if found:
-                return found.group(1).decode()
-            tail = block[-32:]
+    tail = b""
+    for block in read_blocks(path):
+        found = _MARK.search(tail + block)  # the tail: a mark across two blocks
+        if found:
+            return found.group(1).decode()
+        tail = block[-32:]
     return None
 
 
-def _cached_stubs(cache_root: Optional[Path]) -> Iterable[Tuple[Path, Path]]:
-    if cache_root is None or not cache_root.is_dir():
-        return []
-    # r<release>/py<python>/<arch>/[<build key>/]: any depth, stub.json beside each stub
-    return [(stub, stub.parent / "stub.json") for stub in cache_root.rglob(_STUB)]
-
-
-def _default_cache_root() -> Optional[Path]:
+def _stub_cache(cache_root: Optional[Path]) -> Optional[StubCache]:
+    if cache_root is not None:
+        return StubCache(cache_root)
     try:
-        from ..stubs.cache import StubCache
-
-        return StubCache().root
+        return StubCache()
     except Exception:  # no usable cache directory: the cache is only one of the sources
         return None
+
+
+def _cached_release(path: Path, digest: str, cache: Optional[StubCache]) -> Optional[StubOrigin]:
+    size = path.stat().st_size
+    for cached, meta in cache.stored() if cache is not None else ():
+        try:
+            if cached.stat().st_size != size or file_sha256(cached) != digest:
+                continue
+        except OSError:
+            continue
+        release = meta.get("release")
+        if isinstance(release, str):
+            source = meta.get("source", "unknown")
+            return StubOrigin(release, f"the stub cache's r{release} {source} stub")
+    return None
 
 
 def stub_release(path: Path, *, cache_root: Optional[Path] = None) -> StubOrigin:
@@ -102,25 +101,15 @@ def stub_release(path: Path, *, cache_root: Optional[Path] = None) -> StubOrigin
     marked = _marked_release(path)
     if marked:
         return StubOrigin(marked, f"marked {RELEASE_MARK.decode()}r{marked} in the binary")
-    digest = _digest(path)
+    digest = file_sha256(path)
     known = WHEEL_STUBS.get(digest)
     if known:
         release, python, wheel = known
         return StubOrigin(release, f"the {wheel} wheel's prebuilt stub for Python {python}")
-    size = path.stat().st_size
-    root = cache_root if cache_root is not None else _default_cache_root()
-    for cached, meta in _cached_stubs(root):
-        try:
-            if cached.stat().st_size != size or _digest(cached) != digest:
-                continue
-            data = json.loads(meta.read_text())
-        except (OSError, ValueError):
-            continue
-        cached_release = data.get("release") if isinstance(data, dict) else None
-        if isinstance(cached_release, str):
-            source = data.get("source", "unknown")
-            return StubOrigin(cached_release, f"the stub cache's r{cached_release} {source} stub")
-    return StubOrigin(None, "no release mark in the binary, not a known wheel stub, not cached")
+    cached = _cached_release(path, digest, _stub_cache(cache_root))
+    return cached or StubOrigin(
+        None, "no release mark in the binary, not a known wheel stub, not cached"
+    )
 
 
 def library_found(

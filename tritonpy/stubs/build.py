@@ -3,11 +3,10 @@ release's NGC container with ``Dockerfile.stub``; the build's inputs and their c
 
 Example::
 
-    script = find_build_script()
-    argv = native_build_command(script, python="3.10", release="24.10", output=Path("/tmp/stub"))
-    inputs = build_inputs(script, python="3.10", release="24.10", source_dir="triton-r24.10")
-    build_key(inputs)                          # 'native-3f9a0c1b2d4e5f60'
-    missing_build_packages(script, python="3.10", release="24.10", source_dir="triton-r24.10")
+    build = NativeBuild(find_build_script(), "3.10", "24.10", source_dir="triton-r24.10")
+    argv = native_build_command(build, Path("/tmp/stub"))
+    build_key(build_inputs(build))             # 'native-3f9a0c1b2d4e5f60'
+    packages_missing_for(build)                # or missing_build_packages(script, python=...)
     # None, or "build_stub.sh: missing build packages: ... apt-get install -y ..."
     docker_command("24.10", "3.10", Path("/tmp/out"))
     # ['docker', 'build', '-f', '.../Dockerfile.stub', '--build-arg', 'TRITON_VERSION=24.10', ...]
@@ -19,6 +18,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -26,6 +26,7 @@ from .._runtime.errors import ToolError
 from .._tooling.resources import find_resource
 
 __all__ = [
+    "NativeBuild",
     "build_inputs",
     "build_key",
     "default_jobs",
@@ -36,6 +37,7 @@ __all__ = [
     "missing_build_packages",
     "missing_build_tools",
     "native_build_command",
+    "packages_missing_for",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -64,32 +66,37 @@ def find_dockerfile(explicit: Optional[PathLike] = None) -> Optional[Path]:
     return _checkout_file("Dockerfile.stub")
 
 
-def native_build_command(
-    script: Path,
-    *,
-    python: str,
-    release: str,
-    output: Path,
-    source_dir: Optional[PathLike] = None,
-    python_path: Optional[PathLike] = None,
-    jobs: Optional[int] = None,
-) -> List[str]:
-    """The ``build_stub.sh`` command line for these options.
+@dataclass(frozen=True)
+class NativeBuild:
+    """One native build as ``build_stub.sh`` is asked for it: the script, the stub's Python
+    ``X.Y`` and Triton release, the offline sources (None: the script clones them) and the
+    interpreter to build against (None: the script finds one)."""
 
-    >>> native_build_command(Path("build_stub.sh"), python="3.10", release="24.10",
-    ...                      output=Path("/tmp/stub"))
-    ['bash', 'build_stub.sh', '--python', '3.10', '--triton-version', '24.10', '--output', \
-'/tmp/stub']
+    script: Path
+    python: str
+    release: str
+    source_dir: Optional[PathLike] = None
+    python_path: Optional[PathLike] = None
+
+    def argv(self, *flags: str) -> List[str]:
+        """The script's command line with ``flags`` after the Python and release."""
+        argv = ["bash", str(self.script), "--python", self.python]
+        argv += ["--triton-version", self.release, *flags]
+        if self.source_dir is not None:
+            argv += ["--source-dir", os.fspath(self.source_dir)]
+        if self.python_path is not None:
+            argv += ["--python-path", os.fspath(self.python_path)]
+        return argv
+
+
+def native_build_command(build: NativeBuild, output: Path, jobs: Optional[int] = None) -> List[str]:
+    """The ``build_stub.sh`` command line that builds ``build`` into ``output``.
+
+    >>> native_build_command(NativeBuild(Path("build_stub.sh"), "3.10", "24.10"), Path("/o"))
+    ['bash', 'build_stub.sh', '--python', '3.10', '--triton-version', '24.10', '--output', '/o']
     """
-    argv = ["bash", str(script), "--python", python, "--triton-version", release]
-    argv += ["--output", str(output)]
-    if source_dir is not None:
-        argv += ["--source-dir", os.fspath(source_dir)]
-    if python_path is not None:
-        argv += ["--python-path", os.fspath(python_path)]
-    if jobs:
-        argv += ["--jobs", str(jobs)]
-    return argv
+    argv = build.argv("--output", str(output))
+    return [*argv, "--jobs", str(jobs)] if jobs else argv
 
 
 def default_jobs() -> int:
@@ -100,50 +107,23 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _script_query(
-    script: Path,
-    flag: str,
-    *,
-    python: str,
-    release: str,
-    source_dir: Optional[PathLike],
-    python_path: Optional[PathLike],
-) -> subprocess.CompletedProcess[str]:
-    argv = ["bash", str(script), "--python", python, "--triton-version", release, flag]
-    if source_dir is not None:
-        argv += ["--source-dir", os.fspath(source_dir)]
-    if python_path is not None:
-        argv += ["--python-path", os.fspath(python_path)]
+def _script_query(build: NativeBuild, flag: str) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        return subprocess.run(build.argv(flag), capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolError(f"{script} {flag} failed to run: {exc}. Is bash installed?") from exc
+        raise ToolError(f"{build.script} {flag} failed to run: {exc}. Is bash installed?") from exc
 
 
-def build_inputs(
-    script: Path,
-    *,
-    python: str,
-    release: str,
-    source_dir: Optional[PathLike] = None,
-    python_path: Optional[PathLike] = None,
-) -> Dict[str, str]:
+def build_inputs(build: NativeBuild) -> Dict[str, str]:
     """What a native build would read (``build_stub.sh --print-inputs``): the release, the
     interpreter's exact version, the compiler, cmake, Boost, each source's archive digest or
     commit, the script itself. Cheap: nothing is unpacked or compiled."""
-    done = _script_query(
-        script,
-        "--print-inputs",
-        python=python,
-        release=release,
-        source_dir=source_dir,
-        python_path=python_path,
-    )
+    done = _script_query(build, "--print-inputs")
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip()[-800:]
-        if said.startswith(f"{script.name}: "):  # the script's own message says it all
+        if said.startswith(f"{build.script.name}: "):  # the script's own message says it all
             raise ToolError(said)
-        raise ToolError(f"{script} --print-inputs failed (exit {done.returncode}): {said}")
+        raise ToolError(f"{build.script} --print-inputs failed (exit {done.returncode}): {said}")
     pairs = (line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
     return {name: value for name, value in pairs}
 
@@ -167,18 +147,19 @@ def missing_build_packages(
     python_path: Optional[PathLike] = None,
 ) -> Optional[str]:
     """None when every header and tool the build needs is present; else the script's message
-    naming each missing Debian/Ubuntu package and the ``apt-get install`` line."""
-    done = _script_query(
-        script,
-        "--check-deps",
-        python=python,
-        release=release,
-        source_dir=source_dir,
-        python_path=python_path,
-    )
-    if done.returncode == 0:
-        return None
-    return (done.stderr or done.stdout).strip()
+    naming each missing Debian/Ubuntu package and the ``apt-get install`` line.
+
+    Example::
+
+        missing_build_packages(script, python="3.10", release="24.10", source_dir="sources")
+    """
+    return packages_missing_for(NativeBuild(script, python, release, source_dir, python_path))
+
+
+def packages_missing_for(build: NativeBuild) -> Optional[str]:
+    """:func:`missing_build_packages` for a :class:`NativeBuild`."""
+    done = _script_query(build, "--check-deps")
+    return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
 
 
 def missing_build_tools(*, need_git: bool) -> List[str]:

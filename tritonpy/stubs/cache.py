@@ -21,16 +21,19 @@ import os
 import platform
 import re
 import shutil
-import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Tuple
 
+from .._tooling.archives import staging_file
 from .._tooling.installation import cache_directory
 from .elf import ElfError, check_libpython
 
-__all__ = ["STUB_NAME", "StubCache", "machine_arch"]
+__all__ = ["SOURCES", "STUB_NAME", "StubCache", "StubSource", "copy_executable", "machine_arch"]
 
 STUB_NAME = "triton_python_backend_stub"
+#: where a stub comes from; ``provision_stub`` tries them in the order of :data:`SOURCES`
+StubSource = Literal["cache", "wheel", "native", "docker"]
+SOURCES: Tuple[StubSource, ...] = ("cache", "wheel", "native", "docker")
 _META = "stub.json"
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -39,6 +42,23 @@ def machine_arch() -> str:
     """This machine's architecture as the ELF reader names it (``x86_64``, ``aarch64``)."""
     machine = platform.machine().lower()
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+
+
+def copy_executable(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` as an executable, atomically: a reader sees the old file
+    or the whole new one, never a partial copy."""
+    with staging_file(target) as partial:
+        shutil.copyfile(source, partial)
+        os.chmod(partial, 0o755)
+        os.replace(partial, target)
+
+
+def _read_metadata(stub: Path) -> Dict[str, Any]:
+    try:
+        data = json.loads((stub.parent / _META).read_text())
+    except (OSError, ValueError):
+        return {}
+    return dict(data) if isinstance(data, dict) else {}
 
 
 class StubCache:
@@ -103,13 +123,15 @@ class StubCache:
         """What ``put`` recorded (``source``, ``key``, ``inputs``...) for the stub ``get``
         returns with the same arguments, or ``{}``."""
         stub = self.get(release, python, arch, key)
-        if stub is None:
-            return {}
-        try:
-            data = json.loads((stub.parent / _META).read_text())
-        except (OSError, ValueError):
-            return {}
-        return dict(data) if isinstance(data, dict) else {}
+        return {} if stub is None else _read_metadata(stub)
+
+    def stored(self) -> Iterator[Tuple[Path, Dict[str, Any]]]:
+        """Every cached stub (any release, Python, architecture and key, the older layout
+        too) with what ``put`` recorded for it (``{}`` when unreadable)."""
+        if not self.root.is_dir():
+            return
+        for stub in self.root.rglob(STUB_NAME):
+            yield stub, _read_metadata(stub)
 
     def put(
         self,
@@ -117,7 +139,7 @@ class StubCache:
         python: str,
         stub: Path,
         *,
-        source: str,
+        source: StubSource,
         arch: Optional[str] = None,
         key: Optional[str] = None,
         inputs: Optional[Mapping[str, str]] = None,
@@ -127,15 +149,7 @@ class StubCache:
         key = key or source
         target = self.directory(release, python, arch, key)
         target.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{STUB_NAME}.", dir=target)
-        os.close(handle)
-        try:
-            shutil.copyfile(stub, temporary)
-            os.chmod(temporary, 0o755)
-            os.replace(temporary, target / STUB_NAME)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        copy_executable(stub, target / STUB_NAME)
         meta: Dict[str, Any] = {
             "release": release,
             "python": python,

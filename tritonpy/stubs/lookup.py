@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 from .._runtime.errors import ToolError
 from .._tooling.errors import ServerError
@@ -35,7 +35,7 @@ class FoundStub:
     """A stub that exists already: its path and where it is (``wheel`` or ``cache``)."""
 
     path: Path
-    source: str
+    source: Literal["wheel", "cache"]
 
 
 def wheel_stub(release: str, python: str, wheel: Optional[WheelInstallation] = None) -> Path:

@@ -30,13 +30,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .._runtime.errors import ToolError
-from .._tooling.archives import staging_file
 from .._tooling.progress import CommandError, Reporter, run_command, step
 from .._tooling.releases import TritonRelease
 from .build import (
+    NativeBuild,
     build_inputs,
     build_key,
     default_jobs,
@@ -44,11 +44,11 @@ from .build import (
     docker_command,
     find_build_script,
     find_dockerfile,
-    missing_build_packages,
     missing_build_tools,
     native_build_command,
+    packages_missing_for,
 )
-from .cache import STUB_NAME, StubCache, machine_arch
+from .cache import SOURCES, STUB_NAME, StubCache, StubSource, copy_executable, machine_arch
 from .elf import ElfError, check_libpython
 from .lookup import StubError, wheel_stub
 
@@ -57,6 +57,7 @@ __all__ = [
     "SOURCE_DIR_VARIABLE",
     "StubError",
     "StubResult",
+    "StubSource",
     "provision_stub",
     "python_of_model",
 ]
@@ -65,8 +66,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 #: offline Triton sources for native builds when none is passed (checkouts or .tar.gz archives)
 SOURCE_DIR_VARIABLE = "TRITONPY_STUB_SOURCE_DIR"
-#: the sources tried, in order
-SOURCES = ("cache", "wheel", "native", "docker")
 
 
 @dataclass
@@ -74,7 +73,7 @@ class StubResult:
     """A placed stub."""
 
     path: Path
-    source: str  # one of SOURCES
+    source: StubSource
     python: str
     release: str
     arch: str
@@ -95,27 +94,53 @@ def python_of_model(model_dir: Path) -> Optional[str]:
     return found[0] if len(found) == 1 else None
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One provisioning: what is wanted and what the sources may use."""
+
+    release: str
+    python: str
+    work: Path  # a scratch directory, removed afterwards
+    reporter: Reporter
+    cache: StubCache
+    source_dir: Optional[PathLike]
+    python_path: Optional[PathLike]
+    build_script: Optional[PathLike]
+
+
 @dataclass
-class _Built:
+class _Found:
+    """A stub a source provided, before it is checked and placed."""
+
     path: Path
-    key: str
-    cached: bool
-    inputs: Dict[str, str]
+    key: str  # its cache key
+    cached: bool = False  # already in the cache: not stored again
+    inputs: Optional[Dict[str, str]] = None  # a native build's inputs, recorded in the cache
 
 
-def _native(
-    release: str,
-    python: str,
-    work: Path,
-    reporter: Reporter,
-    cache: StubCache,
-    source_dir: Optional[PathLike],
-    python_path: Optional[PathLike],
-    build_script: Optional[PathLike],
-) -> _Built:
+def _from_cache(request: _Request) -> _Found:
+    found = request.cache.get(request.release, request.python)
+    if found is None:
+        raise StubError(f"no stub in {request.cache.directory(request.release, request.python)}")
+    return _Found(found, found.parent.name, cached=True)
+
+
+def _from_wheel(request: _Request) -> _Found:
+    return _Found(wheel_stub(request.release, request.python), "wheel")
+
+
+def _run_build(argv: List[str], request: _Request, title: str, what: str, cwd: str = "") -> None:
+    with step(request.reporter, title):
+        try:
+            run_command(argv, request.reporter, what=what, cwd=cwd or None)
+        except CommandError as exc:
+            raise StubError(str(exc).splitlines()[0] + "\n" + exc.output[-1500:]) from exc
+
+
+def _native_build(request: _Request) -> NativeBuild:
     # pack-env, export and serve pass no source directory: the environment can name one
-    source_dir = source_dir or os.environ.get(SOURCE_DIR_VARIABLE) or None
-    script = find_build_script(build_script)
+    source_dir = request.source_dir or os.environ.get(SOURCE_DIR_VARIABLE) or None
+    script = find_build_script(request.build_script)
     if script is None:
         raise StubError(
             "build_stub.sh is missing from this tritonpy installation (reinstall tritonpy, or "
@@ -124,41 +149,34 @@ def _native(
     missing = missing_build_tools(need_git=source_dir is None)
     if missing:
         raise StubError(f"missing build tools: {', '.join(missing)}")
+    return NativeBuild(script, request.python, request.release, source_dir, request.python_path)
+
+
+def _from_native(request: _Request) -> _Found:
+    build = _native_build(request)
     try:
-        inputs = build_inputs(
-            script, python=python, release=release, source_dir=source_dir, python_path=python_path
-        )
+        inputs = build_inputs(build)
     except ToolError as exc:
         raise StubError(str(exc)) from exc
     key = build_key(inputs)
-    cached = cache.get(release, python, key=key)
+    python, release = request.python, request.release
+    cached = request.cache.get(release, python, key=key)
     if cached is not None:
-        reporter.note(f"native build {key} for Python {python}, r{release} is cached: no rebuild")
-        return _Built(cached, key, True, inputs)
-    problem = missing_build_packages(
-        script, python=python, release=release, source_dir=source_dir, python_path=python_path
-    )
+        request.reporter.note(
+            f"native build {key} for Python {python}, r{release} is cached: no rebuild"
+        )
+        return _Found(cached, key, True, inputs)
+    problem = packages_missing_for(build)
     if problem:
         raise StubError(problem)
-    output = work / STUB_NAME
-    argv = native_build_command(
-        script,
-        python=python,
-        release=release,
-        output=output,
-        source_dir=source_dir,
-        python_path=python_path,
-        jobs=default_jobs(),
-    )
-    with step(reporter, f"building the stub for Python {python} from Triton r{release} sources"):
-        try:
-            run_command(argv, reporter, what="scripts/build_stub.sh", cwd=str(work))
-        except CommandError as exc:
-            raise StubError(str(exc).splitlines()[0] + "\n" + exc.output[-1500:]) from exc
-    return _Built(output, key, False, inputs)
+    output = request.work / STUB_NAME
+    argv = native_build_command(build, output, jobs=default_jobs())
+    title = f"building the stub for Python {python} from Triton r{release} sources"
+    _run_build(argv, request, title, "scripts/build_stub.sh", cwd=str(request.work))
+    return _Found(output, key, False, inputs)
 
 
-def _docker(release: str, python: str, work: Path, reporter: Reporter) -> Path:
+def _from_docker(request: _Request) -> _Found:
     ok, reason = docker_available()
     if not ok:
         raise StubError(reason)
@@ -166,13 +184,76 @@ def _docker(release: str, python: str, work: Path, reporter: Reporter) -> Path:
         raise StubError(
             "Dockerfile.stub is missing from this tritonpy installation (reinstall tritonpy)"
         )
-    argv = docker_command(release, python, work / "out")
-    with step(reporter, f"building the stub in nvcr.io/nvidia/tritonserver:{release}-py3"):
-        try:
-            run_command(argv, reporter, what="docker build -f Dockerfile.stub")
-        except CommandError as exc:
-            raise StubError(str(exc).splitlines()[0] + "\n" + exc.output[-1500:]) from exc
-    return work / "out" / STUB_NAME
+    output = request.work / "out"
+    argv = docker_command(request.release, request.python, output)
+    title = f"building the stub in nvcr.io/nvidia/tritonserver:{request.release}-py3"
+    _run_build(argv, request, title, "docker build -f Dockerfile.stub")
+    return _Found(output / STUB_NAME, "docker")
+
+
+#: how each source provides a stub; each raises StubError saying why it cannot
+_PROVIDERS: Dict[StubSource, Callable[[_Request], _Found]] = {
+    "cache": _from_cache,
+    "wheel": _from_wheel,
+    "native": _from_native,
+    "docker": _from_docker,
+}
+
+
+def _target(
+    directory: Path, triton_version: str, python: Optional[str], sources: Sequence[str]
+) -> Tuple[str, str]:
+    """The release name and Python X.Y a stub is wanted for, once the request makes sense."""
+    if not (directory / "config.pbtxt").is_file():
+        raise StubError(f"{directory} is not a model directory: no config.pbtxt")
+    release = TritonRelease.parse(triton_version).name
+    python = python or python_of_model(directory)
+    if python is None or not re.fullmatch(r"3\.\d+", python):
+        raise StubError(
+            f"which Python is the stub for? Pass --python X.Y (got {python!r}; {directory} has "
+            "no single *_py3.X.tar.gz environment archive to tell)"
+        )
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        raise StubError(f"unknown stub source(s) {unknown}; choose from {SOURCES}")
+    return release, python
+
+
+def _checked(source: StubSource, request: _Request) -> _Found:
+    found = _PROVIDERS[source](request)
+    info = check_libpython(found.path, request.python)
+    arch = machine_arch()
+    if info.machine != arch:
+        raise StubError(f"the stub is built for {info.machine}, this is {arch}")
+    return found
+
+
+def _place(found: _Found, source: StubSource, request: _Request, directory: Path) -> StubResult:
+    release, python = request.release, request.python
+    if not found.cached:
+        request.cache.put(
+            release, python, found.path, source=source, key=found.key, inputs=found.inputs
+        )
+    target = directory / STUB_NAME
+    copy_executable(found.path, target)
+    request.reporter.note(f"placed {target} (Python {python}, r{release}, from {source})")
+    return StubResult(target, source, python, release, machine_arch(), found.cached, found.key)
+
+
+def _no_stub(request: _Request, directory: Path, reasons: List[str]) -> StubError:
+    release, python = request.release, request.python
+    command = " ".join(docker_command(release, python, Path("OUT_DIR")))
+    script = find_build_script(request.build_script) or Path("build_stub.sh")
+    return StubError(
+        f"no triton_python_backend_stub for Python {python}, release {release}, "
+        f"{machine_arch()}:\n"
+        + "\n".join(reasons)
+        + f"\nOn a machine with Docker, build it in the release's container:\n  {command}\n"
+        f"then copy OUT_DIR/{STUB_NAME} beside {directory / 'config.pbtxt'} (or run "
+        f"bash {script} --python {python} --triton-version {release} --source-dir DIR with "
+        "offline checkouts or .tar.gz archives of Triton's python_backend, common, core and "
+        "backend; see docs/environments.md)."
+    )
 
 
 def provision_stub(
@@ -180,7 +261,7 @@ def provision_stub(
     *,
     triton_version: str,
     python: Optional[str] = None,
-    sources: Sequence[str] = SOURCES,
+    sources: Sequence[StubSource] = SOURCES,
     reporter: Optional[Reporter] = None,
     cache: Optional[StubCache] = None,
     source_dir: Optional[PathLike] = None,
@@ -196,74 +277,23 @@ def provision_stub(
 
         provision_stub("models/classify", triton_version="24.10", python="3.12").source
     """
-    reporter = reporter or Reporter()
     directory = Path(model_dir)
-    if not (directory / "config.pbtxt").is_file():
-        raise StubError(f"{directory} is not a model directory: no config.pbtxt")
-    release = TritonRelease.parse(triton_version).name
-    python = python or python_of_model(directory)
-    if python is None or not re.fullmatch(r"3\.\d+", python):
-        raise StubError(
-            f"which Python is the stub for? Pass --python X.Y (got {python!r}; {directory} has "
-            "no single *_py3.X.tar.gz environment archive to tell)"
-        )
-    unknown = [s for s in sources if s not in SOURCES]
-    if unknown:
-        raise StubError(f"unknown stub source(s) {unknown}; choose from {SOURCES}")
+    release, python = _target(directory, triton_version, python, sources)
     cache = cache or StubCache()
-    arch = machine_arch()
-    reasons: List[str] = []
     work = Path(tempfile.mkdtemp(prefix="tritonpy-stub-"))
+    request = _Request(
+        release, python, work, reporter or Reporter(), cache, source_dir, python_path,
+        build_script,
+    )  # fmt: skip
+    reasons: List[str] = []
     try:
         for source in sources:
-            key, cached, inputs = source, source == "cache", None
             try:
-                if source == "cache":
-                    found = cache.get(release, python)
-                    if found is None:
-                        raise StubError(f"no stub in {cache.directory(release, python)}")
-                    key = found.parent.name
-                elif source == "wheel":
-                    found = wheel_stub(release, python)
-                elif source == "native":
-                    built = _native(
-                        release,
-                        python,
-                        work,
-                        reporter,
-                        cache,
-                        source_dir,
-                        python_path,
-                        build_script,
-                    )
-                    found, key, cached, inputs = built.path, built.key, built.cached, built.inputs
-                else:
-                    found = _docker(release, python, work, reporter)
-                info = check_libpython(found, python)
-                if info.machine != arch:
-                    raise StubError(f"the stub is built for {info.machine}, this is {arch}")
+                found = _checked(source, request)
             except (StubError, ElfError) as exc:
                 reasons.append(f"  {source}: {exc}")
                 continue
-            if not cached:
-                cache.put(release, python, found, source=source, key=key, inputs=inputs)
-            target = directory / STUB_NAME
-            with staging_file(target) as partial:
-                shutil.copyfile(found, partial)
-                os.chmod(partial, 0o755)
-                os.replace(partial, target)
-            reporter.note(f"placed {target} (Python {python}, r{release}, from {source})")
-            return StubResult(target, source, python, release, arch, cached, key)
+            return _place(found, source, request, directory)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    command = " ".join(docker_command(release, python, Path("OUT_DIR")))
-    script = find_build_script(build_script) or Path("build_stub.sh")
-    raise StubError(
-        f"no triton_python_backend_stub for Python {python}, release {release}, {arch}:\n"
-        + "\n".join(reasons)
-        + f"\nOn a machine with Docker, build it in the release's container:\n  {command}\n"
-        f"then copy OUT_DIR/{STUB_NAME} beside {directory / 'config.pbtxt'} (or run "
-        f"bash {script} --python {python} --triton-version {release} --source-dir DIR with "
-        "offline checkouts or .tar.gz archives of Triton's python_backend, common, core and "
-        "backend; see docs/environments.md)."
-    )
+    raise _no_stub(request, directory, reasons)
