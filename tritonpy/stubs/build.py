@@ -172,35 +172,21 @@ def missing_build_tools(*, need_git: bool) -> List[str]:
 
 
 def docker_command(
-    release: str,
-    python: str,
-    output_dir: Path,
-    *,
-    dockerfile: Optional[Path] = None,
-    context: Optional[Path] = None,
+    release: str, python: str, output_dir: Path, *, dockerfile: Optional[Path] = None
 ) -> List[str]:
     """The ``docker build`` command that builds the stub in ``nvcr.io/nvidia/tritonserver:
-    <release>-py3`` and exports it to ``output_dir`` (the build context is ``scripts/``).
+    <release>-py3`` and exports it to ``output_dir``; the build context is the ``scripts/``
+    beside ``dockerfile`` (default: the ``Dockerfile.stub`` shipped with tritonpy).
 
-    >>> docker_command("24.10", "3.10", Path("out"), dockerfile=Path("Dockerfile.stub"),
-    ...                context=Path("."))[:6]
+    >>> docker_command("24.10", "3.10", Path("out"), dockerfile=Path("Dockerfile.stub"))[:6]
     ['docker', 'build', '-f', 'Dockerfile.stub', '--build-arg', 'TRITON_VERSION=24.10']
     """
     dockerfile = dockerfile or find_dockerfile() or Path("Dockerfile.stub")
-    context = context or dockerfile.resolve().parent / "scripts"
-    return [
-        "docker",
-        "build",
-        "-f",
-        str(dockerfile),
-        "--build-arg",
-        f"TRITON_VERSION={release}",
-        "--build-arg",
-        f"PYTHON_VERSION={python}",
-        "--output",
-        f"type=local,dest={output_dir}",
-        str(context),
-    ]
+    context = dockerfile.resolve().parent / "scripts"
+    build_args = ["--build-arg", f"TRITON_VERSION={release}"]
+    build_args += ["--build-arg", f"PYTHON_VERSION={python}"]
+    output = ["--output", f"type=local,dest={output_dir}"]
+    return ["docker", "build", "-f", str(dockerfile), *build_args, *output, str(context)]
 
 
 def docker_available() -> Tuple[bool, str]:
