@@ -58,11 +58,8 @@ def find_build_script(explicit: Optional[PathLike] = None) -> Optional[Path]:
     return _checkout_file("scripts/build_stub.sh")
 
 
-def find_dockerfile(explicit: Optional[PathLike] = None) -> Optional[Path]:
-    """``explicit``, else the ``Dockerfile.stub`` shipped with tritonpy; None when none
-    exists."""
-    if explicit:
-        return Path(explicit) if Path(explicit).is_file() else None
+def find_dockerfile() -> Optional[Path]:
+    """The ``Dockerfile.stub`` shipped with tritonpy; None when it is missing."""
     return _checkout_file("Dockerfile.stub")
 
 
