@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple
 
 from .._runtime.model import Model
+from .._tooling.model_dirs import CONFIG_FILE, model_directories
 from .._tooling.pbtxt import ConfigError, parse_config
 from .._tooling.releases import TritonRelease
 from ..config.declarations import autocomplete_config
 from ..config.loader import LoadedModel, ModelImportError, load_model_class, version_dirs
 from .report import ERROR, Finding, Severity
 
-__all__ = ["CONFIG_FILE", "SECTIONS", "ModelEntry", "Repository", "Section"]
+__all__ = ["SECTIONS", "ModelEntry", "Repository", "Section"]
 
-CONFIG_FILE = "config.pbtxt"
 #: the tensor lists of a ModelConfig (and of a model's declarations)
 Section = Literal["input", "output"]
 SECTIONS: Tuple[Section, ...] = ("input", "output")
@@ -134,9 +134,7 @@ class Repository:
     ) -> Repository:
         """Read every model directory (a non-hidden subdirectory) and parse its config."""
         repo = cls(root, release, server_python or (release.python if release else None))
-        for path in sorted(p for p in root.iterdir() if p.is_dir()):
-            if path.name.startswith((".", "__")):
-                continue
+        for path in model_directories(root):
             entry = ModelEntry(root, path)
             config_path = path / CONFIG_FILE
             if config_path.is_file():

@@ -20,8 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator, List
 
+from .._tooling.model_dirs import CONFIG_FILE
 from ..config.loader import defines_triton_python_model
-from .context import CONFIG_FILE, ModelEntry, Repository, error
+from .context import ModelEntry, Repository, error
 from .report import ERROR, WARNING, Finding
 
 __all__ = ["check_layout"]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import List, Optional, Union
 
 from .._runtime._optional import require
+from .._tooling.model_dirs import model_directories
 from .._tooling.pbtxt import CONFIG_MODULES
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
@@ -68,11 +69,6 @@ class ExportResult:
     def repository(self) -> Path:
         """The exported model repository, ``out/model_repository``."""
         return self.out / REPOSITORY_DIR
-
-
-def _model_dirs(repo: Path) -> List[Path]:
-    # the directories Triton (and tritonpy check) take for models
-    return sorted(p for p in repo.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
 
 
 def _purge_caches(repo: Path) -> None:
@@ -244,7 +240,7 @@ def _check_options(
         raise ExportError(f"--builder {builder!r}: expected one of {', '.join(BUILDERS)}")
     _check_name(name, replicas)
     _prepare_out(source, target, force)
-    models = _model_dirs(source)
+    models = model_directories(source)
     if not models:
         raise ExportError(
             f"model repository {source} has no model directory; expected "

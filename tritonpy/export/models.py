@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, List, Literal, Optional, Set
 
 from .._runtime.errors import ToolError
+from .._tooling.model_dirs import CONFIG_FILE
 from .._tooling.pbtxt import ConfigError, load_config, set_parameter, write_config
 from .._tooling.progress import Reporter
 from .._tooling.releases import TritonRelease
@@ -38,7 +39,6 @@ __all__ = [
     "prepare_model",
 ]
 
-CONFIG_FILE = "config.pbtxt"
 #: directories never copied: caches, and tests (they stay with the sources)
 _SKIPPED_DIRS = {"__pycache__", "tests", "test"}
 

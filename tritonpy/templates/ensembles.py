@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .._runtime._optional import require
+from .._tooling.model_dirs import CONFIG_FILE
 from .finding import TemplateNotFoundError, template_dir
 from .rendering import check_targets, read_config, render_template
 
@@ -157,7 +158,7 @@ def _render_members(
 def _template_steps() -> List[str]:
     """The model names of the ensemble template's steps, in order (preprocess, classifier,
     postprocess)."""
-    config = read_config(template_dir(ENSEMBLE_TEMPLATE) / "config.pbtxt")
+    config = read_config(template_dir(ENSEMBLE_TEMPLATE) / CONFIG_FILE)
     return [step.model_name for step in config.ensemble_scheduling.step]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import List
 
 from .._runtime.errors import ToolError
+from .._tooling.model_dirs import CONFIG_FILE
 from .._tooling.resources import ResourceNotFoundError, resource
 
 __all__ = [
@@ -64,7 +65,7 @@ def templates_root() -> Path:
 def list_templates() -> List[str]:
     """Names of the available templates (directories with a config.pbtxt), sorted."""
     root = templates_root()
-    return sorted(p.name for p in root.iterdir() if (p / "config.pbtxt").is_file())
+    return sorted(p.name for p in root.iterdir() if (p / CONFIG_FILE).is_file())
 
 
 def describe_template(name: str) -> str:
@@ -97,7 +98,7 @@ def describe_template(name: str) -> str:
 def template_dir(name: str) -> Path:
     """The directory of template ``name``."""
     path = templates_root() / name
-    if not MODEL_NAME.match(name) or not (path / "config.pbtxt").is_file():
+    if not MODEL_NAME.match(name) or not (path / CONFIG_FILE).is_file():
         raise TemplateNotFoundError(
             f"no template named {name!r} in {templates_root()}; expected one of {list_templates()}"
         )

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
+from .._tooling.model_dirs import CONFIG_FILE
 from .._tooling.pbtxt import ConfigError, format_config, load_config
 from .finding import (
     MODEL_NAME,
@@ -52,7 +53,7 @@ def render_template(
     renamed = {f"{template}_{role}": f"{name}_{role}" for role in members}
     what = f"template {template!r} as {name!r}"
     check_targets(what, Path(repo), [name, *renamed.values()], overwrite=overwrite)
-    config = read_config(source / "config.pbtxt")
+    config = read_config(source / CONFIG_FILE)
     config.name = name
     for entry in config.parameters.values():
         entry.string_value = renamed.get(entry.string_value, entry.string_value)
@@ -61,7 +62,7 @@ def render_template(
     if models:
         _rename_steps(template, config, models)
     for role, member in members.items():
-        member_config = read_config(member / "config.pbtxt")
+        member_config = read_config(member / CONFIG_FILE)
         member_config.name = f"{name}_{role}"
         _write_model(template, member, member_config, Path(repo) / f"{name}_{role}")
     return _write_model(template, source, config, Path(repo) / name)
@@ -87,7 +88,7 @@ def _members(source: Path) -> Dict[str, Path]:
     return {
         path.name: path
         for path in sorted(folder.iterdir())
-        if (path / "config.pbtxt").is_file() and MODEL_NAME.match(path.name)
+        if (path / CONFIG_FILE).is_file() and MODEL_NAME.match(path.name)
     }
 
 
@@ -105,7 +106,7 @@ def _write_model(template: str, source: Path, config: Any, target: Path) -> Path
         shutil.copytree(
             source, fresh, ignore=shutil.ignore_patterns(*_SKIPPED_DIRS, *_SKIPPED_FILES)
         )
-        (fresh / "config.pbtxt").write_text(text, encoding="utf-8")
+        (fresh / CONFIG_FILE).write_text(text, encoding="utf-8")
         if target.exists():
             target.rename(staging / "previous")
         fresh.rename(target)
