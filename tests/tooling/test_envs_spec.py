@@ -1,16 +1,19 @@
-"""Environment specs: conda environment files (YAML subset), requirements files, numpy pin."""
+"""Environment specs: conda environment files (PyYAML), requirements files (packaging),
+numpy pin."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from tritonpy._runtime.errors import MissingDependencyError
 from tritonpy._tooling.releases import TritonRelease
 from tritonpy.envs import EnvSpec, SpecError, read_spec
 from tritonpy.envs.conda import conda_create_command
 from tritonpy.envs.runtime import check_numpy_pin, runtime_requirements
-from tritonpy.envs.spec import parse_environment_yaml, requirement_name
+from tritonpy.envs.spec import parse_environment_yaml, requirement_extras, requirement_name
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +47,7 @@ def test_environment_file_with_pip_section(tmp_path: Path) -> None:
     assert spec.tritonpy_extras == ["image"]
 
 
-def test_subset_parser_matches_pyyaml_shape() -> None:
+def test_environment_yaml_shape() -> None:
     text = "name: x\ndependencies:\n- python>=3.11,<3.12\n- pip:\n  - a==1\n  - b\n"
     assert parse_environment_yaml(text) == {
         "name": "x",
@@ -56,6 +59,16 @@ def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "env.yml"
     path.write_text("name: x\ndependencies:\n  - python=3.10\n  oops\n")
     with pytest.raises(SpecError, match=r"env.yml, line 4"):
+        read_spec(path)
+
+
+def test_missing_yaml_names_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "env.yml"
+    path.write_text("name: x\n")
+    monkeypatch.setitem(sys.modules, "yaml", None)  # an import of yaml now fails
+    with pytest.raises(MissingDependencyError, match=r"pip install 'tritonpy\[tools\]'"):
         read_spec(path)
 
 
@@ -103,6 +116,8 @@ def test_requirement_names() -> None:
     assert requirement_name("pkg @ https://x/y.whl") == "pkg"
     assert requirement_name("./local/pkg") is None
     assert requirement_name("--index-url https://x") is None
+    assert requirement_name("numpy==1.26.4 --hash=sha256:abc") == "numpy"
+    assert requirement_extras("tritonpy[Torch, image] >= 0.1") == ["image", "torch"]
 
 
 def test_conda_create_command_uses_spec_channels() -> None:

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .._tooling.errors import SpecError
 from .selfwheel import running_distribution
-from .spec import EnvSpec, requirement_name
+from .spec import EnvSpec, canonical_name, parse_requirement, requirement_name
 
 __all__ = [
     "CODEC_NEEDS",
@@ -82,6 +82,8 @@ _FALLBACK_EXTRAS: Dict[str, Tuple[str, ...]] = {
     "image": ("opencv-python-headless>=4.5",),
     "torch": ("torch>=2.0",),
 }
+
+_EXTRA_CLAUSE = re.compile(r'extra == "([^"]+)"')
 
 # import name -> the distribution to name in a "missing package" message, where they differ
 _MODULE_HINTS = {
@@ -169,21 +171,28 @@ def _provided_extras() -> List[str]:
     if dist is None:
         return sorted(_FALLBACK_EXTRAS)
     extras = dist.metadata.get_all("Provides-Extra") or []
-    return sorted({re.sub(r"[-_.]+", "-", e).lower() for e in extras})
+    return sorted({canonical_name(e) for e in extras})
 
 
 def _strip_extra_marker(requirement: str, extra: str) -> Optional[str]:
-    """``requirement`` without its ``extra == "<extra>"`` clause, or None when the requirement
-    belongs to another extra (or to none)."""
-    body, _, marker = requirement.partition(";")
-    clause = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
-    names = [re.sub(r"[-_.]+", "-", m).lower() for m in clause.findall(marker)]
-    if extra not in names:
+    """``requirement`` (a ``Requires-Dist`` line) without its ``extra == "<extra>"`` clause, or
+    None when the requirement belongs to another extra (or to none).
+
+    >>> _strip_extra_marker('torch>=2; python_version < "3.13" and extra == "torch"', "torch")
+    'torch>=2; python_version < "3.13"'
+    """
+    parsed = parse_requirement(requirement)
+    if parsed is None or parsed.marker is None:
         return None
-    rest = clause.sub("", marker)
-    rest = re.sub(r"^\s*(and\s+)+|(\s+and)+\s*$", "", rest.strip())
-    rest = re.sub(r"\s+and\s+and\s+", " and ", rest).strip()
-    return f"{body.strip()}; {rest}" if rest else body.strip()
+    # packaging writes a marker back normalised (extra == "image", one space, double quotes);
+    # metadata writers put the extra clause last, as a top-level "and" term
+    terms = str(parsed.marker).split(" and ")
+    extras = [m.group(1) for m in map(_EXTRA_CLAUSE.fullmatch, terms) if m]
+    if extra not in (canonical_name(e) for e in extras):
+        return None
+    rest = " and ".join(t for t in terms if not _EXTRA_CLAUSE.fullmatch(t))
+    parsed.marker = None
+    return f"{parsed}; {rest}" if rest else str(parsed)
 
 
 def extra_requirements(extra: str) -> List[str]:
@@ -193,7 +202,7 @@ def extra_requirements(extra: str) -> List[str]:
     >>> extra_requirements("image")
     ['opencv-python-headless>=4.5']
     """
-    wanted = re.sub(r"[-_.]+", "-", extra).lower()
+    wanted = canonical_name(extra)
     dist = running_distribution()
     if dist is None:
         found = list(_FALLBACK_EXTRAS.get(wanted, ()))

@@ -8,15 +8,16 @@ Example::
 
 from __future__ import annotations
 
-import re
 from typing import List, Sequence
 
 from .._tooling.errors import SpecError
 from .._tooling.releases import TritonRelease
+from .spec import canonical_name, parse_requirement
 
 __all__ = ["check_numpy_pin", "runtime_requirements"]
 
-_NUMPY2 = re.compile(r"^numpy\s*(?:\[[^\]]*\])?\s*(?:==|>=|~=|===|>)\s*(\d+)")
+#: the specifier operators that set a lowest version (``numpy>=2``, ``numpy==2.1``)
+_FLOORS = ("==", ">=", "~=", "===", ">")
 
 
 def runtime_requirements(release: TritonRelease) -> List[str]:
@@ -34,10 +35,25 @@ def check_numpy_pin(requirements: Sequence[str], release: TritonRelease) -> None
     if release.numpy2_ok:
         return
     for line in requirements:
-        match = _NUMPY2.match(line.strip().lower())
-        if match and int(match.group(1)) >= 2:
+        if _requires_numpy2(line):
             raise SpecError(
                 f"the spec requires {line.strip()!r}, but Triton {release} (before 24.12) "
                 "breaks with numpy 2 in the environment (BYTES inputs fail, outputs come back "
                 "empty). Require numpy<2, or target --triton-version 24.12 or later."
             )
+
+
+def _requires_numpy2(line: str) -> bool:
+    """Whether the requirement line asks for numpy 2 or later (``numpy>=2``, ``numpy==2.*``).
+
+    >>> _requires_numpy2("numpy>=2.0"), _requires_numpy2("numpy<2")
+    (True, False)
+    """
+    requirement = parse_requirement(line)
+    if requirement is None or canonical_name(requirement.name) != "numpy":
+        return False
+    for specifier in requirement.specifier:
+        major = specifier.version.split(".", 1)[0]
+        if specifier.operator in _FLOORS and major.isdigit() and int(major) >= 2:
+            return True
+    return False

@@ -21,14 +21,20 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
+from .._runtime._optional import require
 from .._tooling.errors import SpecError
 from .._tooling.resources import find_resource
 
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
 __all__ = [
     "EnvSpec",
+    "canonical_name",
     "parse_environment_yaml",
+    "parse_requirement",
     "read_spec",
     "requirement_extras",
     "requirement_name",
@@ -39,8 +45,40 @@ __all__ = [
 PathLike = Union[str, "os.PathLike[str]"]
 
 _PYTHON = re.compile(r"^python(?:\s*(?:[=<>~!]=?|\s)\s*(\d+)\.(\d+))?")
-_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
-_EXTRAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\s*\[([^\]]*)\]")
+#: a comment in a requirements file: ``#`` at the start or after whitespace (pip's rule)
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_PARSING = "reading environment specs (PEP 508 requirements, environment.yml)"
+
+
+def parse_requirement(line: str) -> Optional[Requirement]:
+    """The PEP 508 requirement of a pip requirement line (comment and per-requirement pip
+    options such as ``--hash`` left out), or None for options, paths and URLs.
+
+    >>> str(parse_requirement("opencv-python-headless>=4.5,<5  # comment"))
+    'opencv-python-headless<5,>=4.5'
+    """
+    require("packaging", feature=_PARSING, extra="tools")
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    text = _COMMENT.sub("", line).split(" --", 1)[0].strip()
+    if not text or text.startswith("-"):
+        return None
+    try:
+        return Requirement(text)
+    except InvalidRequirement:
+        return None  # a path, a URL, an option pip understands and PEP 508 does not
+
+
+def canonical_name(name: str) -> str:
+    """A project or extra name in its normalised form (PEP 503).
+
+    >>> canonical_name("Pillow_SIMD")
+    'pillow-simd'
+    """
+    require("packaging", feature=_PARSING, extra="tools")
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))
 
 
 def requirement_name(line: str) -> Optional[str]:
@@ -50,24 +88,18 @@ def requirement_name(line: str) -> Optional[str]:
     >>> requirement_name("opencv-python-headless>=4.5,<5  # comment")
     'opencv-python-headless'
     """
-    text = line.split("#", 1)[0].strip()
-    if not text or text.startswith(("-", ".", "/")) or "://" in text.split("@")[0]:
-        return None
-    match = _NAME.match(text)
-    return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else None
+    requirement = parse_requirement(line)
+    return canonical_name(requirement.name) if requirement else None
 
 
 def requirement_extras(line: str) -> List[str]:
-    """The extras a requirement line asks for, normalised.
+    """The extras a requirement line asks for, normalised, sorted.
 
     >>> requirement_extras("tritonpy[image, Torch]>=0.1")
     ['image', 'torch']
     """
-    match = _EXTRAS.match(line.split("#", 1)[0].strip())
-    if not match:
-        return []
-    extras = [e.strip() for e in match.group(1).split(",")]
-    return [re.sub(r"[-_.]+", "-", e).lower() for e in extras if e]
+    requirement = parse_requirement(line)
+    return sorted(canonical_name(e) for e in requirement.extras) if requirement else []
 
 
 @dataclass(frozen=True)
@@ -122,96 +154,34 @@ class EnvSpec:
         )
 
 
-# ---------------------------------------------------------------------- a YAML subset reader
-def _strip_comment(text: str) -> str:
-    quote = ""
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#" and (i == 0 or text[i - 1] in " \t"):
-            return text[:i].rstrip()
-    return text.rstrip()
-
-
-def _scalar(text: str) -> Any:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if text.startswith("[") and text.endswith("]"):
-        return [_scalar(item) for item in text[1:-1].split(",") if item.strip()]
-    return text
-
-
+# ------------------------------------------------------------------------ environment.yml
 def parse_environment_yaml(text: str, source: str = "environment.yml") -> Dict[str, Any]:
-    """Parse the YAML subset conda environment files use (mappings, block and inline lists,
-    quotes, comments). Uses PyYAML when it is installed.
+    """Parse a conda environment file with PyYAML (``safe_load``); a syntax error names the
+    file and line.
 
     >>> parse_environment_yaml("name: x\\ndependencies:\\n  - python=3.10\\n  - pip:\\n"
     ...                        "      - numpy<2\\n")["dependencies"]
     ['python=3.10', {'pip': ['numpy<2']}]
     """
+    require("yaml", feature=_PARSING, extra="tools")
+    import yaml
+
     try:
-        import yaml
-    except ImportError:
-        yaml = None  # type: ignore[assignment]
-    if yaml is not None:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise SpecError(f"{source}: not valid YAML: {exc}") from exc
-        if not isinstance(data, dict):
-            raise SpecError(f"{source}: expected a mapping (name, channels, dependencies)")
-        return data
-    lines = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        body = _strip_comment(raw)
-        if body.strip():
-            lines.append((number, len(body) - len(body.lstrip(" ")), body.strip()))
-    value, end = _block(lines, 0, 0, source)
-    if end != len(lines) or not isinstance(value, dict):
-        line = lines[end][0] if end < len(lines) else len(lines)
-        raise SpecError(f"{source}, line {line}: unexpected indentation or content")
-    return value
-
-
-def _block(lines: List[Tuple[int, int, str]], i: int, indent: int, source: str) -> Any:
-    if i >= len(lines):
-        return None, i
-    is_list = lines[i][2].startswith("- ") or lines[i][2] == "-"
-    result: Any = [] if is_list else {}
-    while i < len(lines) and lines[i][1] == indent:
-        number, _, body = lines[i]
-        if is_list:
-            if not (body.startswith("- ") or body == "-"):
-                raise SpecError(f"{source}, line {number}: expected a list item '- ...'")
-            item = body[1:].strip()
-            key, sep, rest = item.partition(":")
-            if sep and not rest.strip() and re.fullmatch(r"[A-Za-z_][\w-]*", key):
-                child_indent = lines[i + 1][1] if i + 1 < len(lines) else indent
-                if child_indent <= indent:
-                    raise SpecError(f"{source}, line {number}: '{key}:' has no entries")
-                value, i = _block(lines, i + 1, child_indent, source)
-                result.append({key: value})
-                continue
-            result.append(_scalar(item))
-            i += 1
-        else:
-            key, sep, rest = body.partition(":")
-            if not sep:
-                raise SpecError(f"{source}, line {number}: expected 'key: value'")
-            if rest.strip():
-                result[key.strip()] = _scalar(rest)
-                i += 1
-            elif i + 1 < len(lines) and lines[i + 1][1] > indent:
-                result[key.strip()], i = _block(lines, i + 1, lines[i + 1][1], source)
-            elif i + 1 < len(lines) and lines[i + 1][1] == indent and lines[i + 1][2][:1] == "-":
-                result[key.strip()], i = _block(lines, i + 1, indent, source)
-            else:
-                result[key.strip()] = None
-                i += 1
-    return result, i
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        # the context mark is where the broken construct starts (the line to fix)
+        mark = exc.context_mark or exc.problem_mark
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        what = " ".join(p for p in (exc.problem, exc.context) if p)
+        raise SpecError(
+            f"{source}{where}: not valid YAML ({what}). A conda environment file is a mapping "
+            "with name, channels and a dependencies list ('- numpy', '- pip:' with a list)."
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{source}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: expected a mapping (name, channels, dependencies)")
+    return data
 
 
 # ----------------------------------------------------------------------------- spec reading
@@ -259,7 +229,7 @@ def read_spec(path: PathLike) -> EnvSpec:
         ) from exc
     base = path.parent.absolute()
     if path.suffix not in (".yml", ".yaml"):
-        entries = [_strip_comment(line).strip() for line in text.splitlines()]
+        entries = [_COMMENT.sub("", line).strip() for line in text.splitlines()]
         pip, tritonpy = _pip_lines([e for e in entries if e], base)
         return EnvSpec(None, None, pip=pip, source=path, text=text, tritonpy_lines=tritonpy)
     data = parse_environment_yaml(text, str(path))
