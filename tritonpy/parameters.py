@@ -15,9 +15,11 @@ Example::
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Callable, Optional, Tuple, TypeVar
 
 __all__ = ["boolean", "floats", "fraction", "non_negative_int", "positive_int", "size"]
+
+Number = TypeVar("Number", int, float)
 
 
 def size(text: str) -> Tuple[int, int]:
@@ -42,35 +44,31 @@ def floats(text: str) -> Tuple[float, ...]:
 
 def positive_int(text: str) -> int:
     """``"5"`` -> 5; zero, negative and non-integers are refused."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError("expected a positive integer") from None
-    if value < 1:
-        raise ValueError("expected a positive integer")
-    return value
+    return _number_in(text, int, 1, None, "a positive integer")
 
 
 def non_negative_int(text: str) -> int:
     """``"0"`` -> 0, ``"100"`` -> 100 (e.g. a limit where 0 means none); negative and
     non-integers are refused."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError("expected an integer >= 0") from None
-    if value < 0:
-        raise ValueError("expected an integer >= 0")
-    return value
+    return _number_in(text, int, 0, None, "an integer >= 0")
 
 
 def fraction(text: str) -> float:
     """``"0.45"`` -> 0.45, for thresholds and probabilities: a number from 0 to 1."""
+    return _number_in(text, float, 0.0, 1.0, "a number from 0 to 1 such as 0.5")
+
+
+def _number_in(
+    text: str, kind: Callable[[str], Number], low: Number, high: Optional[Number], expected: str
+) -> Number:
+    """``kind(text)`` when it lies from ``low`` to ``high`` (None: no upper bound), else a
+    ValueError saying what was ``expected``."""
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
-        raise ValueError("expected a number from 0 to 1 such as 0.5") from None
-    if not 0.0 <= value <= 1.0:
-        raise ValueError("expected a number from 0 to 1 such as 0.5")
+        raise ValueError(f"expected {expected}") from None
+    if not (low <= value and (high is None or value <= high)):  # NaN is refused too
+        raise ValueError(f"expected {expected}")
     return value
 
 

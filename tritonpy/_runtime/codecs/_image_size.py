@@ -18,11 +18,18 @@ __all__ = ["image_size"]
 Size = Optional[Tuple[int, int]]
 
 
-def _png(data: bytes) -> Size:
-    if len(data) < 24:
+def _pair(data: bytes, fmt: str, start: int, *, height_first: bool = False) -> Size:
+    """(width, height) packed as two integers (struct ``fmt``) at ``start``; None when the
+    data ends before them."""
+    end = start + struct.calcsize(fmt)
+    if len(data) < end:
         return None
-    width, height = struct.unpack(">II", data[16:24])
-    return int(width), int(height)
+    first, second = struct.unpack(fmt, data[start:end])
+    return (int(second), int(first)) if height_first else (int(first), int(second))
+
+
+def _png(data: bytes) -> Size:
+    return _pair(data, ">II", 16)
 
 
 def _jpeg(data: bytes) -> Size:
@@ -37,8 +44,7 @@ def _jpeg(data: bytes) -> Size:
         length = struct.unpack(">H", data[position + 2 : position + 4])[0]
         # SOF0..SOF15 carry the frame size; C4 (DHT), C8 (JPG), CC (DAC) do not
         if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            height, width = struct.unpack(">HH", data[position + 5 : position + 9])
-            return int(width), int(height)
+            return _pair(data, ">HH", position + 5, height_first=True)
         position += 2 + length
     return None
 
@@ -89,10 +95,7 @@ def _webp(data: bytes) -> Size:
 
 
 def _gif(data: bytes) -> Size:
-    if len(data) < 10:
-        return None
-    width, height = struct.unpack("<HH", data[6:10])
-    return int(width), int(height)
+    return _pair(data, "<HH", 6)
 
 
 def _tiff(data: bytes) -> Size:
@@ -119,10 +122,7 @@ def _tiff(data: bytes) -> Size:
 
 
 def _sun_raster(data: bytes) -> Size:
-    if len(data) < 12:
-        return None
-    width, height = struct.unpack(">II", data[4:12])
-    return int(width), int(height)
+    return _pair(data, ">II", 4)
 
 
 _HDR_RESOLUTION = re.compile(rb"\n\n([-+])([XY]) (\d+) ([-+])([XY]) (\d+)")
@@ -144,10 +144,7 @@ def _jpeg2000(data: bytes) -> Size:
         xsiz, ysiz, xo, yo = struct.unpack(">IIII", head[siz + 6 : siz + 22])
         return max(xsiz - xo, 0), max(ysiz - yo, 0)
     box = head.find(b"ihdr")  # JP2 container: the image header box, height first
-    if box != -1 and len(head) >= box + 12:
-        height, width = struct.unpack(">II", head[box + 4 : box + 12])
-        return int(width), int(height)
-    return None
+    return None if box == -1 else _pair(head, ">II", box + 4, height_first=True)
 
 
 _READERS: List[Tuple[Callable[[bytes], bool], Callable[[bytes], Size]]] = [
