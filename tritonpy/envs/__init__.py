@@ -14,11 +14,17 @@ Example::
 
 from __future__ import annotations
 
-from .._tooling.archives import check_members, safe_extract, staging_file, write_archive
+from .._tooling.archives import (
+    check_members,
+    extract_checked,
+    safe_extract,
+    staging_file,
+    write_archive,
+)
 from .._tooling.errors import ArchiveError, EnvError, SpecError
 from .._tooling.progress import CommandError, Reporter, run_command
 from .interpreters import BaseInterpreter, find_interpreter, probe_interpreter
-from .pack import BUILDERS, PackResult, find_default_spec, pack_env
+from .pack import BUILDERS, Builder, PackOptions, PackResult, StubMode, find_default_spec, pack_env
 from .spec import EnvSpec, read_spec
 from .verify import VerifyReport, verify_archive
 
@@ -26,14 +32,18 @@ __all__ = [
     "BUILDERS",
     "ArchiveError",
     "BaseInterpreter",
+    "Builder",
     "CommandError",
     "EnvError",
     "EnvSpec",
+    "PackOptions",
     "PackResult",
     "Reporter",
     "SpecError",
+    "StubMode",
     "VerifyReport",
     "check_members",
+    "extract_checked",
     "find_default_spec",
     "find_interpreter",
     "pack_env",

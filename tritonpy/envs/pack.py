@@ -50,7 +50,7 @@ from .needs import CODEC_NEEDS, Addition, ModelScan, plan_additions, scan_model
 from .record import build_key, is_up_to_date, write_record
 from .runtime import check_numpy_pin, runtime_requirements
 from .selfwheel import RunningTritonpy, running_tritonpy, self_wheel
-from .spec import EnvSpec, read_spec, requirement_name, resolve_spec
+from .spec import EnvSpec, parse_requirement, read_spec, requirement_name, resolve_spec
 from .verify import VerifyReport, verify_archive
 
 if TYPE_CHECKING:
@@ -212,7 +212,8 @@ def _plan(
             "will name anything missing"
         )
     for line in env_spec.tritonpy_lines:
-        if requirement_name(line) == "tritonpy" and re.search(r"[=<>~!@]", line):
+        pinned = parse_requirement(line)
+        if pinned is not None and (pinned.specifier or pinned.url):
             reporter.note(
                 f"the spec's {line.strip()!r} is not installed: the environment gets the "
                 "running tritonpy (use --tritonpy REQ to choose another)"

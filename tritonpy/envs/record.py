@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Mapping
 
+from .._tooling.digests import file_sha256
+
 __all__ = [
     "RECORD_NAME",
     "build_key",
@@ -38,15 +40,6 @@ def build_key(inputs: Mapping[str, Any]) -> str:
     True
     """
     return hashlib.sha256(json.dumps(dict(inputs), sort_keys=True).encode()).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_record(model_dir: Path) -> Dict[str, Dict[str, Any]]:
