@@ -242,23 +242,14 @@ class ElementCodec(Codec):
             rows = value
         else:
             rows = [value] if self._single else value
-        encode_element = self.encode_element
         if self._single:
-            try:
-                encoded = [bytes(encode_element(item)) for item in rows]
-            except (TypeError, ValueError):
-                # again one by one, to name the element in the error
-                encoded = [
-                    self._encode_one(name, encode_element, item, position)
-                    for position, item in enumerate(rows)
-                ]
             out = np.empty((len(rows), 1), dtype=object)
-            out[:, 0] = encoded
+            out[:, 0] = self._encode_all(name, rows)
             return out if batched else out.reshape(1)
         depth = len(self.dims) + (1 if batched else 0)
         flat, shape = _flatten(name, rows if batched else value, depth)
         out = np.empty(len(flat), dtype=object)
-        out[:] = [self._encode_one(name, encode_element, item, i) for i, item in enumerate(flat)]
+        out[:] = self._encode_all(name, flat)
         out = out.reshape(shape)
         if not shape_matches(shape[1:] if batched else shape, self.dims):
             expected = format_shape(["rows", *self.dims] if batched else self.dims)
@@ -270,18 +261,21 @@ class ElementCodec(Codec):
 
     def _encode_flat(self, name: str, array: NDArray[Any]) -> NDArray[Any]:
         flat = array.reshape(-1).tolist()
+        out = np.empty(len(flat), dtype=object)
+        out[:] = self._encode_all(name, flat)
+        return out.reshape(array.shape)
+
+    def _encode_all(self, name: str, items: Sequence[Any]) -> List[bytes]:
+        """Every element encoded; an error names the output and the element's position."""
         encode_element = self.encode_element
         try:
-            encoded = [bytes(encode_element(item)) for item in flat]
+            return [bytes(encode_element(item)) for item in items]
         except (TypeError, ValueError):
             # again one by one, to name the element in the error
-            encoded = [
+            return [
                 self._encode_one(name, encode_element, item, position)
-                for position, item in enumerate(flat)
+                for position, item in enumerate(items)
             ]
-        out = np.empty(len(flat), dtype=object)
-        out[:] = encoded
-        return out.reshape(array.shape)
 
     def _rows_of(self, array: NDArray[Any], batched: bool) -> Any:
         """An array returned for an element output, as the lists ``encode`` walks: a batch of
