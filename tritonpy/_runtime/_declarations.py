@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Collection, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Collection, Dict, Literal, Mapping, Optional, Tuple, Union
 
 from .codecs.base import Codec, shape_matches
 from .errors import DeclarationError
@@ -24,6 +24,7 @@ __all__ = [
     "INFER_SYNC",
     "PARAMETERS_ARGUMENT",
     "SCHEDULERS",
+    "CancellationSetting",
     "Completion",
     "cancellation_policy",
     "check_batch_size",
@@ -119,6 +120,10 @@ def check_streaming(cls: type) -> None:
     cls._wants_parameters = wants_parameters(infer)  # type: ignore[attr-defined]
     cls._decoupled_implied = streaming and declared is None  # type: ignore[attr-defined]
     cls.decoupled = True if streaming else declared  # type: ignore[attr-defined]
+
+
+#: ``Model.check_cancellation``: always, never, or "auto" (while infer() is slow)
+CancellationSetting = Union[bool, Literal["auto"]]
 
 
 def cancellation_policy(cls: type) -> Optional[bool]:

@@ -29,12 +29,10 @@ from typing import (
     FrozenSet,
     Hashable,
     List,
-    Literal,
     Mapping,
     Optional,
     Sequence,
     Tuple,
-    Union,
 )
 
 from ._calls import ModelCalls
@@ -42,6 +40,7 @@ from ._context import ModelContext
 from ._declarations import (
     INFER_SYNC,
     PARAMETERS_ARGUMENT,
+    CancellationSetting,
     cancellation_policy,
     check_batch_size,
     check_config_tensors,
@@ -120,7 +119,7 @@ class Model(ModelCalls, ModelContext, MergedExecution):
     max_batch_size: ClassVar[int] = 0
     dynamic_batching: ClassVar[bool] = True
     merge_requests: ClassVar[bool] = True
-    check_cancellation: ClassVar[Union[bool, Literal["auto"]]] = "auto"
+    check_cancellation: ClassVar[CancellationSetting] = "auto"
     #: {name: tp.Counter(...) | tp.Gauge(...) | tp.Histogram(...)}; on the instance, the bound
     #: metrics (``self.metrics["name"].increment(1)``)
     metrics: Mapping[str, Any] = {}

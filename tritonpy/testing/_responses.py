@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import traceback
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Literal, Optional, Union
 
 from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
@@ -14,6 +14,8 @@ from ._errors import ModelBugError
 from ._requests import NDArray, client_view
 
 Outputs = Dict[str, NDArray]
+#: what ``infer_stream`` does with an error response: raise it, or return it in its place
+StreamErrors = Literal["raise", "return"]
 #: frames of the harness's own code, left out of the tracebacks a client sees
 _TESTING_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

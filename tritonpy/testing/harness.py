@@ -32,7 +32,6 @@ from typing import (
     Iterable,
     Iterator,
     List,
-    Literal,
     Mapping,
     Optional,
     Sequence,
@@ -69,6 +68,7 @@ from ._requests import check_requested_outputs, to_client_array, validate_reques
 from ._reschedule import execute_with_rescheduling
 from ._responses import (
     Outputs,
+    StreamErrors,
     check_responses,
     client_outputs,
     collect_sent,
@@ -386,7 +386,7 @@ class ModelHarness(Closing):
         request_id: str = "",
         cancel: bool = False,
         cancel_after: Optional[int] = None,
-        errors: Literal["raise", "return"] = "raise",
+        errors: StreamErrors = "raise",
     ) -> List[Any]:
         """Send one request to a decoupled model; return every response's outputs, in order,
         up to the FINAL flag (a flags-only final response adds nothing). An error response
