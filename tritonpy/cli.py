@@ -194,15 +194,10 @@ def _stop(server: TritonServer) -> int:
 # ---------------------------------------------------------------------------------- infer
 def add_infer(subparsers: shared.Subparsers) -> None:
     """Declare ``infer``."""
-    # the server's own error: "[INVALID_ARG] ..." exactly as the model raised it
     summary = "send one inference request and print the outputs"
-    parser = shared.add_command(
-        subparsers,
-        "infer",
-        cmd_infer,
-        help=summary,
-        failures=shared.Failures(bare=(TritonRequestError,)),
-    )
+    # a request's error prints as the server gave it: "[INVALID_ARG] ..." from the model
+    failures = shared.Failures(bare=(TritonRequestError,))
+    parser = shared.add_command(subparsers, "infer", cmd_infer, help=summary, failures=failures)
     parser.add_argument("model", metavar="MODEL", help="the model's name in the repository")
     shared.add_server_address(parser, default_url="localhost:8001", bare_protocol="grpc")
     for flag, short, dest, metavar, text in (

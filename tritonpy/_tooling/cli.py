@@ -4,8 +4,8 @@ commands take, the one error handler, and the console progress display.
 The convention: each package's ``cli.py`` has ``add_parser(subparsers) -> None``, which calls
 :func:`add_command` once per command it owns; a command is ``fn(args) -> int`` (the exit
 status) over library functions that never print, and its docstring is the description its
-``--help`` shows. :func:`add_command` runs every command
-through :func:`run_command`, which turns the errors into printed lines and exit statuses:
+``--help`` shows. :func:`add_command` runs every command through :func:`run_command`, which
+turns the errors into printed lines and exit statuses:
 
 - :class:`~tritonpy._runtime.errors.MissingDependencyError`: one line naming the subcommand and
   the ``pip install`` command, exit 2;
@@ -28,7 +28,7 @@ import inspect
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Optional, Tuple, Type, get_args
 
 from .._runtime.errors import MissingDependencyError, ToolError, TritonPyError
 from .progress import Reporter
@@ -39,6 +39,7 @@ __all__ = [
     "Command",
     "ConsoleReporter",
     "Failures",
+    "ProtocolName",
     "Subparsers",
     "UsageError",
     "add_command",
@@ -65,7 +66,8 @@ else:  # not subscriptable at run time; annotations only need the name
 Command = Callable[[argparse.Namespace], int]
 
 #: the protocols a server address may name (``--protocol``)
-PROTOCOLS = ("grpc", "http")
+ProtocolName = Literal["grpc", "http"]
+PROTOCOLS: Tuple[ProtocolName, ...] = get_args(ProtocolName)
 
 ERROR_PREFIX = "tritonpy: error: "
 
