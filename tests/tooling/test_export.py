@@ -6,14 +6,13 @@ packed environment served by a real tritonserver is tests/integration/test_expor
 from __future__ import annotations
 
 import io
-import json
 import shutil
 import subprocess
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -22,7 +21,7 @@ from tritonpy.check import check_repository
 from tritonpy.cli import main
 from tritonpy.envs.selfwheel import running_tritonpy
 from tritonpy.export import ExportError, export_repository
-from tritonpy.export.yaml_text import to_yaml
+from tritonpy.export.manifests import to_yaml_documents
 from tritonpy.stubs.elf import linked_python
 
 MODEL = """import tritonpy as tp
@@ -104,65 +103,10 @@ def tree(root: Path) -> List[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
-# ---------------------------------------------------------------------------- a YAML reader
-def read_yaml(text: str) -> List[Any]:
-    """The documents of the block-style YAML subset the export writes (keys, ``- `` items,
-    JSON scalars), read independently of the writer; malformed text raises AssertionError."""
-    documents = []
-    for chunk in text.split("\n---\n"):
-        lines = [
-            (len(line) - len(line.lstrip(" ")), line.strip())
-            for line in chunk.splitlines()
-            if line.strip() and not line.lstrip().startswith("#") and line.strip() != "---"
-        ]
-        value, rest = _block(lines, 0)
-        assert rest == [], f"unparsed lines: {rest}"
-        documents.append(value)
-    return documents
-
-
-def _scalar(text: str) -> Any:
-    if text in ("{}", "[]"):
-        return {} if text == "{}" else []
-    return json.loads(text)  # strings are double-quoted; numbers and booleans bare
-
-
-def _block(lines: List[Tuple[int, str]], indent: int) -> Tuple[Any, List[Tuple[int, str]]]:
-    assert lines and lines[0][0] == indent, f"expected indentation {indent}: {lines[:1]}"
-    if lines[0][1].startswith("- "):
-        items: List[Any] = []
-        while lines and lines[0][0] == indent and lines[0][1].startswith("- "):
-            body = lines[0][1][2:]
-            if body.startswith("- ") or (":" in body and not body.startswith('"')):
-                # a nested list or a mapping starts after the dash
-                value, lines = _block([(indent + 2, body), *lines[1:]], indent + 2)
-            else:
-                value, lines = _scalar(body), lines[1:]
-            items.append(value)
-        return items, lines
-    mapping: Dict[str, Any] = {}
-    while lines and lines[0][0] == indent:
-        key, sep, value = lines[0][1].partition(":")
-        assert sep and not lines[0][1].startswith("- "), f"not a mapping entry: {lines[0]}"
-        key = json.loads(key) if key.startswith('"') else key
-        assert key not in mapping, f"duplicate key {key}"
-        if value.strip():
-            mapping[key], lines = _scalar(value.strip()), lines[1:]
-        else:
-            mapping[key], lines = _block(lines[1:], lines[1][0] if len(lines) > 1 else -1)
-            assert lines == [] or lines[0][0] <= indent
-    return mapping, lines
-
-
 def load_manifests(path: Path) -> List[Any]:
-    text = path.read_text()
-    documents = read_yaml(text)
-    try:  # PyYAML, where installed, must read the same documents
-        import yaml
-    except ImportError:
-        return documents
-    assert list(yaml.safe_load_all(text)) == documents
-    return documents
+    """The YAML documents of a written manifest file (PyYAML: the export itself needs it)."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML writes the manifests: pip install PyYAML")
+    return list(yaml.safe_load_all(path.read_text()))
 
 
 # ----------------------------------------------------------------------------------- tests
@@ -336,11 +280,12 @@ def test_kubernetes_manifests(tmp_path: Path) -> None:
         assert expected in readme, expected
 
 
-def test_yaml_writer_quotes_strings_that_would_change_type() -> None:
+def test_manifest_yaml_keeps_every_value_type() -> None:
+    yaml = pytest.importorskip("yaml", reason="PyYAML writes the manifests: pip install PyYAML")
     document = {"a": "8000", "b": "yes", "c": 8000, "d": True, "e": [], "f": {}, "g": [[1]]}
-    text = to_yaml(document)
-    assert text.splitlines()[:4] == ['a: "8000"', 'b: "yes"', "c: 8000", "d: true"]
-    assert read_yaml(text) == [document]
+    text = to_yaml_documents([document, {"kind": "Service"}], header="first\nsecond")
+    assert text.splitlines()[:2] == ["# first", "# second"]
+    assert list(yaml.safe_load_all(text)) == [document, {"kind": "Service"}]
 
 
 def test_non_empty_out_is_refused_unless_force(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from .._tooling.pbtxt import CONFIG_MODULES
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
 from ..check import Report, check_repository
-from ..envs.pack import BUILDERS
+from ..envs.pack import BUILDERS, Builder
 from ..envs.selfwheel import running_tritonpy, self_wheel
 from .files import (
     REPOSITORY_DIR,
@@ -37,9 +37,8 @@ from .files import (
     dockerignore,
     readme,
 )
-from .manifests import DeploySettings, deployment_manifests, kserve_manifest
+from .manifests import DeploySettings, deployment_manifests, kserve_manifest, to_yaml_documents
 from .models import ExportError, ModelExport, copy_model, prepare_model
-from .yaml_text import to_yaml_documents
 
 __all__ = ["OUTPUTS", "ExportResult", "export_repository"]
 
@@ -180,7 +179,7 @@ def export_repository(
     cpu: str = "1",
     memory: str = "2Gi",
     pack: bool = True,
-    builder: str = "auto",
+    builder: Builder = "auto",
     force: bool = False,
     allow_warnings: bool = False,
     reporter: Optional[Reporter] = None,
@@ -206,7 +205,7 @@ def export_repository(
         print(result.repository, [m.name for m in result.models])
     """
     began = time.monotonic()
-    require(*CONFIG_MODULES, extra="config", feature="tritonpy export")
+    require(*CONFIG_MODULES, "yaml", extra="config", feature="tritonpy export")
     source, target = Path(repo), Path(out)
     release = TritonRelease.parse(triton_version)
     models = _check_options(
@@ -228,7 +227,7 @@ def export_repository(
 
 
 def _check_options(
-    source: Path, target: Path, *, builder: str, name: str, replicas: int, force: bool
+    source: Path, target: Path, *, builder: Builder, name: str, replicas: int, force: bool
 ) -> List[Path]:
     """Refuse what cannot be exported (before anything is written); the model directories."""
     if not source.is_dir():
@@ -255,7 +254,7 @@ class _ModelOptions:
 
     release: TritonRelease
     pack: bool
-    builder: str
+    builder: Builder
     reporter: Reporter
 
 

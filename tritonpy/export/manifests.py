@@ -18,7 +18,9 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping, Sequence
+
+from .._runtime._optional import optional_import
 
 __all__ = [
     "PORTS",
@@ -26,6 +28,7 @@ __all__ = [
     "DeploySettings",
     "deployment_manifests",
     "kserve_manifest",
+    "to_yaml_documents",
 ]
 
 #: Triton's ports: name -> container port
@@ -139,3 +142,14 @@ def kserve_manifest(settings: DeploySettings, storage_uri: str) -> Dict[str, Any
             }
         },
     }
+
+
+def to_yaml_documents(documents: Sequence[Mapping[str, Any]], header: str = "") -> str:
+    """The manifests as YAML documents (block style, separated by ``---``) after ``header``,
+    each of its lines a ``# ...`` comment. PyYAML quotes a string that YAML would read as
+    another type (``"8000"``, ``"yes"``), so every value keeps its type."""
+    yaml = optional_import("yaml", feature="tritonpy export", extra="tools")
+    comment = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+    # no line wrapping: a long command or URL stays on one line
+    text: str = yaml.safe_dump_all([dict(d) for d in documents], sort_keys=False, width=1 << 16)
+    return comment + text

@@ -27,6 +27,7 @@ from ..check.envinfo import MODEL_DIR_VARIABLE, inspect_env, resolve_env_path
 from ..check.imports import imports_tritonpy
 from ..config.declarations import NotDerivableError, sync_config
 from ..config.loader import ModelImportError
+from ..envs.pack import Builder
 from ..envs.record import RECORD_NAME
 from ..stubs.cache import STUB_NAME
 
@@ -202,7 +203,7 @@ def _copy_any(source: Path, target: Path) -> None:
 def _pack(
     target: Path,
     release: TritonRelease,
-    builder: str,
+    builder: Builder,
     outcome: ModelExport,
     reporter: Reporter,
 ) -> None:
@@ -224,7 +225,7 @@ def prepare_model(
     *,
     release: TritonRelease,
     pack: bool,
-    builder: str,
+    builder: Builder,
     reporter: Reporter,
 ) -> ModelExport:
     """Make the copied model ``target`` (from ``source``) deployable on ``release``.
