@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 from .._tooling.errors import EnvError
 from .._tooling.progress import Reporter, run_command, step
-from .local import clean_environment, install_wheel
+from .local import install_requirements
 from .spec import EnvSpec
 
 __all__ = [
@@ -106,22 +106,9 @@ def build_conda_env(
             f"{tool.name} create finished but {python} does not exist; is python={xy} "
             f"available from the channels {', '.join(spec.channels) or 'conda-forge'}?"
         )
-    requirements = prefix / ".tritonpy-requirements.txt"
-    requirements.write_text("\n".join([*spec.pip, *extra]) + "\n", encoding="utf-8")
-    try:
-        shown = "the pip requirements" if wheel is not None else "the pip requirements and tritonpy"
-        with step(reporter, f"installing {shown} with pip"):
-            run_command(
-                [python, "-m", "pip", "install", "--no-warn-script-location", "-r", requirements],
-                reporter,
-                what=f"pip install into the {tool.name} environment",
-                env=clean_environment(prefix),
-                cwd=str(spec.source.parent) if spec.source else None,
-            )
-    finally:
-        requirements.unlink()
-    if wheel is not None:
-        install_wheel(python, prefix, wheel, reporter)
+    install_requirements(
+        python, prefix, spec, extra, wheel=wheel, reporter=reporter, where=tool.name
+    )
     return prefix
 
 

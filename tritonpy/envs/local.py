@@ -37,6 +37,7 @@ __all__ = [
     "build_local_env",
     "clean_environment",
     "copy_interpreter",
+    "install_requirements",
     "install_wheel",
     "relocatable_scripts",
     "write_activate",
@@ -184,6 +185,46 @@ def install_wheel(
         )
 
 
+def install_requirements(
+    python: Path,
+    prefix: Path,
+    spec: EnvSpec,
+    extra: Sequence[str],
+    *,
+    wheel: Optional[Path],
+    reporter: Reporter,
+    where: str,
+) -> None:
+    """pip-install the spec's pip lines plus ``extra`` with the environment's own ``python``
+    (relative ``-r`` paths from the spec's folder), then ``wheel`` (the running tritonpy, no
+    dependencies). ``where`` names the environment in errors (``"Python 3.10"``).
+
+    Example::
+
+        install_requirements(Path("/tmp/env/bin/python3.10"), Path("/tmp/env"), spec,
+                             ["numpy<2"], wheel=wheel, reporter=reporter, where="Python 3.10")
+    """
+    requirements = prefix / ".tritonpy-requirements.txt"
+    requirements.write_text("\n".join([*spec.pip, *extra]) + "\n", encoding="utf-8")
+    named = [*spec.distributions, *(requirement_name(e) for e in extra)]
+    if wheel is None:
+        named.append("tritonpy")
+    shown = ", ".join(dict.fromkeys(n for n in named if n))
+    try:
+        with step(reporter, f"installing {shown} with pip"):
+            run_command(
+                [python, "-m", "pip", "install", "--no-warn-script-location", "-r", requirements],
+                reporter,
+                what=f"pip install into the {where} environment",
+                env=clean_environment(prefix),
+                cwd=str(spec.source.parent) if spec.source else None,
+            )
+    finally:
+        requirements.unlink()
+    if wheel is not None:
+        install_wheel(python, prefix, wheel, reporter)
+
+
 def build_local_env(
     spec: EnvSpec,
     base: BaseInterpreter,
@@ -209,30 +250,14 @@ def build_local_env(
             "build with conda (--builder conda)"
         )
     python = prefix / "bin" / f"python{base.xy}"
-    env = clean_environment(prefix)
     with step(reporter, f"copying Python {base.version} from {base.prefix}"):
         copy_interpreter(base, prefix, reporter)
     with step(reporter, "installing pip into the environment (ensurepip)"):
         argv = [str(python), "-I", "-m", "ensurepip", "--default-pip"]
-        run_command(argv, reporter, what="ensurepip", env=env)
-    requirements = prefix / ".tritonpy-requirements.txt"
-    requirements.write_text("\n".join([*spec.pip, *extra]) + "\n", encoding="utf-8")
-    named = [*spec.distributions, *(requirement_name(e) for e in extra)]
-    if wheel is None:
-        named.append("tritonpy")
-    shown = ", ".join(dict.fromkeys(n for n in named if n))
-    with step(reporter, f"installing {shown} with pip"):
-        cwd = str(spec.source.parent) if spec.source else None
-        run_command(
-            [python, "-m", "pip", "install", "--no-warn-script-location", "-r", requirements],
-            reporter,
-            what=f"pip install into the Python {base.xy} environment",
-            env=env,
-            cwd=cwd,
-        )
-    requirements.unlink()
-    if wheel is not None:
-        install_wheel(python, prefix, wheel, reporter)
+        run_command(argv, reporter, what="ensurepip", env=clean_environment(prefix))
+    install_requirements(
+        python, prefix, spec, extra, wheel=wheel, reporter=reporter, where=f"Python {base.xy}"
+    )
     relocatable_scripts(prefix, base.xy)
     write_activate(prefix)
     return prefix
