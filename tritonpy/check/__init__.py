@@ -89,7 +89,8 @@ def check_repository(
     ([], 0)
     """
     # without protobuf every config.pbtxt would look invalid: say once what to install
-    require(*CONFIG_MODULES, extra="config", feature="tritonpy check")
+    # (packaging, of the same extra, reads versions found in environments)
+    require(*CONFIG_MODULES, "packaging", extra="config", feature="tritonpy check")
     root = Path(repo)
     if not root.is_dir():
         raise CheckError(

@@ -284,9 +284,7 @@ def _contents_findings(entry: ModelEntry, raw: str, contents: EnvContents) -> It
 
 def _numpy(repo: Repository, entry: ModelEntry, contents: EnvContents) -> Iterator[Finding]:
     version = contents.numpy
-    if version is None or not version.split(".")[0].isdigit():
-        return
-    if int(version.split(".")[0]) < 2:
+    if version is None or _major(version) < 2:
         return
     release = repo.release
     if release is not None and release.numpy2_ok:
@@ -302,3 +300,13 @@ def _numpy(repo: Repository, entry: ModelEntry, contents: EnvContents) -> Iterat
         f"{_pack_command(repo, entry, contents.python)}"
         + ("" if release else ", or pass --triton-version to check against your release"),
     )
+
+
+def _major(version: str) -> int:
+    """The major number of a (dist-info) version; 0 when it is not a PEP 440 version."""
+    from packaging.version import InvalidVersion, Version  # required by check_repository
+
+    try:
+        return Version(version).major
+    except InvalidVersion:
+        return 0
