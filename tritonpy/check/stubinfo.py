@@ -25,6 +25,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from .._tooling.digests import file_sha256, read_blocks
 from ..stubs.cache import StubCache
+from ..stubs.lookup import WHEEL_RELEASES
 
 __all__ = [
     "RELEASE_MARK",
@@ -38,9 +39,11 @@ __all__ = [
 RELEASE_MARK = b"tritonpy-stub-release="
 _MARK = re.compile(re.escape(RELEASE_MARK) + rb"r?(\d{2}\.\d{2})")
 
-#: SHA-256 of the prebuilt stubs of nvidia-pytriton 0.7.0 (release 24.10, x86_64) -> Python
+_WHEEL = "0.7.0"
+#: SHA-256 of the prebuilt stubs of nvidia-pytriton 0.7.0 (x86_64) -> (the release it bundles,
+#: Python, the wheel)
 WHEEL_STUBS: Dict[str, Tuple[str, str, str]] = {
-    digest: ("24.10", python, "nvidia-pytriton 0.7.0")
+    digest: (WHEEL_RELEASES[_WHEEL], python, f"nvidia-pytriton {_WHEEL}")
     for digest, python in (
         ("41c352e7eae5ea1b3e6474a679180b770911dedef5fa836a9457f1e8601cf412", "3.8"),
         ("cf800e6d53a69556848dd95af0e591fff4e6ab848903454f6d5448185f328aad", "3.9"),
