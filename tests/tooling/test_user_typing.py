@@ -9,6 +9,7 @@ Users run mypy on their own models. The idioms the docs teach must be clean unde
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -137,3 +138,43 @@ def test_documented_idioms_pass_mypy_strict_and_mistakes_are_reported(tmp_path: 
     marked = [n for n, line in enumerate(BAD.splitlines(), start=1) if "# error" in line]
     assert len(marked) == 3
     assert sorted(set(errors["bad_model.py"])) == marked
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+#: every model.py the templates ship (members of bls_router included), rendered as they are
+TEMPLATE_MODELS = sorted((REPOSITORY / "model_templates").glob("**/[0-9]*/model.py"))
+#: optional libraries a template imports: without them installed mypy cannot check it
+OPTIONAL_IMPORTS = ("torch", "cv2")
+
+
+def _first_python_block(page: Path, heading: str) -> str:
+    """The first ```python block after ``heading`` in a docs page."""
+    text = page.read_text(encoding="utf-8")
+    start = text.index(heading)
+    block = re.search(r"```python\n(.*?)```", text[start:], re.DOTALL)
+    assert block is not None, f"{page}: no python block after {heading!r}"
+    return block.group(1)
+
+
+def _checkable(source: str) -> bool:
+    """False when the source imports an optional library this environment lacks."""
+    for module in OPTIONAL_IMPORTS:
+        imported = re.search(rf"^(import|from) {module}\b", source, re.MULTILINE)
+        if imported and importlib.util.find_spec(module) is None:
+            return False
+    return True
+
+
+def test_every_template_model_and_the_docs_example_pass_mypy_strict(tmp_path: Path) -> None:
+    assert TEMPLATE_MODELS, "no model_templates/*/<version>/model.py found"
+    files: Dict[str, str] = {}
+    for model in TEMPLATE_MODELS:
+        source = model.read_text(encoding="utf-8")
+        if _checkable(source):
+            parts = model.relative_to(REPOSITORY / "model_templates").parts[:-2]
+            files["template_" + "_".join(parts).replace("-", "_") + ".py"] = source
+    files["docs_models_type_checking.py"] = _first_python_block(
+        REPOSITORY / "docs" / "models.md", "## Type checking"
+    )
+    errors = _run_mypy(tmp_path, files)
+    assert {name: lines for name, lines in errors.items() if lines} == {}

@@ -73,6 +73,7 @@ BUILTIN_INFER_ROWS = "tritonpy_infer_rows"
 BUILTIN_INFER_SECONDS = "tritonpy_infer_seconds"
 BUILTIN_REQUESTS_REFUSED = "tritonpy_requests_refused"
 #: bucket boundaries (seconds) of tritonpy_infer_seconds
+INFER_SECONDS_BUCKETS: Tuple[float, ...]  # declared: mypy meets it inside an import cycle
 INFER_SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 

@@ -8,6 +8,8 @@ config.pbtxt parameters: ``short_model``, ``long_model`` (model names in the sam
 repository) and ``max_short_words`` (default 12).
 """
 
+from typing import Any, Dict, List
+
 import numpy as np
 
 import tritonpy as tp
@@ -22,20 +24,20 @@ class BlsRouter(tp.Model):
     }
     max_batch_size = 32
 
-    def setup(self):
-        self.short_model = self.parameter("short_model", "bls_router_short")
-        self.long_model = self.parameter("long_model", "bls_router_long")
-        self.max_short_words = self.parameter(
+    def setup(self) -> None:
+        self.short_model: str = self.parameter("short_model", "bls_router_short")
+        self.long_model: str = self.parameter("long_model", "bls_router_long")
+        self.max_short_words: int = self.parameter(
             "max_short_words", 12, cast=tp.parameters.positive_int
         )
 
-    def route(self, text):
+    def route(self, text: str) -> str:
         """The model that answers ``text``: the condition of this router."""
         if len(text.split()) <= self.max_short_words:
             return self.short_model
         return self.long_model
 
-    def infer(self, TEXT):
+    def infer(self, TEXT: List[str]) -> Dict[str, Any]:
         routes = [self.route(text) for text in TEXT]
         labels = [""] * len(TEXT)
         scores = np.zeros((len(TEXT), 1), np.float32)

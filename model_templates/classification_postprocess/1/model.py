@@ -4,7 +4,10 @@ config.pbtxt parameter ``top_k`` (default 5); ``labels.txt`` beside config.pbtxt
 name per line, in class-id order.
 """
 
+from typing import Any, Dict
+
 import numpy as np
+from numpy.typing import NDArray
 
 import tritonpy as tp
 
@@ -18,8 +21,8 @@ class ClassificationPostprocess(tp.Model):
     }
     max_batch_size = 64
 
-    def setup(self):
-        self.top_k = self.parameter("top_k", 5, cast=tp.parameters.positive_int)
+    def setup(self) -> None:
+        self.top_k: int = self.parameter("top_k", 5, cast=tp.parameters.positive_int)
         path = self.model_dir / "labels.txt"
         if not path.is_file():
             raise tp.DeclarationError(
@@ -28,7 +31,7 @@ class ClassificationPostprocess(tp.Model):
             )
         self.labels = np.array(path.read_text(encoding="utf-8").splitlines(), dtype=object)
 
-    def infer(self, LOGITS):
+    def infer(self, LOGITS: NDArray[np.float32]) -> Dict[str, Any]:
         classes = LOGITS.shape[1]
         if not 0 < classes <= len(self.labels):
             raise tp.InputError(

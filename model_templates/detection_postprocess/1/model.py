@@ -3,7 +3,11 @@
 config.pbtxt parameters: ``score_threshold``, ``iou_threshold``, ``max_detections``.
 """
 
+from typing import Any, Dict, List
+
 import cv2
+import numpy as np
+from numpy.typing import NDArray
 
 import tritonpy as tp
 
@@ -19,19 +23,19 @@ class DetectionPostprocess(tp.Model):
     }
     max_batch_size = 64
 
-    def setup(self):
-        self.score_threshold = self.parameter("score_threshold", 0.5, cast=float)
-        self.iou_threshold = self.parameter("iou_threshold", 0.45, cast=float)
-        self.max_detections = self.parameter("max_detections", 100, cast=int)  # 0: no limit
+    def setup(self) -> None:
+        self.score_threshold: float = self.parameter("score_threshold", 0.5, cast=float)
+        self.iou_threshold: float = self.parameter("iou_threshold", 0.45, cast=float)
+        self.max_detections: int = self.parameter("max_detections", 100, cast=int)  # 0: no limit
 
-    def infer(self, BOXES, SCORES):
+    def infer(self, BOXES: NDArray[np.float32], SCORES: NDArray[np.float32]) -> Dict[str, Any]:
         if BOXES.shape[1] != SCORES.shape[1]:
             raise tp.InputError(
                 f"inputs 'BOXES' and 'SCORES' disagree: {BOXES.shape[1]} boxes but "
                 f"{SCORES.shape[1]} scores per row; send one score per box",
                 input_name="SCORES",
             )
-        detections = []
+        detections: List[List[Dict[str, Any]]] = []
         for boxes, scores in zip(BOXES, SCORES):
             keep = cv2.dnn.NMSBoxes(boxes, scores, self.score_threshold, self.iou_threshold)
             keep = list(keep)[: self.max_detections or None]  # best first

@@ -10,6 +10,11 @@ Each image is decoded straight to ``size`` (resized right after decoding, the im
 batch on a few threads), so ``infer`` only normalises.
 """
 
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+from numpy.typing import NDArray
+
 import tritonpy as tp
 
 
@@ -19,15 +24,15 @@ class ImagePreprocess(tp.Model):
     outputs = {"PIXELS": tp.Tensor("FP32", [-1, -1, -1])}
     max_batch_size = 32
 
-    def setup(self):
+    def setup(self) -> None:
         color = self.parameter("color", "RGB", cast=str.upper, choices=("RGB", "BGR", "GRAY"))
-        self.size = self.parameter("size", (224, 224), cast=tp.parameters.size)
+        self.size: Tuple[int, int] = self.parameter("size", (224, 224), cast=tp.parameters.size)
         reduced = self.parameter("reduced_decode", True, cast=tp.parameters.boolean)
         # decode straight into that colour order and size
         self.inputs = {"IMAGE": tp.Image(color=color, size=self.size, reduced_decode=reduced)}
         channels = 1 if color == "GRAY" else 3
-        self.mean = self.parameter("mean", (0.0,), cast=tp.parameters.floats)
-        self.std = self.parameter("std", (1.0,), cast=tp.parameters.floats)
+        self.mean: Tuple[float, ...] = self.parameter("mean", (0.0,), cast=tp.parameters.floats)
+        self.std: Tuple[float, ...] = self.parameter("std", (1.0,), cast=tp.parameters.floats)
         for key, values in (("mean", self.mean), ("std", self.std)):
             if len(values) not in (1, channels) or (key == "std" and 0.0 in values):
                 expected = "1 number" if channels == 1 else f"1 or {channels} numbers"
@@ -37,7 +42,7 @@ class ImagePreprocess(tp.Model):
                     f"config.pbtxt"
                 )
 
-    def infer(self, IMAGE):
+    def infer(self, IMAGE: List[NDArray[np.uint8]]) -> Dict[str, Any]:
         pixels = tp.vision.to_chw_batch(IMAGE, self.size, mean=self.mean, std=self.std)
         return {"PIXELS": pixels}
 

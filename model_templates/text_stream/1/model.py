@@ -8,6 +8,7 @@ config.pbtxt parameter ``unit``: ``sentence`` (default), ``line`` or ``word``.
 """
 
 import re
+from typing import Any, Dict, Iterator, List
 
 import numpy as np
 
@@ -25,17 +26,17 @@ class TextStream(tp.Model):
         "INDEX": tp.Tensor("INT64", [1]),  # its position in the stream, from 0
     }
 
-    def setup(self):
-        self.unit = self.parameter("unit", "sentence", cast=str.lower, choices=_UNITS)
+    def setup(self) -> None:
+        self.unit: str = self.parameter("unit", "sentence", cast=str.lower, choices=_UNITS)
 
-    def split(self, text):
+    def split(self, text: str) -> List[str]:
         if self.unit == "word":
             return text.split()
         if self.unit == "line":
             return [line.strip() for line in text.splitlines() if line.strip()]
         return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
 
-    def infer(self, TEXT):
+    def infer(self, TEXT: str) -> Iterator[Dict[str, Any]]:
         chunks = self.split(TEXT)
         if not chunks:
             raise tp.InputError(

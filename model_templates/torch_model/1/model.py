@@ -5,6 +5,7 @@ sizes are read from it). ``train_digits.py`` beside config.pbtxt writes one.
 """
 
 import math
+from typing import Any, Dict, List, Sequence
 
 import torch
 from torch import nn
@@ -12,9 +13,9 @@ from torch import nn
 import tritonpy as tp
 
 
-def build_mlp(sizes):
+def build_mlp(sizes: Sequence[int]) -> nn.Sequential:
     """Flatten, then Linear layers of the given sizes with ReLU between them."""
-    layers = [nn.Flatten()]
+    layers: List[nn.Module] = [nn.Flatten()]
     for index, (size_in, size_out) in enumerate(zip(sizes, sizes[1:])):
         if index:
             layers.append(nn.ReLU())
@@ -27,7 +28,7 @@ class TorchClassifier(tp.Model):
     outputs = {"LOGITS": tp.TorchTensor("FP32", [-1])}  # one score per class
     max_batch_size = 64
 
-    def setup(self):
+    def setup(self) -> None:
         path = self.version_dir / "model.pt"
         if not path.is_file():
             raise tp.DeclarationError(
@@ -51,7 +52,7 @@ class TorchClassifier(tp.Model):
         self.net.load_state_dict(state)
         self.net.to(self.device).eval()
 
-    def infer(self, PIXELS):
+    def infer(self, PIXELS: torch.Tensor) -> Dict[str, Any]:
         with torch.inference_mode():
             return {"LOGITS": self.net(PIXELS.to(self.device))}
 

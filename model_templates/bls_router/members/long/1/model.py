@@ -2,6 +2,7 @@
 sentences, so that one sentence does not decide a long text."""
 
 import re
+from typing import Any, Dict, List
 
 import numpy as np
 
@@ -14,7 +15,7 @@ _SENTENCE = re.compile(r"[^.!?]+")
 _WORD = re.compile(r"[a-z']+")
 
 
-def sentence_score(sentence):
+def sentence_score(sentence: str) -> float:
     score, flip = 0, 1
     for word in _WORD.findall(sentence.lower()):
         if word in NEGATIONS:
@@ -32,8 +33,8 @@ class LongSentiment(tp.Model):
     outputs = {"LABEL": tp.Text(), "SCORE": tp.Tensor("FP32", [1])}
     max_batch_size = 32
 
-    def infer(self, TEXT):
-        scores = []
+    def infer(self, TEXT: List[str]) -> Dict[str, Any]:
+        scores: List[float] = []
         for text in TEXT:
             sentences = [s for s in _SENTENCE.findall(text) if s.strip()]
             scores.append(float(np.mean([sentence_score(s) for s in sentences or [""]])))

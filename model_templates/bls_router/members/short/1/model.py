@@ -1,6 +1,7 @@
 """The fast route of bls_router: counts positive and negative words, nothing more."""
 
 import re
+from typing import Any, Dict, List
 
 import numpy as np
 
@@ -11,7 +12,7 @@ NEGATIVE = {"bad", "poor", "terrible", "hate", "slow", "broken", "sad", "worst",
 _WORD = re.compile(r"[a-z']+")
 
 
-def label(score):
+def label(score: float) -> str:
     return "positive" if score > 0 else "negative" if score < 0 else "neutral"
 
 
@@ -20,8 +21,8 @@ class ShortSentiment(tp.Model):
     outputs = {"LABEL": tp.Text(), "SCORE": tp.Tensor("FP32", [1])}
     max_batch_size = 32
 
-    def infer(self, TEXT):
-        scores = []
+    def infer(self, TEXT: List[str]) -> Dict[str, Any]:
+        scores: List[float] = []
         for text in TEXT:
             words = _WORD.findall(text.lower())
             hits = sum(w in POSITIVE for w in words) - sum(w in NEGATIVE for w in words)
