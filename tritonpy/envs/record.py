@@ -11,14 +11,13 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, Mapping
 
+from .._tooling.archives import staging_file
 from .._tooling.digests import file_sha256
 
 __all__ = [
@@ -77,14 +76,8 @@ def write_record(model_dir: Path, archive: Path, key: str, details: Mapping[str,
         "sha256": file_sha256(archive),
     }
     path = model_dir / RECORD_NAME
-    handle, temporary = tempfile.mkstemp(prefix=f".{RECORD_NAME}.", dir=model_dir)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump({"archives": records}, stream, indent=2, sort_keys=True)
-            stream.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    text = json.dumps({"archives": records}, indent=2, sort_keys=True) + "\n"
+    with staging_file(path) as partial:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
     return path

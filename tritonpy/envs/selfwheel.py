@@ -20,18 +20,17 @@ Example::
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import importlib.metadata as metadata
 import os
 import re
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
 from .. import __version__
+from .._tooling.archives import staging_file
 from .._tooling.installation import cache_directory
 from .._tooling.progress import Reporter, step
 
@@ -177,13 +176,8 @@ def self_wheel(
     if wheel.is_file():
         return wheel
     target.mkdir(parents=True, exist_ok=True)
-    with step(reporter, f"building {runtime.wheel_name} from the running tritonpy"):
-        handle, partial = tempfile.mkstemp(prefix=f".{wheel.name}.", dir=target)
-        os.close(handle)
-        try:
-            build_wheel(runtime, Path(partial))
-            os.replace(partial, wheel)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(partial)
+    title = f"building {runtime.wheel_name} from the running tritonpy"
+    with step(reporter, title), staging_file(wheel) as partial:
+        build_wheel(runtime, partial)
+        os.replace(partial, wheel)
     return wheel
