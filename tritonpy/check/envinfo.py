@@ -15,8 +15,10 @@ import re
 import tarfile
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import List, Literal, Optional, Tuple
+
+from .._tooling.archives import member_name
 
 __all__ = [
     "MODEL_DIR_VARIABLE",
@@ -25,7 +27,6 @@ __all__ = [
     "EnvPlace",
     "archive_members",
     "inspect_env",
-    "member_name",
     "resolve_env_path",
 ]
 
@@ -81,13 +82,6 @@ def resolve_env_path(raw: str, model_dir: Path) -> EnvPlace:
     return EnvPlace(raw, normal, kind, inside)
 
 
-def member_name(name: str) -> str:
-    """An archive member's name without leading ``./`` (``./bin/activate`` -> ``bin/activate``)."""
-    while name.startswith("./"):
-        name = name[2:]
-    return name
-
-
 @lru_cache(maxsize=16)
 def _members(path: str, mtime_ns: int, size: int) -> Tuple[tarfile.TarInfo, ...]:
     with tarfile.open(path, "r:gz") as archive:
@@ -123,16 +117,3 @@ def inspect_env(path: Path) -> EnvContents:
         numpys[-1] if numpys else None,
         tuple(libraries),
     )
-
-
-def is_inside(name: str) -> bool:
-    """True when a relative archive path stays inside the extraction directory."""
-    parts: List[str] = []
-    for part in PurePosixPath(name).parts:
-        if part == "..":
-            if not parts:
-                return False
-            parts.pop()
-        elif part not in (".", "/"):
-            parts.append(part)
-    return True
