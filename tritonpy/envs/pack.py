@@ -34,7 +34,6 @@ from typing import (
     Optional,
     Tuple,
     TypedDict,
-    Union,
     get_args,
 )
 
@@ -50,7 +49,7 @@ from .needs import CODEC_NEEDS, Addition, ModelScan, plan_additions, scan_model
 from .record import build_key, is_up_to_date, write_record
 from .runtime import check_numpy_pin, runtime_requirements
 from .selfwheel import RunningTritonpy, running_tritonpy, self_wheel
-from .spec import EnvSpec, parse_requirement, read_spec, requirement_name, resolve_spec
+from .spec import EnvSpec, PathLike, parse_requirement, read_spec, requirement_name, resolve_spec
 from .verify import VerifyReport, verify_archive
 
 if TYPE_CHECKING:
@@ -70,8 +69,6 @@ __all__ = [
     "pack_env",
     "parse_builder",
 ]
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 #: ``"conda"``: conda/mamba/micromamba + conda-pack; ``"local"``: a local CPython with a shared
 #: libpython; ``"auto"``: conda when one is on PATH (and no ``python_path``), else local

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -142,16 +143,7 @@ class EnvSpec:
 
     def with_python(self, python: str) -> EnvSpec:
         """A copy with ``python`` replaced (``--python`` overrides the spec's pin)."""
-        return EnvSpec(
-            self.name,
-            python,
-            self.conda,
-            self.pip,
-            self.channels,
-            self.source,
-            self.text,
-            self.tritonpy_lines,
-        )
+        return dataclasses.replace(self, python=python)
 
 
 # ------------------------------------------------------------------------ environment.yml
