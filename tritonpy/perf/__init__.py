@@ -4,7 +4,7 @@
 - :mod:`.inputs`: valid request inputs from a model's configuration (and its tritonpy
   declarations, when known), or from user files;
 - :mod:`.engine`: a bounded closed-loop load generator over gRPC or HTTP;
-- :mod:`.cpu`: server CPU seconds from ``/proc`` (the pid found from the URL's port);
+- :mod:`.cpu`: server CPU seconds through psutil (the pid found from the URL's port);
 - :mod:`.stats`: Triton's per-model statistics, before/after differences;
 - :mod:`.report`: one measurement point per concurrency, the table and the JSON;
 - :mod:`.perf_analyzer`: perf_analyzer as the load engine where it is installed;
