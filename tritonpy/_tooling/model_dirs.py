@@ -1,5 +1,5 @@
-"""The layout of a model repository as Triton reads it: which subdirectories are models, and
-the name of the configuration file inside each.
+"""The layout of a model repository as Triton reads it: which subdirectories are models, the
+name of the configuration file inside each, and how config.pbtxt names a model's environment.
 
 Example::
 
@@ -11,10 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List
 
-__all__ = ["CONFIG_FILE", "model_directories"]
+__all__ = ["CONFIG_FILE", "ENV_PARAMETER", "MODEL_DIR_VARIABLE", "model_directories"]
 
 #: a model's configuration file, directly in its directory
 CONFIG_FILE = "config.pbtxt"
+#: the config.pbtxt parameter naming a Python-backend model's environment (archive or folder)
+ENV_PARAMETER = "EXECUTION_ENV_PATH"
+#: what the Python backend replaces by the model's directory in that parameter's value
+MODEL_DIR_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
 
 
 def model_directories(root: Path) -> List[Path]:

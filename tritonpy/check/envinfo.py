@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import List, Literal, Optional, Tuple
 
 from .._tooling.archives import member_name
+from .._tooling.model_dirs import MODEL_DIR_VARIABLE
 
 __all__ = [
-    "MODEL_DIR_VARIABLE",
     "EnvContents",
     "EnvPathKind",
     "EnvPlace",
@@ -30,7 +30,6 @@ __all__ = [
     "resolve_env_path",
 ]
 
-MODEL_DIR_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
 _LIBPYTHON = re.compile(r"^lib/libpython(\d+\.\d+)[^/]*\.so")
 _LIBRARY = re.compile(r"^lib/([^/]+\.so(?:\.[^/]*)?)$")
 _NUMPY = re.compile(r"^lib/python\d+\.\d+/site-packages/numpy-([^/]+)\.dist-info(?:/|$)")

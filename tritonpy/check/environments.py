@@ -38,7 +38,7 @@ import tarfile
 import zlib
 from typing import Iterator, List, Optional
 
-from .archives import ENV_PARAMETER
+from .._tooling.model_dirs import ENV_PARAMETER
 from .context import ModelEntry, Repository, error
 from .elf import ElfError, linked_python
 from .envinfo import EnvContents, EnvPlace, inspect_env, resolve_env_path

@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any, List, Literal, Optional, Set
 
 from .._runtime.errors import ToolError
-from .._tooling.model_dirs import CONFIG_FILE
+from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER, MODEL_DIR_VARIABLE
 from .._tooling.pbtxt import ConfigError, load_config, set_parameter, write_config
 from .._tooling.progress import Reporter
 from .._tooling.releases import TritonRelease
-from ..check.archives import ENV_PARAMETER
-from ..check.envinfo import MODEL_DIR_VARIABLE, inspect_env, resolve_env_path
+from ..check.envinfo import inspect_env, resolve_env_path
 from ..check.imports import imports_tritonpy
 from ..config.declarations import NotDerivableError, sync_config
 from ..config.loader import ModelImportError
