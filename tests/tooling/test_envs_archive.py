@@ -216,3 +216,18 @@ def test_extraction_refusal_leaves_an_existing_destination_alone(tmp_path: Path)
     safe_extract(good, out)
     assert (out / "kept").is_file() and (out / "bin" / "activate").is_file()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.skipif(not hasattr(tarfile, "data_filter"), reason="this Python has no tar filters")
+def test_data_filter_refuses_an_escape_through_an_earlier_link(tmp_path: Path) -> None:
+    """Each link alone stays inside, but lib/x/y resolves through lib/x (the root) to '..'."""
+    archive = _tar(
+        tmp_path / "chain.tar.gz",
+        _file("bin/activate"),
+        _link("lib/x", ".."),
+        _link("lib/x/y", ".."),
+    )
+    assert check_members(archive)  # member by member, nothing is wrong
+    with pytest.raises(ArchiveError, match=r"'lib/x/y'.*outside the destination"):
+        safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
