@@ -18,6 +18,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
+from tritonpy._tooling.processes import group_members
 from tritonpy.cli import main
 from tritonpy.server import (
     ModelLoadError,
@@ -26,7 +27,6 @@ from tritonpy.server import (
     TritonServer,
     inspect_interpreter,
 )
-from tritonpy._tooling.processes import group_members
 
 pytestmark = pytest.mark.integration
 
