@@ -62,6 +62,9 @@ if TYPE_CHECKING:
 else:  # not subscriptable at run time; annotations only need the name
     Subparsers = argparse._SubParsersAction
 
+#: where options are declared: a parser or one of its (mutually exclusive) groups
+Options = argparse._ActionsContainer
+
 #: a subcommand: parsed options in, exit status out
 Command = Callable[[argparse.Namespace], int]
 
@@ -171,21 +174,17 @@ def add_command(
 
 
 # ------------------------------------------------------------------ options several commands take
-def add_model_dir(parser: argparse.ArgumentParser, help: str = "the model directory") -> None:
+def add_model_dir(parser: Options, help: str = "the model directory") -> None:
     """The positional ``MODEL_DIR`` (``args.model_dir``)."""
     parser.add_argument("model_dir", metavar="MODEL_DIR", help=help)
 
 
-def add_repository(
-    parser: argparse.ArgumentParser, help: str = "the model repository directory"
-) -> None:
+def add_repository(parser: Options, help: str = "the model repository directory") -> None:
     """The positional ``REPO`` (``args.repository``)."""
     parser.add_argument("repository", metavar="REPO", help=help)
 
 
-def add_server_address(
-    parser: argparse.ArgumentParser, *, default_url: str, bare_protocol: str
-) -> None:
+def add_server_address(parser: Options, *, default_url: str, bare_protocol: str) -> None:
     """``--url`` and ``--protocol`` of a command that talks to a running server;
     ``bare_protocol`` is what a ``host:port`` without ``--protocol`` means to it."""
     parser.add_argument(
@@ -202,7 +201,7 @@ def add_server_address(
     )
 
 
-def add_timeout(parser: argparse.ArgumentParser, default: float, what: str) -> None:
+def add_timeout(parser: Options, default: float, what: str) -> None:
     """``--timeout SECONDS`` (``args.timeout``); ``what`` says what it limits."""
     parser.add_argument(
         "--timeout", type=float, default=default, help=f"{what} in seconds (default {default:g})"
@@ -210,7 +209,7 @@ def add_timeout(parser: argparse.ArgumentParser, default: float, what: str) -> N
 
 
 def add_triton_version(
-    parser: Any, *, help: str, required: bool = False, default: Optional[str] = None
+    parser: Options, *, help: str, required: bool = False, default: Optional[str] = None
 ) -> None:
     """``--triton-version YY.MM`` on ``parser`` (or on a mutually exclusive group)."""
     parser.add_argument(
@@ -218,17 +217,17 @@ def add_triton_version(
     )
 
 
-def add_python(parser: argparse.ArgumentParser, help: str, metavar: str = "X.Y") -> None:
+def add_python(parser: Options, help: str, metavar: str = "X.Y") -> None:
     """``--python`` (``args.python``): the environment's Python version or interpreter."""
     parser.add_argument("--python", metavar=metavar, default=None, help=help)
 
 
-def add_server_python(parser: Any, help: str) -> None:
+def add_server_python(parser: Options, help: str) -> None:
     """``--server-python X.Y`` on ``parser`` (or on a mutually exclusive group)."""
     parser.add_argument("--server-python", metavar="X.Y", default=None, help=help)
 
 
-def add_force(parser: argparse.ArgumentParser, help: str) -> None:
+def add_force(parser: Options, help: str) -> None:
     """``--force`` (``args.force``)."""
     parser.add_argument("--force", action="store_true", help=help)
 
