@@ -163,7 +163,8 @@ def add_command(
     parser for the command's own options. ``help`` is its line in ``tritonpy --help``;
     ``command``'s docstring is the description ``tritonpy NAME --help`` shows (one text for
     the user and the reader of the code) unless ``description`` is given."""
-    description = description or inspect.getdoc(command)
+    # under python -OO docstrings are gone: the summary line stands in
+    description = description or inspect.getdoc(command) or help
     parser = subparsers.add_parser(name, help=help, description=description)
 
     def handled(args: argparse.Namespace) -> int:
