@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Literal, Optional, Sequence
 
+from ..server.client import WireProtocol
 from .engine import LoadWindow
 from .stats import StatsDelta
 
-__all__ = ["PerfPoint", "PerfReport", "point_from_window"]
+__all__ = ["Engine", "PerfPoint", "PerfReport", "point_from_window"]
+
+#: the load engine that measured a report
+Engine = Literal["builtin", "perf_analyzer"]
 
 
 @dataclass(frozen=True)
@@ -114,8 +118,8 @@ class PerfReport:
 
     model: str
     url: str
-    protocol: str
-    engine: str
+    protocol: WireProtocol
+    engine: Engine
     duration_s: float
     points: List[PerfPoint] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)

@@ -32,7 +32,7 @@ from .engine import (
 )
 from .inputs import InputSpec, generate_payloads
 from .perf_analyzer import build_command, find_perf_analyzer, run_perf_analyzer
-from .report import PerfPoint, PerfReport, point_from_window
+from .report import Engine, PerfPoint, PerfReport, point_from_window
 from .stats import ModelStats
 
 __all__ = [
@@ -46,8 +46,6 @@ __all__ = [
 
 #: the load engine asked for: ``auto`` takes perf_analyzer when it is on PATH
 EngineChoice = Literal["auto", "builtin", "perf_analyzer"]
-#: the load engine that ran
-Engine = Literal["builtin", "perf_analyzer"]
 ENGINES: Tuple[EngineChoice, ...] = get_args(EngineChoice)
 
 
