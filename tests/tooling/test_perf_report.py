@@ -180,15 +180,18 @@ def test_tree_cpu_snapshot_holds_the_root_and_its_children() -> None:
 def test_window_sample_charges_the_server_tree_and_the_client() -> None:
     child = _busy_child()
     try:
+        began = time.monotonic()
         before = window_sample(child.pid)
         time.sleep(0.3)
         after = window_sample(child.pid)
+        elapsed = time.monotonic() - began
     finally:
         child.kill()
         child.wait()
     assert set(after) == {f"server:{child.pid}", "client"}
     differences = {key: after[key] - before.get(key, 0.0) for key in after}
-    assert 0.05 < server_seconds(differences) < 1.0
+    # one busy process: some CPU, at most one core's worth (timing-tolerant on a busy machine)
+    assert 0.0 < server_seconds(differences) <= elapsed + 0.05
     # a server process that ended inside the window is left out, not subtracted
     assert server_seconds({"server:1": -5.0, "server:2": 0.25, "client": 9.0}) == 0.25
 
