@@ -14,6 +14,8 @@ echo "==> ruff"
 "$py" -m ruff format --check .
 echo "==> mypy (strict, package)"
 "$py" -m mypy
+echo "==> import layers (import-linter contracts in pyproject.toml)"
+.venv/bin/lint-imports --no-cache
 
 echo "==> pytest (unit + integration on $("$py" --version))"
 "$py" -m pytest -q "$@"
