@@ -95,13 +95,8 @@ def test_an_empty_stream_sends_only_the_final_flag() -> None:
 
 
 def sent_through_the_sender(harness: ModelHarness, inputs: Dict[str, Any]) -> List[Any]:
-    """(response, flags) pairs the model sent, error responses included. ModelHarness has no
-    public view of the parts before an error yet, so this reads the fake sender's record."""
-    request, _ = harness._build_request(inputs, None, None, "")
-    assert harness._execute([request]) is None
-    sender = request.created_sender()
-    assert sender is not None
-    return list(sender.sent)
+    """(response, flags) pairs the model sent, error responses included."""
+    return list(harness.stream_responses(inputs))
 
 
 def test_input_error_mid_stream_is_invalid_arg_after_the_parts_sent() -> None:

@@ -70,6 +70,14 @@ def decoupled_refused(name: str, protocol: str = "http") -> TritonRequestError:
     return TritonRequestError("UNSUPPORTED", DECOUPLED_REFUSED[protocol])
 
 
+def decoupled_returned(name: str, returned: Any) -> ModelBugError:
+    """The contract breach of a decoupled model whose ``execute`` returned responses."""
+    return ModelBugError(
+        f"model '{name}' is decoupled: execute() must return None and send responses through "
+        f"request.get_response_sender(), got {type(returned).__name__}"
+    )
+
+
 def collect_sent(
     name: str,
     request: pb.InferenceRequest,

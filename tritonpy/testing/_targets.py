@@ -35,7 +35,7 @@ from .._runtime.errors import InputError, TritonRequestError
 from . import fake_pb_utils as pb
 from ._errors import ModelBugError
 from ._requests import check_requested_outputs, client_view, validate_request
-from ._responses import collect_sent, response_from
+from ._responses import response_from
 
 if TYPE_CHECKING:
     from .harness import ModelHarness
@@ -138,16 +138,13 @@ def _stream(
     inputs: Mapping[str, Any],
     names: Optional[List[str]],
 ) -> List[pb.InferenceResponse]:
-    inner, _ = harness._build_request(inputs, names, None, request.request_id())
     try:
-        returned = harness._execute([inner])
+        sent = harness.stream_responses(
+            inputs, requested_outputs=names, request_id=request.request_id()
+        )
     except TritonRequestError as exc:
         return [_model_error(exc.message)]
-    if returned is not None:  # the harness reports this contract breach itself
-        harness.infer_stream(inputs, requested_outputs=names)
-    collect_sent(harness.name, inner, harness.stream_timeout)
     parts: List[pb.InferenceResponse] = []
-    sent = inner._sender.sent if inner._sender is not None else []
     for response, flags in sent:
         if response is None:
             continue

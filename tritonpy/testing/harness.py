@@ -73,6 +73,7 @@ from ._responses import (
     client_outputs,
     collect_sent,
     decoupled_refused,
+    decoupled_returned,
     execute_failed,
     outputs_or_error,
 )
@@ -420,17 +421,38 @@ class ModelHarness(Closing):
         returned = self._run([request])
         if returned is not None:
             if self.decoupled:
-                raise ModelBugError(
-                    f"model '{self.name}' is decoupled: execute() must return None and send "
-                    f"responses through request.get_response_sender(), got "
-                    f"{type(returned).__name__}"
-                )
+                raise decoupled_returned(self.name, returned)
             (response,) = check_responses(self.name, [request], returned, self.stream_timeout)
             return [client_outputs(response, requested)]
         sent = collect_sent(self.name, request, self.stream_timeout, cancel_after)
         if errors == "raise":
             return [client_outputs(r, requested) for r in sent]
         return [outputs_or_error(r, requested) for r in sent]
+
+    def stream_responses(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        requested_outputs: Optional[Iterable[str]] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        request_id: str = "",
+    ) -> List[Tuple[Optional[pb.InferenceResponse], int]]:
+        """Send one request to a decoupled model; return what its response sender sent, as
+        the server receives it: ``(pb_utils.InferenceResponse or None, flags)`` pairs, error
+        responses and the FINAL flag included (:meth:`infer_stream` gives the client's view).
+
+        Example::
+
+            sent = harness.stream_responses({"TEXT": "two words"})
+            assert sent[-1][1] == pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        """
+        request, _ = self._build_request(inputs, requested_outputs, parameters, request_id)
+        returned = self._execute([request])
+        if returned is not None:
+            raise decoupled_returned(self.name, returned)
+        collect_sent(self.name, request, self.stream_timeout)  # waits for the FINAL flag
+        sender = request.created_sender()
+        return list(sender.sent) if sender is not None else []
 
     def register_bls_model(self, name: str, target: Any) -> None:
         """Make BLS requests to ``name`` run on ``target``: another ModelHarness, a model class
