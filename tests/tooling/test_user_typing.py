@@ -77,13 +77,18 @@ BAD = textwrap.dedent(
 
 
     class Greet(tp.Model):
-        inputs = {"NAME": tp.Text(optinal=True)}  # error: misspelt option
+        inputs = {
+            "NAME": tp.Text(optinal=True),  # error: misspelt option
+            "STYLE": tp.JSON(defualt={}),  # error: misspelt option
+            "PHOTO": tp.Image(color="CMYK"),  # error: not a colour Image decodes to
+            "IDS": tp.Tensor("INT64", [-1], ragged="trim"),  # error: not a ragged policy
+        }
         outputs = {"GREETING": tp.Text()}
 
         def setup(self) -> None:
             self.inputs = {"NAME": "TYPE_STRING"}  # error: not a codec
 
-        def infer(self, NAME: str) -> Dict[str, Any]:
+        def infer(self, NAME: str, STYLE: Any, PHOTO: Any, IDS: Any) -> Dict[str, Any]:
             length: int = NAME  # error: str is not int
             return {"GREETING": NAME * length}
 
@@ -136,7 +141,7 @@ def test_documented_idioms_pass_mypy_strict_and_mistakes_are_reported(tmp_path: 
     errors = _run_mypy(tmp_path, {"good_model.py": GOOD, "bad_model.py": BAD})
     assert errors["good_model.py"] == []
     marked = [n for n, line in enumerate(BAD.splitlines(), start=1) if "# error" in line]
-    assert len(marked) == 3
+    assert len(marked) == 6
     assert sorted(set(errors["bad_model.py"])) == marked
 
 
