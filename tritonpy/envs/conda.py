@@ -19,7 +19,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from .._tooling.errors import EnvError
 from .._tooling.progress import Reporter, run_command, step
 from .local import install_requirements
-from .spec import EnvSpec
+from .spec import EnvSpec, conda_package_name
 
 __all__ = [
     "CONDA_TOOLS",
@@ -71,7 +71,7 @@ def conda_create_command(tool: Path, prefix: Path, spec: EnvSpec, xy: str) -> Li
     argv = [str(tool), "create", "--yes", "--prefix", str(prefix), "--override-channels"]
     for channel in channels:
         argv += ["-c", channel]
-    conda = [c for c in spec.conda if c.split("=")[0].split(" ")[0] not in ("python", "pip")]
+    conda = [c for c in spec.conda if conda_package_name(c) not in ("python", "pip")]
     return [*argv, f"python={xy}", "pip", *conda]
 
 

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .._tooling.errors import SpecError
 from .selfwheel import running_distribution
-from .spec import EnvSpec, canonical_name, parse_requirement, requirement_name
+from .spec import EnvSpec, canonical_name, conda_package_name, parse_requirement, requirement_name
 
 __all__ = [
     "CODEC_NEEDS",
@@ -218,7 +218,7 @@ def extra_requirements(extra: str) -> List[str]:
 
 
 def _named(spec: EnvSpec) -> set[str]:
-    conda = (requirement_name(re.split(r"[=<>!~\s]", c, maxsplit=1)[0]) for c in spec.conda)
+    conda = (requirement_name(conda_package_name(c)) for c in spec.conda)
     return set(spec.distributions) | {c for c in conda if c}
 
 

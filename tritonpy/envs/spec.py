@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EnvSpec",
     "canonical_name",
+    "conda_package_name",
     "parse_environment_yaml",
     "parse_requirement",
     "read_spec",
@@ -202,6 +203,46 @@ def _python_of(dependency: str) -> Optional[Tuple[bool, Optional[str]]]:
     return True, (f"{match.group(1)}.{match.group(2)}" if match.group(1) else None)
 
 
+def conda_package_name(dependency: str) -> str:
+    """The package name of a conda dependency (MatchSpec: ``numpy>=1.26``, ``python=3.10.*``,
+    ``libjpeg-turbo 3.*``).
+
+    >>> conda_package_name("libjpeg-turbo >=3")
+    'libjpeg-turbo'
+    """
+    return re.split(r"[=<>!~\s\[]", dependency.strip(), maxsplit=1)[0]
+
+
+def _conda_dependencies(
+    path: Path, data: Dict[str, Any]
+) -> Tuple[Optional[str], List[str], List[str]]:
+    """(the Python pin, the conda packages other than python and pip, the pip entries) of an
+    environment file's ``dependencies``."""
+    python: Optional[str] = None
+    conda: List[str] = []
+    pip_entries: List[str] = []
+    dependencies = data.get("dependencies") or []
+    if not isinstance(dependencies, list):
+        raise SpecError(f"{path}: 'dependencies' must be a list, got {dependencies!r}")
+    for dependency in dependencies:
+        if isinstance(dependency, dict):
+            unknown = set(dependency) - {"pip"}
+            if unknown:
+                raise SpecError(
+                    f"{path}: unknown dependency section(s) {sorted(unknown)}; expected "
+                    "'- pip:' with a list of pip requirements"
+                )
+            pip_entries.extend(str(p) for p in dependency.get("pip") or [])
+            continue
+        text = str(dependency).strip()
+        found = _python_of(text)
+        if found is not None:
+            python = found[1] or python
+        elif conda_package_name(text) != "pip":
+            conda.append(text)
+    return python, conda, pip_entries
+
+
 def read_spec(path: PathLike) -> EnvSpec:
     """Read a conda environment file (``.yml``/``.yaml``) or a requirements file (any other
     name).
@@ -225,40 +266,12 @@ def read_spec(path: PathLike) -> EnvSpec:
         pip, tritonpy = _pip_lines([e for e in entries if e], base)
         return EnvSpec(None, None, pip=pip, source=path, text=text, tritonpy_lines=tritonpy)
     data = parse_environment_yaml(text, str(path))
-    python: Optional[str] = None
-    conda: List[str] = []
-    pip_entries: List[str] = []
-    dependencies = data.get("dependencies") or []
-    if not isinstance(dependencies, list):
-        raise SpecError(f"{path}: 'dependencies' must be a list, got {dependencies!r}")
-    for dependency in dependencies:
-        if isinstance(dependency, dict):
-            unknown = set(dependency) - {"pip"}
-            if unknown:
-                raise SpecError(
-                    f"{path}: unknown dependency section(s) {sorted(unknown)}; expected "
-                    "'- pip:' with a list of pip requirements"
-                )
-            pip_entries.extend(str(p) for p in dependency.get("pip") or [])
-            continue
-        text_dep = str(dependency)
-        found = _python_of(text_dep)
-        if found is not None:
-            python = found[1] or python
-        elif text_dep.strip().split("=")[0].split(" ")[0] != "pip":
-            conda.append(text_dep.strip())
-    channels = data.get("channels") or []
-    name = data.get("name")
+    python, conda, pip_entries = _conda_dependencies(path, data)
     pip, tritonpy = _pip_lines(pip_entries, base)
+    name = data.get("name")
+    channels = tuple(str(c) for c in data.get("channels") or [])
     return EnvSpec(
-        str(name) if name else None,
-        python,
-        tuple(conda),
-        pip,
-        tuple(str(c) for c in channels),
-        path,
-        text,
-        tritonpy,
+        str(name) if name else None, python, tuple(conda), pip, channels, path, text, tritonpy
     )
 
 
