@@ -41,7 +41,7 @@ def directory_config(model_dir: Path, config: Union[Dict[str, Any], str, None]) 
         text, source = config, "config="
     else:
         path = model_dir / "config.pbtxt"
-        text = path.read_text() if path.is_file() else ""
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
         source = str(path)
     return parse_config_pbtxt(text, source=source) if text.strip() else {}
 

@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from .._tooling.closing import Closing
 from . import fake_pb_utils as pb
-from ._config import parse_config_pbtxt
+from ._config import directory_config
 from ._errors import HarnessError
 from ._targets import bls_handler
 from .ensemble import EnsembleHarness
@@ -50,11 +50,9 @@ class RepositoryHarness(Closing):
             )
         self._kinds: Dict[str, str] = {}
         for path in sorted(self.repository.iterdir()):
-            config = path / "config.pbtxt"
             if not path.is_dir() or path.name.startswith((".", "_")):
                 continue
-            text = config.read_text(encoding="utf-8") if config.is_file() else ""
-            parsed = parse_config_pbtxt(text, str(config)) if text.strip() else {}
+            parsed = directory_config(path, None)
             name = str(parsed.get("name") or path.name)
             if parsed.get("platform") == "ensemble":
                 self._kinds[name] = "ensemble"
