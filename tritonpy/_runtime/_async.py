@@ -59,8 +59,6 @@ async def _run_one(model: Model, item: Decoded, responses: List[Any]) -> None:
         result = await _timed_infer(model, model._one_values(item))
         model._finish_one(item, result, responses)
     except InputError as exc:
-        if model._builtin is not None:
-            model._builtin.refused(exc.input_name)
-        responses[item.index] = model._error_response(str(exc), model._error_codes.INVALID_ARG)
+        responses[item.index] = model._refused(exc)
     except Exception as exc:
         responses[item.index] = model._internal_error(exc, "running infer()")

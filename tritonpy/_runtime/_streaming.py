@@ -81,9 +81,7 @@ class _Stream:
         try:
             return model._decode(0, self.request)
         except InputError as exc:
-            if model._builtin is not None:
-                model._builtin.refused(exc.input_name)
-            self._end_with(model._error_response(str(exc), model._error_codes.INVALID_ARG))
+            self._end_with(model._refused(exc))
         except Exception as exc:
             self._end_with(model._internal_error(exc, "decoding the inputs"))
         return None
@@ -157,9 +155,7 @@ class _Stream:
     def _end_with_error(self, exc: Exception) -> None:
         model = self.model
         if isinstance(exc, InputError):
-            if model._builtin is not None:
-                model._builtin.refused(exc.input_name)
-            response = model._error_response(str(exc), model._error_codes.INVALID_ARG)
+            response = model._refused(exc)
         else:
             response = model._internal_error(exc, "running infer()")
         self._end_with(response)
