@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
@@ -34,13 +35,20 @@ import numpy as np
 from .._runtime.errors import InputError, TritonRequestError
 from . import fake_pb_utils as pb
 from ._errors import ModelBugError
+from ._loading import target_version
 from ._requests import check_requested_outputs, client_view, validate_request
 from ._responses import response_from
 
 if TYPE_CHECKING:
     from .harness import ModelHarness
 
-__all__ = ["RawTarget", "bls_handler", "final_error_hangs", "server_error"]
+__all__ = [
+    "RawTarget",
+    "bls_handler",
+    "final_error_hangs",
+    "server_error",
+    "versioned_handler",
+]
 
 Handler = Callable[[pb.InferenceRequest], Any]
 
@@ -95,6 +103,17 @@ def bls_handler(target: Any) -> Handler:
         f"a BLS target must be a ModelHarness, a model class, a model directory, a callable "
         f"fn(inputs: dict) -> dict, or RawTarget(fn); got {target!r}"
     )
+
+
+def versioned_handler(target: Any) -> Handler:
+    """:func:`bls_handler`, ready for the version the target has (``is_model_ready(name,
+    version)`` answers for it), as ``ModelHarness.register_bls_model`` registers it."""
+    handler = bls_handler(target)
+    version = target_version(target)
+    if version is not None and not hasattr(handler, "model_version"):
+        with suppress(AttributeError):
+            handler.model_version = version  # type: ignore[attr-defined]
+    return handler
 
 
 def _inputs_of(request: pb.InferenceRequest) -> Dict[str, Any]:

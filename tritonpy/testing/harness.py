@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import tempfile
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import (
@@ -57,7 +57,7 @@ from ._install import (
     install_fake_pb_utils,
     uninstall_fake_pb_utils,
 )
-from ._loading import import_model_file, on_sys_path, pick_version, target_version
+from ._loading import import_model_file, on_sys_path, pick_version
 from ._process_guard import (
     ModelProcessDiedError,
     ProcessEnded,
@@ -77,7 +77,7 @@ from ._responses import (
     execute_failed,
     outputs_or_error,
 )
-from ._targets import bls_handler
+from ._targets import versioned_handler
 from .fake_pb_utils import errors as pb_errors
 from .fake_pb_utils.models import model_running
 
@@ -459,13 +459,7 @@ class ModelHarness(Closing):
         or model directory (run in a harness of its own), a plain function on numpy inputs
         (``fn(inputs: dict) -> dict``), or ``RawTarget(fn)`` for a function taking the
         pb_utils.InferenceRequest and returning an InferenceResponse."""
-        handler = bls_handler(target)
-        version = target_version(target)
-        if version is not None and not hasattr(handler, "model_version"):
-            # is_model_ready(name, version) answers for the version the target has
-            with suppress(AttributeError):
-                handler.model_version = version  # type: ignore[attr-defined]
-        pb.register_bls_model(name, handler)
+        pb.register_bls_model(name, versioned_handler(target))
         self._bls_names.append(name)
 
     def close(self) -> None:
