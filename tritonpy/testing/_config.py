@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any, Dict, Union
+from typing import Any, Dict, Literal, Union
 
 from .._runtime.dtypes import DTYPES
 from ._errors import ModelLoadError
@@ -30,6 +30,10 @@ def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any
         return config_to_dict(parse_config(text, source))
     except ConfigError as exc:
         raise ModelLoadError(str(exc)) from exc
+
+
+#: the instance group kinds of a model configuration
+InstanceKind = Literal["KIND_AUTO", "KIND_CPU", "KIND_GPU", "KIND_MODEL"]
 
 
 def directory_config(model_dir: Path, config: Union[Dict[str, Any], str, None]) -> Dict[str, Any]:
@@ -63,7 +67,7 @@ def _fill_io_defaults(config: Dict[str, Any]) -> None:
         out.setdefault("is_non_linear_format_io", False)
 
 
-def fill_defaults(config: Dict[str, Any], instance_kind: str, device_id: int) -> None:
+def fill_defaults(config: Dict[str, Any], instance_kind: InstanceKind, device_id: int) -> None:
     """The defaults Triton fills in before it calls auto_complete_config (measured, r24.10)."""
     config.setdefault("platform", "")
     config.setdefault("backend", "python")

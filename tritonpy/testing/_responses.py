@@ -65,7 +65,7 @@ DECOUPLED_REFUSED = {
 }
 
 
-def decoupled_refused(name: str, protocol: str = "http") -> TritonRequestError:
+def decoupled_refused(name: str, protocol: Literal["http", "grpc"] = "http") -> TritonRequestError:
     """The error the server gives for non-streaming inference on decoupled model ``name``."""
     return TritonRequestError("UNSUPPORTED", DECOUPLED_REFUSED[protocol])
 

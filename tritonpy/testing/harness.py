@@ -44,6 +44,7 @@ from .._tooling.closing import Closing
 from . import fake_pb_utils as pb
 from ._config import (
     CONFIG_TO_WIRE,
+    InstanceKind,
     directory_config,
     fill_defaults,
     normalize_after_autocomplete,
@@ -117,7 +118,7 @@ class ModelHarness(Closing):
         config: Union[Dict[str, Any], str, None] = None,
         name: Optional[str] = None,
         version: Optional[int] = None,
-        instance_kind: str = "KIND_CPU",
+        instance_kind: InstanceKind = "KIND_CPU",
         device_id: int = 0,
         auto_complete: bool = True,
         stream_timeout: float = 30.0,
