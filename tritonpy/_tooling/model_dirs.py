@@ -11,7 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List
 
-__all__ = ["CONFIG_FILE", "ENV_PARAMETER", "MODEL_DIR_VARIABLE", "model_directories"]
+__all__ = [
+    "CONFIG_FILE",
+    "ENV_PARAMETER",
+    "MODEL_DIR_VARIABLE",
+    "STUB_NAME",
+    "model_directories",
+]
 
 #: a model's configuration file, directly in its directory
 CONFIG_FILE = "config.pbtxt"
@@ -19,6 +25,8 @@ CONFIG_FILE = "config.pbtxt"
 ENV_PARAMETER = "EXECUTION_ENV_PATH"
 #: what the Python backend replaces by the model's directory in that parameter's value
 MODEL_DIR_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
+#: the file name Triton looks for when a model brings its own Python backend stub
+STUB_NAME = "triton_python_backend_stub"
 
 
 def model_directories(root: Path) -> List[Path]:

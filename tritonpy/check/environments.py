@@ -38,7 +38,7 @@ import tarfile
 import zlib
 from typing import Iterator, List, Optional
 
-from .._tooling.model_dirs import ENV_PARAMETER
+from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
 from .context import ModelEntry, Repository, error
 from .elf import ElfError, linked_python
 from .envinfo import EnvContents, EnvPlace, inspect_env, resolve_env_path
@@ -47,7 +47,6 @@ from .report import ERROR, WARNING, Finding
 
 __all__ = ["STUB_NAME", "check_environments"]
 
-STUB_NAME = "triton_python_backend_stub"
 _FIELD = f"parameters[{ENV_PARAMETER}]"
 
 

@@ -21,8 +21,8 @@ import tarfile
 import zlib
 from typing import Iterator, Optional
 
+from .._tooling.model_dirs import ENV_PARAMETER
 from ..stubs.elf import ElfDynamic, libpython_version, read_dynamic
-from .archives import ENV_PARAMETER
 from .context import ModelEntry, Repository, error
 from .elf import ElfError
 from .envinfo import EnvContents, inspect_env, resolve_env_path

@@ -26,6 +26,7 @@ from typing import Any, Optional, Sequence
 
 from .._runtime._declarations import SCHEDULERS, completion
 from .._runtime.codecs.base import shape_matches
+from .._tooling.model_dirs import CONFIG_FILE
 from .._tooling.pbtxt import (
     ConfigError,
     PathLike,
@@ -48,7 +49,6 @@ __all__ = [
     "tritonpy_class",
 ]
 
-CONFIG_FILE = "config.pbtxt"
 _SCHEDULING = "scheduling_choice"
 
 

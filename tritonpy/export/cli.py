@@ -89,7 +89,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             ),
         )
     for model in result.models:
-        env = model.environment
+        env: str = model.environment
         if model.parameter:
             env += f" {model.parameter} (Python {model.python})"
         stub = f", stub: {model.stub}" if model.stub else ""

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .._tooling.installation import WheelInstallation
+from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
+from ..envs.record import RECORD_NAME
 
 __all__ = [
     "STUB_NAME",
@@ -41,11 +43,7 @@ __all__ = [
     "user_path",
 ]
 
-STUB_NAME = "triton_python_backend_stub"
-_ENV_PARAMETER = "EXECUTION_ENV_PATH"
-_MODEL_DIR = "$$TRITON_MODEL_DIRECTORY"
 _ARCHIVE_PYTHON = re.compile(r"_py(3\.\d+)\.tar\.gz$")
-_RECORD_NAME = ".tritonpy-env.json"  # written by tritonpy pack-env beside the archive
 
 
 @dataclass(frozen=True)
@@ -66,16 +64,16 @@ def _read_env_parameter(config_path: Path) -> Optional[str]:
         config = load_config(config_path)
     except ConfigError:
         return None
-    if config.backend != "python" or _ENV_PARAMETER not in config.parameters:
+    if config.backend != "python" or ENV_PARAMETER not in config.parameters:
         return None
-    value = str(config.parameters[_ENV_PARAMETER].string_value)
+    value = str(config.parameters[ENV_PARAMETER].string_value)
     return value or None
 
 
 def _recorded_python(archive: Path) -> Optional[str]:
     # read directly: importing tritonpy.envs would pull in its whole build machinery
     try:
-        data = json.loads((archive.parent / _RECORD_NAME).read_text(encoding="utf-8"))
+        data = json.loads((archive.parent / RECORD_NAME).read_text(encoding="utf-8"))
         python = data["archives"][archive.name]["python"]
     except (OSError, ValueError, KeyError, TypeError):
         return None

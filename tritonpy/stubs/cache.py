@@ -26,11 +26,11 @@ from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Tuple
 
 from .._tooling.archives import staging_file
 from .._tooling.installation import cache_directory
+from .._tooling.model_dirs import STUB_NAME
 from .elf import ElfError, check_libpython
 
 __all__ = ["SOURCES", "STUB_NAME", "StubCache", "StubSource", "copy_executable", "machine_arch"]
 
-STUB_NAME = "triton_python_backend_stub"
 #: where a stub comes from; ``provision_stub`` tries them in the order of :data:`SOURCES`
 StubSource = Literal["cache", "wheel", "native", "docker"]
 SOURCES: Tuple[StubSource, ...] = ("cache", "wheel", "native", "docker")
