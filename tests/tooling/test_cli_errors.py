@@ -68,14 +68,16 @@ def test_a_bare_error_prints_as_the_server_gave_it(capsys: pytest.CaptureFixture
     assert capsys.readouterr().err == "[INVALID_ARG] negative\n"
 
 
-def test_ctrl_c_names_what_was_left_as_it_was_or_goes_through(
+def test_ctrl_c_is_one_line_and_exit_130_never_a_traceback(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     failures = Failures(interrupted="tritonpy: interrupted; {model_dir} left as it was")
     assert run(KeyboardInterrupt(), failures, model_dir="models/pre") == 130
     assert capsys.readouterr().err == "tritonpy: interrupted; models/pre left as it was\n"
-    with pytest.raises(KeyboardInterrupt):
-        run(KeyboardInterrupt())
+    assert run(KeyboardInterrupt()) == 130
+    assert capsys.readouterr().err == "tritonpy: interrupted\n"
+    with pytest.raises(KeyboardInterrupt):  # a command may still choose to let it through
+        run(KeyboardInterrupt(), Failures(interrupted=""))
 
 
 def test_add_command_describes_the_command_with_its_docstring_and_handles_its_errors(

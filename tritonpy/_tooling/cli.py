@@ -12,7 +12,8 @@ turns the errors into printed lines and exit statuses:
 - :class:`UsageError` and the command's ``bad_input`` errors: the message, exit 2;
 - any other :class:`~tritonpy._runtime.errors.TritonPyError`: the message, then its notes
   (:func:`add_note`), exit ``Failures.status`` (1 unless the command says otherwise);
-- Ctrl-C: the command's ``interrupted`` line, exit 130 (commands without one let it through).
+- Ctrl-C: the command's ``interrupted`` line (``tritonpy: interrupted`` unless it says more),
+  exit 130, no traceback.
 
 Example::
 
@@ -86,15 +87,15 @@ class Failures:
     ``prefix`` starts its error lines; ``status`` is the exit status of an error;
     ``bad_input`` are the error types that mean the user's options or inputs were wrong (exit
     2); ``bare`` are printed without the prefix (a server's own ``[CODE] message``);
-    ``interrupted`` is the line printed on Ctrl-C, formatted with the parsed options
-    (``"tritonpy: interrupted; {model_dir} left as it was"``), or empty to let Ctrl-C through.
+    ``interrupted`` is the line printed on Ctrl-C (exit 130), formatted with the parsed
+    options (``"tritonpy: interrupted; {model_dir} left as it was"``); empty lets Ctrl-C through.
     """
 
     prefix: str = ERROR_PREFIX
     status: int = 1
     bad_input: Tuple[Type[TritonPyError], ...] = ()
     bare: Tuple[Type[TritonPyError], ...] = ()
-    interrupted: str = ""
+    interrupted: str = "tritonpy: interrupted"
 
 
 #: the failures of a command that changes MODEL_DIR all at once (pack-env, stub): Ctrl-C
