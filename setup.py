@@ -15,7 +15,8 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-# keep in sync with tritonpy._tooling.resources.SHIPPED (not imported: the build must not import tritonpy)
+# keep in sync with tritonpy._tooling.resources.SHIPPED (not imported: the build must not
+# import tritonpy)
 SHIPPED = ("model_templates", "envs", "scripts/build_stub.sh", "Dockerfile.stub", "LICENSE")
 IGNORED = shutil.ignore_patterns(
     "__pycache__", "*.pyc", ".pytest_cache", "*.tar.gz", "model.pt", "triton_python_backend_stub"

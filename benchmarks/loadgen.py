@@ -1,5 +1,5 @@
 """gRPC helpers of the benchmark beside the load itself (the closed-loop load generator and
-the CPU accounting are tritonpy's own: :mod:`tritonpy.perf.engine`, :mod:`tritonpy.perf.cpu`):
+the CPU accounting are tritonpy's own: :mod:`tritonpy.perf._engine`, :mod:`tritonpy.perf._cpu`):
 one request whose outputs are compared across variants, and a wait for models to be ready.
 
 Example::
@@ -15,7 +15,7 @@ from typing import Any, Dict, Mapping, Sequence
 
 from numpy.typing import NDArray
 
-from tritonpy.perf.engine import GRPC_CHANNEL_OPTIONS, grpc_request
+from tritonpy.perf._engine import GRPC_CHANNEL_OPTIONS, grpc_request
 
 __all__ = ["grpc_infer_once", "wait_model_ready"]
 

@@ -40,8 +40,8 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 from benchmarks.inprocess import InProcessResult, run_inprocess
 from benchmarks.loadgen import grpc_infer_once, wait_model_ready
 from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository, expected_equal
-from tritonpy.perf.cpu import server_seconds, window_sample
-from tritonpy.perf.engine import grpc_caller_factory, run_closed_loop
+from tritonpy.perf._cpu import server_seconds, window_sample
+from tritonpy.perf._engine import grpc_caller_factory, run_closed_loop
 
 __all__ = ["Cell", "Target", "evaluate_targets", "main", "render_table"]
 
@@ -156,7 +156,7 @@ def pytriton_server(workloads: Sequence[str], workdir: Path, say: Any) -> Iterat
         raise PyTritonUnavailable(
             f"--with-pytriton needs PyTriton (pip install nvidia-pytriton): {exc}"
         ) from None
-    from tritonpy.server import pick_free_ports
+    from tritonpy.server._ports import pick_free_ports
 
     http_port, grpc_port, metrics_port = pick_free_ports(3)
     env = dict(os.environ)

@@ -92,7 +92,7 @@ def _print(line: str) -> None:
 
 def _serve_ready_lines(server: TritonServer) -> List[str]:
     """What serve prints once ready: the URLs, the models, how to query one."""
-    from .server.readiness import model_inputs
+    from .server._readiness import model_inputs
 
     models = server.models_ready()
     lines = [
@@ -114,7 +114,8 @@ def _serve_ready_lines(server: TritonServer) -> List[str]:
 
 def _server(args: argparse.Namespace, log_file: Path) -> TritonServer:
     """The server ``tritonpy serve`` runs, as its options say."""
-    from .server import CLI_NAMES, TritonServer
+    from ._tooling.options import CLI_NAMES
+    from .server import TritonServer
 
     return TritonServer(
         Path(args.repository),
@@ -139,7 +140,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Start tritonserver (the nvidia-pytriton wheel's by default) on REPO, wait until every model
     is ready, print the URLs, and serve until Ctrl-C or SIGTERM."""
     from ._tooling.installation import cache_directory
-    from .server.logs import new_log_file
+    from .server._logs import new_log_file
 
     log_file = args.log_file or new_log_file(Path(args.repository), cache_directory() / "logs")
     server = _server(args, Path(log_file))
@@ -158,7 +159,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _serve(server: TritonServer, *, restart: bool) -> int:
     """Start ``server``, print where it serves, and serve until it dies for good."""
-    from .server.keeper import serve_until_exit
+    from .server._keeper import serve_until_exit
 
     try:
         server.start()
@@ -228,7 +229,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     its UTF-8 text exactly as written, so NAME='{"a": 1}' or NAME='[1, 2]' sends that JSON
     document to a tp.JSON input; any other input takes a JSON number or list, a tensor of its
     datatype. A batch dimension of 1 is added for batching models."""
-    from .server.client import format_output, infer_once, split_assignment
+    from .server._client import format_output, infer_once, split_assignment
 
     values = dict(split_assignment(text) for text in args.inputs)
     wanted = args.outputs or None
@@ -407,13 +408,13 @@ def _registrations() -> List[Callable[[shared.Subparsers], None]]:
     """The ``add`` function of every subcommand, in the order ``tritonpy --help`` lists them.
     Each tooling package owns its subcommands; they load here, when the parser is built, so
     that importing this module (and the runtime) stays light."""
-    from .check.cli import add_parser as add_check
-    from .config.cli import add_parser as add_config
-    from .envs.cli import add_parser as add_pack_env
-    from .export.cli import add_parser as add_export
-    from .perf.cli import add_parser as add_perf_and_tune
-    from .probe.cli import add_parser as add_probe
-    from .stubs.cli import add_parser as add_stub
+    from .check._cli import add_parser as add_check
+    from .config._cli import add_parser as add_config
+    from .envs._cli import add_parser as add_pack_env
+    from .export._cli import add_parser as add_export
+    from .perf._cli import add_parser as add_perf_and_tune
+    from .probe._cli import add_parser as add_probe
+    from .stubs._cli import add_parser as add_stub
 
     return [
         add_serve,

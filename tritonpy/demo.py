@@ -25,7 +25,7 @@ import numpy as np
 from ._runtime.errors import MissingDependencyError
 
 if TYPE_CHECKING:
-    from .server.client import InferClient, ModelSignature, WireProtocol
+    from .server._client import InferClient, ModelSignature, WireProtocol
 
 __all__ = ["DemoResult", "Prediction", "add_arguments", "main", "run", "run_demo"]
 
@@ -137,7 +137,7 @@ class _Sender:
         return [p for p in self.predictions if p is not None]
 
     def _work(self) -> None:
-        from .server.client import InferClient
+        from .server._client import InferClient
 
         client = InferClient(self.url, self.protocol)
         try:

@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 
 from tritonpy import TritonRequestError
+from tritonpy._runtime._builtin_metrics import RefusedCounter
 from tritonpy._runtime.errors import DeclarationError
-from tritonpy._runtime.metrics import CounterMetric, GaugeMetric, HistogramMetric, RefusedCounter
+from tritonpy._runtime.metrics import CounterMetric, GaugeMetric, HistogramMetric
 from tritonpy.server import TritonServer
-from tritonpy.server.client import InferClient
+from tritonpy.server._client import InferClient
 from tritonpy.testing import ModelHarness
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 
 from tritonpy import TritonRequestError
 from tritonpy.server import TritonServer
-from tritonpy.server.client import InferClient
+from tritonpy.server._client import InferClient
 from tritonpy.testing import ModelHarness
 from tritonpy.testing import fake_pb_utils as pb
 

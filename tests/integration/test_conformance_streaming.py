@@ -19,8 +19,8 @@ import pytest
 
 from tritonpy import TritonRequestError
 from tritonpy.server import TritonServer
-from tritonpy.server.client import InferClient
-from tritonpy.server.streaming import UNKNOWN_CODE, stream_infer
+from tritonpy.server._client import InferClient
+from tritonpy.server._streaming import UNKNOWN_CODE, stream_infer
 from tritonpy.testing import ModelHarness
 
 pytestmark = pytest.mark.integration

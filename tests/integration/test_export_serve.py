@@ -17,8 +17,8 @@ import tritonclient.http as httpclient
 
 from tritonpy.check import check_repository
 from tritonpy.export import export_repository
-from tritonpy.stubs.cache import STUB_NAME
-from tritonpy.stubs.provision import provision_stub
+from tritonpy.stubs._cache import STUB_NAME
+from tritonpy.stubs._provision import provision_stub
 
 pytestmark = pytest.mark.integration
 

@@ -26,10 +26,10 @@ import numpy as np
 import pytest
 
 from tritonpy.server import TritonServer
-from tritonpy.server.backoff import Backoff
-from tritonpy.server.keeper import serve_until_exit
-from tritonpy.server.ports import pick_free_ports
-from tritonpy.server.stubwatch import live_stubs
+from tritonpy.server._backoff import Backoff
+from tritonpy.server._keeper import serve_until_exit
+from tritonpy.server._ports import pick_free_ports
+from tritonpy.server._stubwatch import live_stubs
 
 grpcclient = pytest.importorskip("tritonclient.grpc", reason="the testing extra (tritonclient)")
 

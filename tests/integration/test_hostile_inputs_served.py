@@ -17,7 +17,7 @@ import pytest
 
 from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.server import TritonServer
-from tritonpy.server.client import InferClient
+from tritonpy.server._client import InferClient
 from tritonpy.testing import ModelHarness
 
 pytestmark = pytest.mark.integration

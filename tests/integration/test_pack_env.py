@@ -13,8 +13,8 @@ import pytest
 import tritonclient.http as httpclient
 
 from tritonpy.envs import pack_env
-from tritonpy.stubs.cache import STUB_NAME
-from tritonpy.stubs.elf import check_libpython
+from tritonpy.stubs._cache import STUB_NAME
+from tritonpy.stubs._elf import check_libpython
 
 pytestmark = pytest.mark.integration
 

@@ -18,9 +18,9 @@ import pytest
 from tritonpy._tooling.pbtxt import load_config
 from tritonpy.cli import main
 from tritonpy.perf import PerfOptions, run_perf
-from tritonpy.perf.tune import TuneResult, candidate_of, tune, write_best
+from tritonpy.perf._tune import TuneResult, candidate_of, tune, write_best
 from tritonpy.server import TritonServer
-from tritonpy.server.client import InferClient
+from tritonpy.server._client import InferClient
 
 MODELS = Path(__file__).parent / "models"
 SHORT = PerfOptions(concurrency=(1, 2), duration=1.0, warmup=0.2, engine="builtin")

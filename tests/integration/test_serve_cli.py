@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
-from tritonpy.server import ModelLoadError, PreflightError, TritonServer, port_is_free
-from tritonpy.server.shadow import STUB_NAME
+from tritonpy.server import ModelLoadError, PreflightError, TritonServer
+from tritonpy.server._ports import port_is_free
+from tritonpy.server._shadow import STUB_NAME
 
 pytestmark = pytest.mark.integration
 

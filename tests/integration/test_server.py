@@ -18,15 +18,10 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
+from tritonpy._tooling.installation import inspect_interpreter
 from tritonpy._tooling.processes import group_members
 from tritonpy.cli import main
-from tritonpy.server import (
-    ModelLoadError,
-    ServerError,
-    ServerTimeoutError,
-    TritonServer,
-    inspect_interpreter,
-)
+from tritonpy.server import ModelLoadError, ServerError, ServerTimeoutError, TritonServer
 
 pytestmark = pytest.mark.integration
 
@@ -203,7 +198,8 @@ def test_backend_directory_for_another_python() -> None:
     other = found[-1] if found else sys.executable
     interp = inspect_interpreter(other)
     assert Path(interp.libpython).name.startswith(f"libpython{interp.xy}")
-    from tritonpy.server import find_wheel_installation, prepare_backend_directory
+    from tritonpy._tooling.installation import prepare_backend_directory
+    from tritonpy.server import find_wheel_installation
 
     wheel = find_wheel_installation()
     backends = prepare_backend_directory(wheel, interp)

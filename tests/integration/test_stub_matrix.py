@@ -33,13 +33,12 @@ import pytest
 import tritonclient.http as httpclient
 
 from tritonpy._tooling.installation import find_wheel_installation
-from tritonpy.check.stubinfo import stub_release
-from tritonpy.envs import pack_env
-from tritonpy.envs import EnvError
-from tritonpy.envs.interpreters import find_interpreter
-from tritonpy.stubs.build import missing_build_packages
-from tritonpy.stubs.cache import STUB_NAME
-from tritonpy.stubs.elf import check_libpython
+from tritonpy.check._stubinfo import stub_release
+from tritonpy.envs import EnvError, pack_env
+from tritonpy.envs._interpreters import find_interpreter
+from tritonpy.stubs._build import missing_build_packages
+from tritonpy.stubs._cache import STUB_NAME
+from tritonpy.stubs._elf import check_libpython
 
 pytestmark = pytest.mark.integration
 

@@ -15,10 +15,10 @@ import pytest
 
 from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.server import TritonServer
-from tritonpy.server.client import InferClient
-from tritonpy.server.streaming import UNKNOWN_CODE, stream_infer
+from tritonpy.server._client import InferClient
+from tritonpy.server._streaming import UNKNOWN_CODE, stream_infer
 from tritonpy.templates import render_template
-from tritonpy.testing.repository import RepositoryHarness
+from tritonpy.testing._repository import RepositoryHarness
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ import tritonpy as tp
 from tritonpy._runtime._calls import CallError, error_code_name
 from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.testing import ModelHarness, fake_pb_utils
+from tritonpy.testing._repository import RepositoryHarness
 from tritonpy.testing._targets import RawTarget
-from tritonpy.testing.repository import RepositoryHarness
 
 pb = fake_pb_utils
 EXAMPLES = Path(__file__).parent / "nvidia_examples"

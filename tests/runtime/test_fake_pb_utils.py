@@ -355,7 +355,7 @@ def test_bls_to_an_unknown_model_is_the_servers_error_response():
     resp = r.exec()
     assert pb.get_output_tensor_by_name(resp, "Y").as_numpy().tolist() == [0]
     assert pb.is_model_ready("other") and not pb.is_model_ready("nosuch")
-    with pytest.raises(pb.errors.ServerAbort, match="failed to poll from model repository"):
+    with pytest.raises(pb._errors.ServerAbort, match="failed to poll from model repository"):
         pb.load_model("nosuch")
 
 
@@ -461,7 +461,7 @@ REFUSED = [
 def test_metric_operations_the_server_refuses(kind, op, value, server_says):
     family = pb.MetricFamily(f"refused_{kind.lower()}", "d", getattr(pb.MetricFamily, kind))
     metric = family.Metric(buckets=[1.0]) if kind == "HISTOGRAM" else family.Metric()
-    with pytest.raises(pb.errors.ServerAbort) as aborted:
+    with pytest.raises(pb._errors.ServerAbort) as aborted:
         getattr(metric, op)(value)
     assert server_says in str(aborted.value)
     assert "may abort instead, ending the whole server process" in str(aborted.value)
@@ -481,7 +481,7 @@ def test_gauge_and_histogram():
     h = fam.Metric(labels={"a": "b"}, buckets=[1.0, 2.0])
     h.observe(1.5)
     assert h.observations == [1.5]
-    with pytest.raises(pb.errors.ServerAbort, match="HISTOGRAM does not support Value"):
+    with pytest.raises(pb._errors.ServerAbort, match="HISTOGRAM does not support Value"):
         h.value()
     with pytest.raises(pb.TritonModelException, match="Unexpected buckets found"):
         pb.MetricFamily("c2", "c", pb.MetricFamily.COUNTER).Metric(buckets=[1.0])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tritonpy as tp
+from tritonpy._runtime._builtin_metrics import rows_buckets
 from tritonpy._runtime.errors import DeclarationError, TritonPyError
 from tritonpy._runtime.metrics import (
     BuiltinMetrics,
@@ -22,7 +23,6 @@ from tritonpy._runtime.metrics import (
     MetricError,
     bind_metrics,
     check_metric_declarations,
-    rows_buckets,
 )
 from tritonpy.testing import ModelHarness
 from tritonpy.testing import fake_pb_utils as fake

@@ -10,7 +10,7 @@ import pytest
 
 import tritonpy as tp
 from tritonpy._tooling.pbtxt import new_config
-from tritonpy.config.declarations import apply_declarations, declared_message
+from tritonpy.config._declarations import apply_declarations, declared_message
 from tritonpy.testing import ModelHarness
 
 

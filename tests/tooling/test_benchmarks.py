@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.run import Cell, evaluate_targets, measure, render_table  # noqa: E402
 from benchmarks.workloads import build_repository, expected_equal  # noqa: E402
-from tritonpy.perf.engine import grpc_request, run_closed_loop  # noqa: E402
+from tritonpy.perf._engine import grpc_request, run_closed_loop  # noqa: E402
 from tritonpy.testing import ModelHarness  # noqa: E402
 
 # -- load generator ----------------------------------------------------------------------------

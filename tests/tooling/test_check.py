@@ -17,9 +17,9 @@ from typing import Callable, Dict, List, Optional, Tuple
 import pytest
 
 from tritonpy.check import CheckError, check_repository
-from tritonpy.check.cli import add_parser
-from tritonpy.check.context import Repository
-from tritonpy.check.elf import ElfError, linked_python, needed_libraries
+from tritonpy.check._cli import add_parser
+from tritonpy.check._context import Repository
+from tritonpy.stubs._elf import ElfError, linked_python, needed_libraries
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "check"
 
@@ -697,8 +697,8 @@ def test_a_stub_of_unknown_release_is_an_info_line(tmp_path: Path) -> None:
 
 
 def test_a_cached_stub_tells_its_release(tmp_path: Path) -> None:
-    from tritonpy.check.stubinfo import stub_release
-    from tritonpy.stubs.cache import StubCache
+    from tritonpy.check._stubinfo import stub_release
+    from tritonpy.stubs._cache import StubCache
 
     built = tmp_path / "built"
     built.write_bytes(stub("3.10").read_bytes() + b"\0native\0")
@@ -747,7 +747,7 @@ def test_plain_python_model_without_tritonpy_needs_no_environment(tmp_path: Path
 
 
 def test_tritonpy_imports_are_found_in_any_form() -> None:
-    from tritonpy.check.imports import source_imports_tritonpy
+    from tritonpy.check._imports import source_imports_tritonpy
 
     assert source_imports_tritonpy("import numpy, tritonpy.vision")
     assert source_imports_tritonpy("def f():\n    from tritonpy import Model\n")

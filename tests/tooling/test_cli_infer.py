@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tritonpy._tooling.tensor_display import SUMMARY_THRESHOLD, format_tensor, tensor_to_json
-from tritonpy.server.client import OutputTensor, TensorSpec, format_output, parse_input_value
+from tritonpy.server._client import OutputTensor, TensorSpec, format_output, parse_input_value
 
 
 def test_small_outputs_print_on_one_line_with_exact_short_floats() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonpy._runtime import errors
+import tritonpy
 from tritonpy._runtime._optional import install_command, optional_import, require
 from tritonpy._runtime.errors import MissingDependencyError, ToolError
 from tritonpy.cli import main
@@ -145,7 +145,8 @@ def test_the_demo_names_everything_it_needs(
 
 
 def test_the_error_is_part_of_the_public_tree() -> None:
-    assert "MissingDependencyError" in errors.__all__
+    assert "MissingDependencyError" in tritonpy.__all__
+    assert issubclass(MissingDependencyError, tritonpy.TritonPyError)
     error = MissingDependencyError("x", ("cv2",), ("opencv-python-headless",), "image", "cmd")
     assert str(error.for_feature("tritonpy y")).startswith("tritonpy y needs opencv")
 
@@ -175,7 +176,7 @@ def test_the_conda_builder_without_conda_pack_is_one_line_and_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tritonpy._tooling.progress import Reporter
-    from tritonpy.envs.conda import conda_pack_archive
+    from tritonpy.envs._conda import conda_pack_archive
 
     hide(monkeypatch, "conda_pack")
     with pytest.raises(MissingDependencyError) as caught:

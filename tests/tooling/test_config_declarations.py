@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tritonpy.config import load_config
-from tritonpy.config.cli import add_parser
-from tritonpy.config.declarations import NotDerivableError, sync_config
-from tritonpy.config.loader import ModelImportError, defines_triton_python_model, load_model_class
+from tritonpy.config._cli import add_parser
+from tritonpy.config._declarations import NotDerivableError, sync_config
+from tritonpy.config._loader import ModelImportError, defines_triton_python_model, load_model_class
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "model_templates"

@@ -10,19 +10,11 @@ from typing import Any, Dict
 
 import pytest
 
+from tritonpy._tooling.archives import check_members, safe_extract, staging_file, write_archive
 from tritonpy.config import load_config
-from tritonpy.envs import (
-    ArchiveError,
-    Reporter,
-    check_members,
-    pack_env,
-    safe_extract,
-    staging_file,
-    verify_archive,
-    write_archive,
-)
-from tritonpy.envs import pack as pack_module
-from tritonpy.envs.record import build_key, is_up_to_date, read_record, write_record
+from tritonpy.envs import ArchiveError, Reporter, pack_env, verify_archive
+from tritonpy.envs import _pack as pack_module
+from tritonpy.envs._record import build_key, is_up_to_date, read_record, write_record
 
 
 def _tar(path: Path, *members: tarfile.TarInfo) -> Path:
@@ -191,7 +183,7 @@ def test_unverifiable_environment_is_not_placed(
 def test_check_uses_the_same_member_rule(tmp_path: Path) -> None:
     """tritonpy check (TP6xx) and pack-env refuse the same members: a device is TP605."""
     from tritonpy._tooling.archives import member_problem
-    from tritonpy.check.archives import _check_archive
+    from tritonpy.check._archives import _check_archive
 
     device = tarfile.TarInfo("dev/null")
     device.type = tarfile.CHRTYPE

@@ -15,14 +15,14 @@ import pytest
 
 from tritonpy.config import load_config
 from tritonpy.envs import EnvError, pack_env
-from tritonpy.envs.conda import find_conda
+from tritonpy.envs._conda import find_conda
 
 STAND_IN = """#!{python}
 # stand-in for micromamba: records its arguments, creates a conda-like prefix
 import json, os, subprocess, sys
 from pathlib import Path
-from tritonpy.envs.interpreters import find_interpreter
-from tritonpy.envs.local import clean_environment, copy_interpreter
+from tritonpy.envs._interpreters import find_interpreter
+from tritonpy.envs._local import clean_environment, copy_interpreter
 from tritonpy._tooling.progress import Reporter
 
 args = sys.argv[1:]

@@ -13,11 +13,13 @@ from typing import List, Tuple
 import pytest
 
 import tritonpy
+from tritonpy._tooling.archives import safe_extract
 from tritonpy.config import load_config
-from tritonpy.envs import PackResult, Reporter, find_interpreter, pack_env, safe_extract
-from tritonpy.envs import cli as envs_cli
-from tritonpy.envs.record import RECORD_NAME, read_record
-from tritonpy.stubs.elf import read_dynamic
+from tritonpy.envs import PackResult, Reporter, pack_env
+from tritonpy.envs import _cli as envs_cli
+from tritonpy.envs._interpreters import find_interpreter
+from tritonpy.envs._record import RECORD_NAME, read_record
+from tritonpy.stubs._elf import read_dynamic
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,18 +12,18 @@ import pytest
 
 from tritonpy._tooling.resources import find_resource
 from tritonpy.envs import EnvSpec, Reporter, SpecError, read_spec
-from tritonpy.envs import cli as envs_cli
-from tritonpy.envs import pack as pack_module
-from tritonpy.envs.needs import (
+from tritonpy.envs import _cli as envs_cli
+from tritonpy.envs import _pack as pack_module
+from tritonpy.envs._needs import (
     ModelScan,
     extra_requirements,
     missing_module_hint,
     plan_additions,
     scan_model,
 )
-from tritonpy.envs.record import read_record
-from tritonpy.envs.spec import resolve_spec, shipped_specs
-from tritonpy.envs.verify import VerifyReport
+from tritonpy.envs._record import read_record
+from tritonpy.envs._spec import resolve_spec, shipped_specs
+from tritonpy.envs._verify import VerifyReport
 
 TORCH_AND_IMAGE = """
 import tritonpy as tp

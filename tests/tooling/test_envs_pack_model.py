@@ -13,9 +13,10 @@ from typing import Dict, List, Tuple
 import pytest
 
 import tritonpy
+from tritonpy._tooling.archives import safe_extract
 from tritonpy.config import load_config
-from tritonpy.envs import ArchiveError, PackResult, Reporter, pack_env, safe_extract
-from tritonpy.envs.record import read_record
+from tritonpy.envs import ArchiveError, PackResult, Reporter, pack_env
+from tritonpy.envs._record import read_record
 
 IMAGE_MODEL = """
 import numpy as np

@@ -9,7 +9,7 @@ from typing import get_type_hints
 import pytest
 
 from tritonpy.envs import EnvError
-from tritonpy.envs.pack import (
+from tritonpy.envs._pack import (
     BUILDERS,
     STUB_MODES,
     PackChanges,

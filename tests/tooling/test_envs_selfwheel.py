@@ -12,8 +12,8 @@ from pathlib import Path
 
 import tritonpy
 from tritonpy.envs import Reporter
-from tritonpy.envs.interpreters import find_interpreter
-from tritonpy.envs.selfwheel import build_wheel, running_tritonpy, self_wheel
+from tritonpy.envs._interpreters import find_interpreter
+from tritonpy.envs._selfwheel import build_wheel, running_tritonpy, self_wheel
 
 PACKAGE = Path(tritonpy.__file__).resolve().parent
 
@@ -54,7 +54,7 @@ def test_wheel_holds_the_running_package_files(tmp_path: Path) -> None:
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
     assert {n for n in names if n.startswith("tritonpy/")} == on_disk
-    assert "tritonpy/envs/selfwheel.py" in on_disk and "tritonpy/py.typed" in on_disk
+    assert "tritonpy/envs/_selfwheel.py" in on_disk and "tritonpy/py.typed" in on_disk
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     assert "Name: tritonpy\n" in metadata
     assert f"\nVersion: {tritonpy.__version__}\n" in metadata

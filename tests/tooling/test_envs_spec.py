@@ -11,9 +11,9 @@ import pytest
 from tritonpy._runtime.errors import MissingDependencyError
 from tritonpy._tooling.releases import TritonRelease
 from tritonpy.envs import EnvSpec, SpecError, read_spec
-from tritonpy.envs.conda import conda_create_command
-from tritonpy.envs.runtime import check_numpy_pin, runtime_requirements
-from tritonpy.envs.spec import parse_environment_yaml, requirement_extras, requirement_name
+from tritonpy.envs._conda import conda_create_command
+from tritonpy.envs._runtime import check_numpy_pin, runtime_requirements
+from tritonpy.envs._spec import parse_environment_yaml, requirement_extras, requirement_name
 
 ROOT = Path(__file__).resolve().parents[2]
 

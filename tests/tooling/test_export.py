@@ -19,10 +19,10 @@ import pytest
 from tritonpy import __version__
 from tritonpy.check import check_repository
 from tritonpy.cli import main
-from tritonpy.envs.selfwheel import running_tritonpy
+from tritonpy.envs._selfwheel import running_tritonpy
 from tritonpy.export import ExportError, export_repository
-from tritonpy.export.manifests import to_yaml_documents
-from tritonpy.stubs.elf import linked_python
+from tritonpy.export._manifests import to_yaml_documents
+from tritonpy.stubs._elf import linked_python
 
 MODEL = """import tritonpy as tp
 
@@ -213,7 +213,7 @@ def test_the_wheel_is_the_running_tritonpy_with_the_probe(tmp_path: Path) -> Non
     runtime = running_tritonpy()
     with zipfile.ZipFile(tmp_path / "out" / "wheels" / WHEEL) as wheel:
         names = set(wheel.namelist())
-        assert {"tritonpy/probe/cli.py", "tritonpy/server/client.py"} <= names
+        assert {"tritonpy/probe/_cli.py", "tritonpy/server/_client.py"} <= names
         for arcname, path in runtime.files:
             assert wheel.read(arcname) == path.read_bytes(), arcname
         metadata = wheel.read(f"tritonpy-{__version__}.dist-info/METADATA").decode()

@@ -15,18 +15,18 @@ import pytest
 
 from tritonpy.cli import build_parser
 from tritonpy.server import ServerError, TritonServer
-from tritonpy.server.backoff import Backoff
-from tritonpy.server.command import server_command
-from tritonpy.server.keeper import serve_until_exit
-from tritonpy.server.procs import end_process_group
-from tritonpy.server.stubwatch import (
+from tritonpy.server._backoff import Backoff
+from tritonpy.server._command import server_command
+from tritonpy.server._keeper import serve_until_exit
+from tritonpy.server._procs import end_process_group
+from tritonpy.server._stubwatch import (
     child_processes,
     describe_exit,
     describe_returncode,
     live_stubs,
     stub_of,
 )
-from tritonpy.server.supervise import (
+from tritonpy.server._supervise import (
     StubHealer,
     death_line,
     reload_failed_line,

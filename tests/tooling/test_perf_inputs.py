@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tritonpy as tp
-from tritonpy.perf.inputs import (
+from tritonpy.perf._inputs import (
     DYNAMIC_DIM,
     InputSpec,
     PerfInputError,

@@ -16,19 +16,19 @@ from typing import Dict, List
 import numpy as np
 import pytest
 
-from tritonpy.perf.cpu import (
-    cpu_used,
+from tritonpy._tooling.processes import cpu_used
+from tritonpy.perf._cpu import (
     pid_listening_on,
     server_pid,
     server_seconds,
     tree_cpu_snapshot,
     window_sample,
 )
-from tritonpy.perf.engine import LoadWindow, Progress, run_closed_loop
-from tritonpy.perf.perf_analyzer import PerfAnalyzerError, build_command, parse_csv
-from tritonpy.perf.report import PerfReport, point_from_window
-from tritonpy.perf.runner import perf_analyzer_input_data
-from tritonpy.perf.stats import ModelStats
+from tritonpy.perf._engine import LoadWindow, Progress, run_closed_loop
+from tritonpy.perf._perf_analyzer import PerfAnalyzerError, build_command, parse_csv
+from tritonpy.perf._report import PerfReport, point_from_window
+from tritonpy.perf._runner import perf_analyzer_input_data
+from tritonpy.perf._stats import ModelStats
 
 
 def _stats_reply(count: int, executions: int, queue_ns: int, infer_ns: int, *, grpc: bool) -> Dict:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonpy.perf.plot import plot_trials
-from tritonpy.perf.report import PerfPoint, PerfReport
-from tritonpy.perf.tune import (
+from tritonpy.perf._plot import plot_trials
+from tritonpy.perf._report import PerfPoint, PerfReport
+from tritonpy.perf._tune import (
     Candidate,
     Trial,
     TuneResult,

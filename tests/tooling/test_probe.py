@@ -21,15 +21,10 @@ from tritonpy._runtime.dtypes import DTYPES
 from tritonpy._runtime.errors import TritonRequestError
 from tritonpy._tooling.errors import ServerError
 from tritonpy.cli import main
-from tritonpy.probe import (
-    ProbeRequestError,
-    ProbeUsageError,
-    judge,
-    probe,
-    probe_inputs,
-    runner,
-    warmup_sample,
-)
+from tritonpy.probe import ProbeRequestError, ProbeUsageError, probe
+from tritonpy.probe import _runner as runner
+from tritonpy.probe._report import judge
+from tritonpy.probe._requests import probe_inputs, warmup_sample
 
 
 def config(max_batch_size: int = 0, **inputs: Any) -> Dict[str, Any]:

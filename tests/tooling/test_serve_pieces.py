@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tritonpy.server import CLI_NAMES, PYTHON_NAMES, WheelInstallation
-from tritonpy.server.console import ConsoleLog, LogEcho
-from tritonpy.server.failures import busy_port_message, timeout_message
-from tritonpy.server.logs import LogFollower, failure_hint, new_log_file
-from tritonpy.server.ports import choose_ports, port_is_free
-from tritonpy.server.preflight import PreflightError, preflight
-from tritonpy.server.shadow import (
+from tritonpy._tooling.options import CLI_NAMES, PYTHON_NAMES
+from tritonpy.server import WheelInstallation
+from tritonpy.server._console import ConsoleLog, LogEcho
+from tritonpy.server._failures import busy_port_message, timeout_message
+from tritonpy.server._logs import LogFollower, failure_hint, new_log_file
+from tritonpy.server._ports import choose_ports, port_is_free
+from tritonpy.server._preflight import PreflightError, preflight
+from tritonpy.server._shadow import (
     STUB_NAME,
     build_shadow,
     env_python,

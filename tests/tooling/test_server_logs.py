@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonpy.server.logs import LogFollower
+from tritonpy.server._logs import LogFollower
 
 LOADING = 'I1129 10:43:38.612957 19652 model_lifecycle.cc:472] "loading: {name}:1"\n'
 STUB_ERROR = (

@@ -17,9 +17,9 @@ import pytest
 
 from tritonpy._runtime.errors import MissingDependencyError
 from tritonpy.server import find_wheel_installation
-from tritonpy.stubs import elf as elf_module
-from tritonpy.stubs import provision as provision_module
-from tritonpy.stubs.build import (
+from tritonpy.stubs import _elf as elf_module
+from tritonpy.stubs import _provision as provision_module
+from tritonpy.stubs._build import (
     NativeBuild,
     build_inputs,
     build_key,
@@ -27,11 +27,11 @@ from tritonpy.stubs.build import (
     missing_build_packages,
     native_build_command,
 )
-from tritonpy.stubs.cache import STUB_NAME, StubCache, machine_arch
-from tritonpy.stubs.cli import add_parser
-from tritonpy.stubs.elf import ElfError, check_libpython, read_dynamic, set_runpath
-from tritonpy.stubs.lookup import FoundStub, find_stub
-from tritonpy.stubs.provision import StubError, provision_stub
+from tritonpy.stubs._cache import STUB_NAME, StubCache, machine_arch
+from tritonpy.stubs._cli import add_parser
+from tritonpy.stubs._elf import ElfError, check_libpython, read_dynamic, set_runpath
+from tritonpy.stubs._lookup import FoundStub, find_stub
+from tritonpy.stubs._provision import StubError, provision_stub
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "build_stub.sh"

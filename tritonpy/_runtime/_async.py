@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from ._decoded import Decoded
     from .model import Model
 
-__all__ = ["execute_async"]
-
 
 async def execute_async(model: Model, requests: Sequence[Any]) -> List[Any]:
     """Serve one batch of requests with an ``async def infer``: one response per request."""

@@ -25,8 +25,6 @@ from .metrics import (
     _labelled,
 )
 
-__all__ = ["BuiltinMetrics", "RefusedCounter", "rows_buckets"]
-
 
 def rows_buckets(max_batch_size: int) -> List[float]:
     """Bucket bounds of tritonpy_infer_rows: powers of two below max_batch_size, then it."""

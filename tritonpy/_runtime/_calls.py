@@ -33,8 +33,6 @@ import numpy as np
 from .dtypes import DTYPES, dtype_of_numpy
 from .errors import TritonPyError, TritonRequestError
 
-__all__ = ["CallError", "ModelCalls", "error_code_name"]
-
 Outputs = Dict[str, Any]
 
 #: TRITONSERVER_Error_Code values, for pb_utils modules whose codes have no ``.name``

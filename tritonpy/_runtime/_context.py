@@ -12,8 +12,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from .errors import DeclarationError
 
-__all__ = ["ModelContext"]
-
 
 class ModelContext:
     """The attributes ``initialize`` sets before ``setup``, and helpers that read them."""

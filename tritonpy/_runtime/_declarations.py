@@ -17,23 +17,6 @@ from .metrics import check_metric_declarations
 if TYPE_CHECKING:
     from .model import Model
 
-__all__ = [
-    "INFER_ASYNC",
-    "INFER_ASYNC_GENERATOR",
-    "INFER_GENERATOR",
-    "INFER_SYNC",
-    "PARAMETERS_ARGUMENT",
-    "SCHEDULERS",
-    "CancellationSetting",
-    "Completion",
-    "cancellation_policy",
-    "check_batch_size",
-    "check_config_tensors",
-    "check_instance_codecs",
-    "completion",
-    "validate_declarations",
-]
-
 
 #: what kind of callable ``infer`` is (``Model._infer_kind``)
 INFER_SYNC = "sync"

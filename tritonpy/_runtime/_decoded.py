@@ -8,8 +8,6 @@ from typing import Any, Dict, FrozenSet, Hashable, List, Optional, Sequence, Set
 
 from .batching import group_indices
 
-__all__ = ["Decoded", "groups", "request_parameters", "union_requested"]
-
 
 class Decoded:
     """One request after decoding: its input values, row count and requested outputs."""

@@ -27,8 +27,6 @@ from .codecs.base import Codec
 from .errors import InputError, OutputError
 from .response import Response, make_inference_response
 
-__all__ = ["MergedExecution", "rows_error"]
-
 
 class MergedExecution:
     """Mixin of :class:`tritonpy.Model`: decoding a whole call, running merged groups,

@@ -22,15 +22,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .errors import DeclarationError, MissingDependencyError
 
-__all__ = [
-    "KNOWN",
-    "codec_dependency",
-    "install_command",
-    "missing",
-    "optional_import",
-    "require",
-]
-
 #: import name -> (pip requirement, the tritonpy extra that installs it, or None)
 KNOWN: Dict[str, Tuple[str, Optional[str]]] = {
     "google.protobuf": ("protobuf", "config"),

@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from ._decoded import Decoded
     from .model import Model
 
-__all__ = ["cancelled_message", "execute_decoupled"]
-
 
 def cancelled_message(sent: int) -> str:
     """The message of the CANCELLED response that ends a stream its client cancelled."""

@@ -20,8 +20,6 @@ from typing import Any, Dict, Hashable, List, Sequence, Tuple
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Padded", "group_indices", "merge_rows", "pad_rows", "split_rows", "trim_padded"]
-
 
 def merge_rows(arrays: Sequence[NDArray[Any]]) -> Tuple[NDArray[Any], List[int]]:
     """Concatenate arrays along their first (row) axis; return the merged array and the row

@@ -15,8 +15,6 @@ import numpy as np
 
 from .errors import DeclarationError
 
-__all__ = ["DTYPES", "DType", "lookup_dtype"]
-
 
 @dataclass(frozen=True)
 class DType:

@@ -19,16 +19,6 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-__all__ = [
-    "DeclarationError",
-    "InputError",
-    "MissingDependencyError",
-    "OutputError",
-    "ToolError",
-    "TritonPyError",
-    "TritonRequestError",
-]
-
 
 class TritonPyError(Exception):
     """Root of every error raised by tritonpy."""

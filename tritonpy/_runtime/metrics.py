@@ -44,24 +44,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import DeclarationError, TritonPyError
 
-__all__ = [
-    "BUILTIN_INFER_ROWS",
-    "BUILTIN_INFER_SECONDS",
-    "BUILTIN_REQUESTS_REFUSED",
-    "BuiltinMetrics",
-    "Counter",
-    "CounterMetric",
-    "Gauge",
-    "GaugeMetric",
-    "Histogram",
-    "HistogramMetric",
-    "MetricError",
-    "RefusedCounter",
-    "bind_metrics",
-    "check_metric_declarations",
-    "rows_buckets",
-]
-
 #: the rule Triton's metrics registry applies to family names (prometheus-cpp): ASCII letters,
 #: digits, '_' and ':', not starting with a digit, and not starting with '__' (reserved)
 _FAMILY_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
@@ -441,4 +423,4 @@ def bind_metrics(model: Any) -> Tuple[Dict[str, Any], Optional[BuiltinMetrics]]:
 
 
 # the built-in metrics are built from the kinds above (imported last: they import this module)
-from ._builtin_metrics import BuiltinMetrics, RefusedCounter, rows_buckets  # noqa: E402
+from ._builtin_metrics import BuiltinMetrics  # noqa: E402

@@ -55,8 +55,6 @@ from .errors import DeclarationError, InputError, OutputError, TritonPyError
 from .metrics import bind_metrics
 from .response import Response, make_inference_response
 
-__all__ = ["Model"]
-
 #: with check_cancellation = "auto", requests are checked while infer() takes this long or more
 AUTO_CANCELLATION_SECONDS = 0.002
 _ABSENT = "<absent>"

@@ -22,8 +22,6 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 from .errors import OutputError
 
-__all__ = ["Response", "ResponseParameter", "make_inference_response"]
-
 ResponseParameter = Union[bool, int, str]
 
 

@@ -32,19 +32,6 @@ from typing import Iterable, Iterator, List, Literal, Optional
 from .errors import ArchiveError
 from .progress import Reporter
 
-__all__ = [
-    "MemberProblem",
-    "MemberProblemKind",
-    "check_members",
-    "extract_checked",
-    "member_name",
-    "member_problem",
-    "safe_extract",
-    "staging_directory",
-    "staging_file",
-    "write_archive",
-]
-
 #: what makes a member unsafe: an absolute (or drive) path, a ``..`` component, a device or
 #: FIFO, a link whose target is absolute or resolves outside the archive root
 MemberProblemKind = Literal["absolute", "parent", "device", "link"]

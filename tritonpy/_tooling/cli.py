@@ -34,30 +34,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Optional, Tuple,
 from .._runtime.errors import MissingDependencyError, ToolError, TritonPyError
 from .progress import Reporter
 
-__all__ = [
-    "CHANGES_MODEL_DIR",
-    "PROTOCOLS",
-    "Command",
-    "ConsoleReporter",
-    "Failures",
-    "ProtocolName",
-    "Subparsers",
-    "UsageError",
-    "add_command",
-    "add_force",
-    "add_model_dir",
-    "add_note",
-    "add_python",
-    "add_repository",
-    "add_server_address",
-    "add_server_python",
-    "add_timeout",
-    "add_triton_version",
-    "options",
-    "print_error",
-    "run_command",
-]
-
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 else:  # not subscriptable at run time; annotations only need the name

@@ -5,8 +5,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Optional, Type, TypeVar
 
-__all__ = ["Closing"]
-
 Self = TypeVar("Self", bound="Closing")
 
 

@@ -12,8 +12,6 @@ import hashlib
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["BLOCK_SIZE", "file_sha256", "read_blocks"]
-
 #: large files are read this many bytes at a time, never whole
 BLOCK_SIZE = 1 << 20
 

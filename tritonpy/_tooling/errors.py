@@ -6,15 +6,6 @@ from typing import Mapping, Optional, Sequence
 
 from .._runtime.errors import ToolError
 
-__all__ = [
-    "ArchiveError",
-    "EnvError",
-    "ModelLoadError",
-    "ServerError",
-    "ServerTimeoutError",
-    "SpecError",
-]
-
 
 class ServerError(ToolError):
     """tritonserver could not be located, prepared, started, reached or stopped.

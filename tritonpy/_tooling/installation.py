@@ -25,17 +25,6 @@ from .errors import ServerError
 from .options import PYTHON_NAMES, OptionNames
 from .pythons import PythonProbeError, libpython_of, no_libpython, probe_python
 
-__all__ = [
-    "Installation",
-    "Interpreter",
-    "WheelInstallation",
-    "cache_directory",
-    "find_wheel_installation",
-    "inspect_interpreter",
-    "prepare_backend_directory",
-    "resolve_installation",
-]
-
 _WHEEL = "nvidia-pytriton"
 _BACKEND_FILES = ("libtriton_python.so", "triton_python_backend_utils.py")
 _STUB = "triton_python_backend_stub"

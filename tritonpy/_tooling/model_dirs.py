@@ -11,14 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List
 
-__all__ = [
-    "CONFIG_FILE",
-    "ENV_PARAMETER",
-    "MODEL_DIR_VARIABLE",
-    "STUB_NAME",
-    "model_directories",
-]
-
 #: a model's configuration file, directly in its directory
 CONFIG_FILE = "config.pbtxt"
 #: the config.pbtxt parameter naming a Python-backend model's environment (archive or folder)

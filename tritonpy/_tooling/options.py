@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CLI_NAMES", "PYTHON_NAMES", "OptionNames"]
-
 # keyword arguments whose command-line flag is not simply --<name-with-dashes>
 _FLAGS = {"startup_timeout": "--timeout"}
 

@@ -19,19 +19,6 @@ from typing import Any, Dict, Mapping, Union
 from .._runtime._optional import require
 from .._runtime.errors import ToolError
 
-__all__ = [
-    "CONFIG_MODULES",
-    "ConfigError",
-    "config_from_dict",
-    "config_to_dict",
-    "format_config",
-    "load_config",
-    "new_config",
-    "parse_config",
-    "set_parameter",
-    "write_config",
-]
-
 PathLike = Union[str, "os.PathLike[str]"]
 
 # protobuf field types whose JSON form is a string (64-bit integers); Triton's JSON for the

@@ -21,15 +21,6 @@ from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .._runtime._optional import require
 
-__all__ = [
-    "ProcessEntry",
-    "cpu_used",
-    "group_members",
-    "mapped_files",
-    "pid_listening_on",
-    "tree_cpu_snapshot",
-]
-
 
 @dataclass(frozen=True)
 class ProcessEntry:

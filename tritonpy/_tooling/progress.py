@@ -23,8 +23,6 @@ from typing import Deque, Iterator, Mapping, Optional, Sequence, Union
 
 from .._runtime.errors import ToolError
 
-__all__ = ["CommandError", "Reporter", "run_command", "step"]
-
 
 class CommandError(ToolError):
     """A command run by a builder failed; ``output`` holds the last lines it printed."""

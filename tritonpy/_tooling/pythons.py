@@ -23,8 +23,6 @@ from typing import Any, Dict, Optional, Tuple
 
 from .._runtime.errors import ToolError
 
-__all__ = ["PythonFacts", "PythonProbeError", "libpython_of", "no_libpython", "probe_python"]
-
 # run as is by the probed interpreter (any CPython 3.x): keep it free of f-strings and imports
 # of anything beyond the standard library
 _FACTS_SOURCE = """

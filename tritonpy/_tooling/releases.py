@@ -17,8 +17,6 @@ from typing import Tuple
 
 from .._runtime.errors import ToolError
 
-__all__ = ["BUNDLED_RELEASE", "TritonRelease"]
-
 #: the release whose tritonserver and stubs the ``nvidia-pytriton`` 0.7.0 wheel bundles
 BUNDLED_RELEASE = "24.10"
 

@@ -19,8 +19,6 @@ from typing import Optional, Tuple
 
 from .._runtime.errors import ToolError
 
-__all__ = ["SHIPPED", "ResourceNotFoundError", "find_resource", "resource"]
-
 #: what the wheel carries, relative to the repository root (and to ``tritonpy/_data``)
 SHIPPED: Tuple[str, ...] = (
     "model_templates",

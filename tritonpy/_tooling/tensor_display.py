@@ -23,8 +23,6 @@ from typing import Any, Dict
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["EDGE_ITEMS", "SUMMARY_THRESHOLD", "format_tensor", "json_value", "tensor_to_json"]
-
 #: arrays with more elements than this are summarised (numpy's own default is 1000)
 SUMMARY_THRESHOLD = 64
 #: elements kept at each edge of a summarised dimension

@@ -2,11 +2,11 @@
 every problem that would otherwise show up at load time, with the file, the field, what is
 wrong and how to fix it.
 
-Rule families, one module each: :mod:`~tritonpy.check.layout` (TP1xx),
-:mod:`~tritonpy.check.consistency` (TP2xx), :mod:`~tritonpy.check.batching` (TP3xx),
-:mod:`~tritonpy.check.ensembles` (TP4xx), :mod:`~tritonpy.check.environments` (TP501-TP511),
-:mod:`~tritonpy.check.stubfacts` (TP512-TP513),
-:mod:`~tritonpy.check.archives` (TP6xx).
+Rule families, one module each: :mod:`~tritonpy.check._layout` (TP1xx),
+:mod:`~tritonpy.check._consistency` (TP2xx), :mod:`~tritonpy.check._batching` (TP3xx),
+:mod:`~tritonpy.check._ensembles` (TP4xx), :mod:`~tritonpy.check._environments` (TP501-TP511),
+:mod:`~tritonpy.check._stubfacts` (TP512-TP513),
+:mod:`~tritonpy.check._archives` (TP6xx).
 
 Example::
 
@@ -27,15 +27,15 @@ from .._runtime._optional import require
 from .._runtime.errors import ToolError
 from .._tooling.pbtxt import CONFIG_MODULES
 from .._tooling.releases import TritonRelease
-from .archives import check_archives
-from .batching import check_batching
-from .consistency import check_consistency
-from .context import Repository
-from .ensembles import check_ensembles
-from .environments import check_environments
-from .layout import check_layout
-from .report import ERROR, INFO, WARNING, Finding, Report
-from .stubfacts import check_stubs
+from ._archives import check_archives
+from ._batching import check_batching
+from ._consistency import check_consistency
+from ._context import Repository
+from ._ensembles import check_ensembles
+from ._environments import check_environments
+from ._layout import check_layout
+from ._report import ERROR, INFO, WARNING, Finding, Report
+from ._stubfacts import check_stubs
 
 __all__ = [
     "ERROR",

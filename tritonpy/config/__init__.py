@@ -2,13 +2,44 @@
 protobuf ``ModelConfig`` message (never a hand-made parser).
 
 Needs ``tritonclient[grpc]`` and ``protobuf`` (``pip install 'tritonpy[config]'``); the runtime
-never imports this package. The functions are those of :mod:`tritonpy._tooling.pbtxt`, the one
-reader and writer of model configurations, re-exported here.
+never imports this package. The reading and writing functions are those of the one reader and
+writer of model configurations (``tritonpy._tooling.pbtxt``); ``sync_config``,
+``apply_declarations`` and ``autocomplete_config`` derive a configuration from a model's
+declarations, ``load_model_class`` imports a model.py the way Triton's stub does.
 """
 
 from __future__ import annotations
 
-from .._tooling import pbtxt
-from .._tooling.pbtxt import *  # noqa: F403 (the public names of pbtxt, listed once there)
+from .._tooling.pbtxt import (
+    CONFIG_MODULES,
+    ConfigError,
+    config_from_dict,
+    config_to_dict,
+    format_config,
+    load_config,
+    new_config,
+    parse_config,
+    set_parameter,
+    write_config,
+)
+from ._declarations import ConfigDiff, apply_declarations, autocomplete_config, sync_config
+from ._loader import LoadedModel, load_model_class
 
-__all__ = list(pbtxt.__all__)
+__all__ = [
+    "CONFIG_MODULES",
+    "ConfigDiff",
+    "ConfigError",
+    "LoadedModel",
+    "apply_declarations",
+    "autocomplete_config",
+    "config_from_dict",
+    "config_to_dict",
+    "format_config",
+    "load_config",
+    "load_model_class",
+    "new_config",
+    "parse_config",
+    "set_parameter",
+    "sync_config",
+    "write_config",
+]

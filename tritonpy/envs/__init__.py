@@ -14,24 +14,14 @@ Example::
 
 from __future__ import annotations
 
-from .._tooling.archives import (
-    check_members,
-    extract_checked,
-    safe_extract,
-    staging_file,
-    write_archive,
-)
 from .._tooling.errors import ArchiveError, EnvError, SpecError
-from .._tooling.progress import CommandError, Reporter, run_command
-from .interpreters import BaseInterpreter, find_interpreter, probe_interpreter
-from .pack import BUILDERS, Builder, PackOptions, PackResult, StubMode, find_default_spec, pack_env
-from .spec import EnvSpec, read_spec
-from .verify import VerifyReport, verify_archive
+from .._tooling.progress import CommandError, Reporter
+from ._pack import Builder, PackOptions, PackResult, StubMode, find_default_spec, pack_env
+from ._spec import EnvSpec, read_spec
+from ._verify import VerifyReport, verify_archive
 
 __all__ = [
-    "BUILDERS",
     "ArchiveError",
-    "BaseInterpreter",
     "Builder",
     "CommandError",
     "EnvError",
@@ -42,16 +32,8 @@ __all__ = [
     "SpecError",
     "StubMode",
     "VerifyReport",
-    "check_members",
-    "extract_checked",
     "find_default_spec",
-    "find_interpreter",
     "pack_env",
-    "probe_interpreter",
     "read_spec",
-    "run_command",
-    "safe_extract",
-    "staging_file",
     "verify_archive",
-    "write_archive",
 ]

@@ -26,7 +26,7 @@ Example::
 
 from __future__ import annotations
 
-from .exporter import OUTPUTS, ExportResult, export_repository
-from .models import ExportError, ModelExport
+from ._exporter import OUTPUTS, ExportResult, export_repository
+from ._models import ExportError, ModelExport
 
 __all__ = ["OUTPUTS", "ExportError", "ExportResult", "ModelExport", "export_repository"]

@@ -21,7 +21,7 @@ Example::
 
 from __future__ import annotations
 
-from .report import PerfPoint, PerfReport
-from .runner import PerfOptions, run_perf
+from ._report import PerfPoint, PerfReport
+from ._runner import PerfOptions, run_perf
 
 __all__ = ["PerfOptions", "PerfPoint", "PerfReport", "run_perf"]

@@ -16,19 +16,14 @@ Example::
 
 from __future__ import annotations
 
-from .report import ProbeReport, ProbeResult, judge
-from .requests import ProbeRequestError, probe_inputs, warmup_sample
-from .runner import DEFAULT_TIMEOUT, DEFAULT_URL, ProbeUsageError, probe
+from ._report import ProbeReport, ProbeResult
+from ._requests import ProbeRequestError
+from ._runner import ProbeUsageError, probe
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
-    "DEFAULT_URL",
     "ProbeReport",
     "ProbeRequestError",
     "ProbeResult",
     "ProbeUsageError",
-    "judge",
     "probe",
-    "probe_inputs",
-    "warmup_sample",
 ]

@@ -1,5 +1,6 @@
 """The embedded tritonserver: locate it, prepare its backend directory, start it on a model
-repository, wait for readiness, stop it cleanly; and a small client helper.
+repository, wait for readiness, stop it cleanly, keep it serving; and the client helpers
+(``InferClient`` for one request, ``stream_infer`` for a decoupled model's stream).
 
 Example::
 
@@ -12,45 +13,25 @@ Example::
 from __future__ import annotations
 
 from .._tooling.errors import ModelLoadError, ServerError, ServerTimeoutError
-from .._tooling.installation import (
-    Installation,
-    Interpreter,
-    WheelInstallation,
-    find_wheel_installation,
-    inspect_interpreter,
-    prepare_backend_directory,
-    resolve_installation,
-)
-from .._tooling.options import CLI_NAMES, PYTHON_NAMES, OptionNames
-from .console import ConsoleLog, LogEcho
-from .ports import choose_ports, pick_free_ports, port_is_free
-from .preflight import PreflightError, preflight
-from .process import TritonServer
-from .readiness import ModelStatus, health_ready, repository_index
+from .._tooling.installation import WheelInstallation, find_wheel_installation
+from ._client import InferClient
+from ._keeper import serve_until_exit
+from ._preflight import PreflightError, preflight
+from ._process import TritonServer
+from ._readiness import ModelStatus
+from ._streaming import stream_infer
 
 __all__ = [
-    "CLI_NAMES",
-    "PYTHON_NAMES",
-    "ConsoleLog",
-    "Installation",
-    "Interpreter",
-    "LogEcho",
+    "InferClient",
     "ModelLoadError",
     "ModelStatus",
-    "OptionNames",
     "PreflightError",
     "ServerError",
     "ServerTimeoutError",
     "TritonServer",
     "WheelInstallation",
-    "choose_ports",
     "find_wheel_installation",
-    "health_ready",
-    "inspect_interpreter",
-    "pick_free_ports",
-    "port_is_free",
     "preflight",
-    "prepare_backend_directory",
-    "repository_index",
-    "resolve_installation",
+    "serve_until_exit",
+    "stream_infer",
 ]

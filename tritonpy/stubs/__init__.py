@@ -16,15 +16,15 @@ from typing import Any
 
 __all__ = ["FoundStub", "StubCache", "StubError", "StubResult", "find_stub", "provision_stub"]
 
-# imported on first use: tritonpy.server imports tritonpy.stubs.lookup lazily, and the build
+# imported on first use: tritonpy.server imports tritonpy.stubs._lookup lazily, and the build
 # machinery should not load for a cache lookup
 _HOMES = {
-    "FoundStub": "lookup",
-    "StubError": "lookup",
-    "find_stub": "lookup",
-    "StubCache": "cache",
-    "StubResult": "provision",
-    "provision_stub": "provision",
+    "FoundStub": "_lookup",
+    "StubError": "_lookup",
+    "find_stub": "_lookup",
+    "StubCache": "_cache",
+    "StubResult": "_provision",
+    "provision_stub": "_provision",
 }
 
 

@@ -40,7 +40,7 @@ checkout or an editable install reads the repository's). Rendering needs
 weights need torch, and training them scikit-learn and OpenCV as well.
 """
 
-from .ensembles import (
+from ._ensembles import (
     ENSEMBLE_TEMPLATE,
     ClassifierEnsemble,
     DigitsEnsemble,
@@ -48,7 +48,7 @@ from .ensembles import (
     render_classifier_ensemble,
     render_digits_ensemble,
 )
-from .finding import (
+from ._finding import (
     TEMPLATES_ENV,
     TemplateError,
     TemplateExistsError,
@@ -58,7 +58,7 @@ from .finding import (
     template_dir,
     templates_root,
 )
-from .rendering import render_template
+from ._rendering import render_template
 
 __all__ = [
     "ENSEMBLE_TEMPLATE",

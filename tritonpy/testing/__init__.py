@@ -15,21 +15,16 @@ Importable without pytest and without tritonclient (tritonclient is needed only 
 
 from __future__ import annotations
 
+from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils
+from ._config import parse_config_pbtxt
+from ._ensemble import EnsembleHarness
+from ._errors import HarnessError, ModelBugError
+from ._harness import ModelHarness
+from ._install import fake_pb_utils_installed, install_fake_pb_utils, uninstall_fake_pb_utils
+from ._process_guard import ModelProcessDiedError
+from ._repository import RepositoryHarness
 from ._targets import RawTarget
-from .ensemble import EnsembleHarness
-from .harness import (
-    HarnessError,
-    ModelBugError,
-    ModelHarness,
-    ModelLoadError,
-    ModelProcessDiedError,
-    fake_pb_utils_installed,
-    install_fake_pb_utils,
-    parse_config_pbtxt,
-    uninstall_fake_pb_utils,
-)
-from .repository import RepositoryHarness
 
 __all__ = [
     "EnsembleHarness",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, Literal, Union
 
 from .._runtime.dtypes import DTYPES
-from ._errors import ModelLoadError
+from .._tooling.errors import ModelLoadError
 
 
 def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:

@@ -7,8 +7,6 @@ import asyncio
 import threading
 from typing import Any, Awaitable, Dict, Optional
 
-__all__ = ["LoopRunner"]
-
 
 class LoopRunner:
     """Runs awaitables on one event loop of its own, reused across calls (as the stub runs

@@ -1,4 +1,4 @@
-"""The harness's own errors (re-exported by :mod:`tritonpy.testing.harness`).
+"""The harness's own errors (re-exported by :mod:`tritonpy.testing._harness`).
 
 A model that would fail to load raises :class:`tritonpy.server.ModelLoadError`, the one class
 for load failures (re-exported here), also under the harness."""
@@ -6,9 +6,6 @@ for load failures (re-exported here), also under the harness."""
 from __future__ import annotations
 
 from .._runtime.errors import TritonPyError
-from .._tooling.errors import ModelLoadError
-
-__all__ = ["HarnessError", "ModelBugError", "ModelLoadError"]
 
 
 class HarnessError(TritonPyError):

@@ -15,8 +15,6 @@ from __future__ import annotations
 import bisect
 from typing import Dict, Iterable, List, Optional
 
-__all__ = ["server_input_order"]
-
 _MASK = (1 << 64) - 1
 _MUL = (0xC6A4A793 << 32) + 0x5BD1E995
 _SEED = 0xC70F6907

@@ -1,5 +1,5 @@
 """Installing the fake pb_utils as ``sys.modules["triton_python_backend_utils"]`` (re-exported
-by :mod:`tritonpy.testing.harness` and :mod:`tritonpy.testing`)."""
+by :mod:`tritonpy.testing._harness` and :mod:`tritonpy.testing`)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,6 @@ from types import ModuleType
 from typing import Any, Iterator, List
 
 from . import fake_pb_utils as pb
-
-__all__ = [
-    "PB_UTILS",
-    "fake_pb_utils_installed",
-    "install_fake_pb_utils",
-    "uninstall_fake_pb_utils",
-]
 
 PB_UTILS = "triton_python_backend_utils"
 _MISSING = object()

@@ -19,16 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, ContextManager, Iterator, List, Optional, Sequence
 
-from ._errors import ModelLoadError
-
-__all__ = [
-    "import_model_file",
-    "on_sys_path",
-    "pick_version",
-    "target_version",
-    "unload_package",
-    "version_dirs",
-]
+from .._tooling.errors import ModelLoadError
 
 _package_counter = itertools.count()
 

@@ -22,14 +22,6 @@ from typing import Any, Callable, Dict, Iterator, Optional
 
 from ._errors import HarnessError
 
-__all__ = [
-    "ModelProcessDiedError",
-    "ProcessEnded",
-    "guard_process_exit",
-    "process_died",
-    "stub_not_healthy",
-]
-
 
 class ModelProcessDiedError(HarnessError):
     """The model ended its own process (``os._exit``, ``os.abort``, a signal to itself): in

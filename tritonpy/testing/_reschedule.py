@@ -15,8 +15,6 @@ from typing import Any, Callable, Dict, List, Optional
 from . import fake_pb_utils as pb
 from ._errors import ModelBugError
 
-__all__ = ["execute_with_rescheduling"]
-
 #: more rounds than any test needs: a model that reschedules forever is a bug
 MAX_ROUNDS = 1000
 

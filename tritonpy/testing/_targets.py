@@ -40,15 +40,7 @@ from ._requests import check_requested_outputs, client_view, validate_request
 from ._responses import response_from
 
 if TYPE_CHECKING:
-    from .harness import ModelHarness
-
-__all__ = [
-    "RawTarget",
-    "bls_handler",
-    "final_error_hangs",
-    "server_error",
-    "versioned_handler",
-]
+    from ._harness import ModelHarness
 
 Handler = Callable[[pb.InferenceRequest], Any]
 
@@ -86,7 +78,7 @@ def _model_error(message: str) -> pb.InferenceResponse:
 
 def bls_handler(target: Any) -> Handler:
     """The fake's BLS handler for ``target`` (see the module documentation)."""
-    from .harness import ModelHarness  # the harness imports this module
+    from ._harness import ModelHarness  # the harness imports this module
 
     if isinstance(target, RawTarget):
         return target.fn

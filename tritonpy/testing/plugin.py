@@ -20,14 +20,14 @@ import pytest
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from .harness import ModelHarness
+    from ._harness import ModelHarness
 
 
 @pytest.fixture
 def triton_model() -> Iterator[Callable[..., ModelHarness]]:
     """Factory fixture: ``harness = triton_model("models/add_sub")`` or
     ``triton_model(MyModel, config={...})``; closed at teardown."""
-    from .harness import ModelHarness
+    from ._harness import ModelHarness
 
     made: List[ModelHarness] = []
 
@@ -61,7 +61,7 @@ def model_harness(
 def fake_pb_utils() -> Iterator[ModuleType]:
     """The fake pb_utils, installed as ``sys.modules["triton_python_backend_utils"]``."""
     from . import fake_pb_utils as module
-    from .harness import install_fake_pb_utils, uninstall_fake_pb_utils
+    from ._install import install_fake_pb_utils, uninstall_fake_pb_utils
 
     module.reset()
     install_fake_pb_utils()

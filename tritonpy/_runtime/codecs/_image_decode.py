@@ -19,8 +19,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-__all__ = ["Undecoded", "decode_rows", "reduced_factor", "usable_cores"]
-
 #: the most decoding threads one process starts (more cores rarely help a Python stub)
 MAX_THREADS = 4
 #: a batch decodes on threads only from this many encoded bytes: handing an image to a thread

@@ -13,8 +13,6 @@ import re
 import struct
 from typing import Callable, List, Optional, Tuple
 
-__all__ = ["image_size"]
-
 Size = Optional[Tuple[int, int]]
 
 

@@ -26,8 +26,6 @@ from ..batching import split_rows
 from ..dtypes import DType, lookup_dtype
 from ..errors import DeclarationError, InputError, OutputError
 
-__all__ = ["MISSING", "Codec", "ElementCodec"]
-
 
 class _Missing:
     def __repr__(self) -> str:

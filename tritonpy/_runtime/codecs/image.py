@@ -14,8 +14,6 @@ from ._image_decode import MAX_THREADS, Undecoded, decode_rows, reduced_factor, 
 from ._image_size import image_size
 from .base import MISSING, ElementCodec
 
-__all__ = ["Image", "image_size"]
-
 #: the channel orders an Image decodes to and encodes from (case does not matter at run time)
 ImageColor = Literal["RGB", "BGR", "GRAY"]
 _COLORS: Tuple[str, ...] = get_args(ImageColor)

@@ -33,9 +33,6 @@ def _check_text(value: Any) -> None:
             _check_text(item)
 
 
-__all__ = ["JSON"]
-
-
 def _default(value: Any) -> Any:
     # numpy scalars and arrays (and anything else with .tolist) become plain Python values;
     # float16/float32 values keep their short form (0.9, not 0.8999999761581421)

@@ -11,8 +11,6 @@ from ..batching import Padded, merge_rows, pad_rows, trim_padded
 from ..errors import DeclarationError, InputError, OutputError
 from .base import MISSING, Codec, format_shape, shape_matches
 
-__all__ = ["Tensor"]
-
 #: how a batched Tensor input with rows of different shapes is handled
 RaggedPolicy = Literal["group", "pad"]
 _RAGGED_POLICIES: Tuple[str, ...] = get_args(RaggedPolicy)

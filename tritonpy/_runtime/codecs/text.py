@@ -6,8 +6,6 @@ from typing import Any, Sequence
 
 from .base import MISSING, ElementCodec
 
-__all__ = ["Bytes", "Text"]
-
 
 class Text(ElementCodec):
     """UTF-8 text: each TYPE_STRING element becomes a ``str``; ``str`` values go back out as

@@ -11,8 +11,6 @@ from .._optional import codec_dependency
 from ..errors import DeclarationError, InputError, OutputError
 from .base import MISSING, Codec, format_shape, shape_matches
 
-__all__ = ["TorchTensor"]
-
 _TORCH_DTYPES = {
     "BOOL": "bool",
     "UINT8": "uint8",

@@ -47,31 +47,31 @@ from __future__ import annotations
 
 # The real module's names are listed in __all__; the fake's extras (test helpers, the metric
 # and BLS registries, more types) are re-exported explicitly (``as``), by reference.
-from .config import (
+from ._config import (
     ModelConfig,
     get_input_config_by_name,
     get_output_config_by_name,
     using_decoupled_model_transaction_policy,
 )
-from .errors import ErrorCode as ErrorCode
-from .errors import TritonError, TritonModelException
-from .errors import error_code_name as error_code_name
-from .logger import Logger, LogLevel
-from .logger import LogRecord as LogRecord
-from .logger import clear_logs as clear_logs
-from .logger import log_records as log_records
-from .metrics import LabelledMetric as LabelledMetric
-from .metrics import MetricFamily
-from .metrics import MetricKind as MetricKind
-from .metrics import _families as _families
-from .metrics import clear_metrics as clear_metrics
-from .models import BLSHandler as BLSHandler
-from .models import _bls_models as _bls_models
-from .models import _unloaded as _unloaded
-from .models import get_model_dir, is_model_ready, load_model, unload_model
-from .models import register_bls_model as register_bls_model
-from .models import unregister_bls_model as unregister_bls_model
-from .requests import (
+from ._errors import ErrorCode as ErrorCode
+from ._errors import TritonError, TritonModelException
+from ._errors import error_code_name as error_code_name
+from ._logger import Logger, LogLevel
+from ._logger import LogRecord as LogRecord
+from ._logger import clear_logs as clear_logs
+from ._logger import log_records as log_records
+from ._metrics import LabelledMetric as LabelledMetric
+from ._metrics import MetricFamily
+from ._metrics import MetricKind as MetricKind
+from ._metrics import _families as _families
+from ._metrics import clear_metrics as clear_metrics
+from ._models import BLSHandler as BLSHandler
+from ._models import _bls_models as _bls_models
+from ._models import _unloaded as _unloaded
+from ._models import get_model_dir, is_model_ready, load_model, unload_model
+from ._models import register_bls_model as register_bls_model
+from ._models import unregister_bls_model as unregister_bls_model
+from ._requests import (
     TRITONSERVER_MEMORY_CPU,
     TRITONSERVER_MEMORY_GPU,
     TRITONSERVER_REQUEST_FLAG_SEQUENCE_END,
@@ -85,9 +85,9 @@ from .requests import (
     get_input_tensor_by_name,
     get_output_tensor_by_name,
 )
-from .requests import MemoryType as MemoryType
-from .requests import ResponseSender as ResponseSender
-from .tensor import (
+from ._requests import MemoryType as MemoryType
+from ._requests import ResponseSender as ResponseSender
+from ._tensor import (
     TRITON_STRING_TO_NUMPY,
     Tensor,
     deserialize_bytes_tensor,

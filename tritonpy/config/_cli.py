@@ -1,0 +1,65 @@
+"""``tritonpy config MODEL_DIR [--check]``: write (or check) config.pbtxt from the model's
+declarations.
+
+Example::
+
+    tritonpy config model_repository/preprocess            # writes config.pbtxt
+    tritonpy config model_repository/preprocess --check    # exit 1 and a diff when it
+                                                           # contradicts the declarations
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .._tooling import cli as shared
+
+
+def add_parser(subparsers: shared.Subparsers) -> None:
+    """Declare the ``config`` subcommand on ``subparsers``."""
+    summary = "write or check config.pbtxt from a tritonpy model's declarations"
+    parser = shared.add_command(subparsers, "config", cmd_config, help=summary)
+    shared.add_model_dir(parser)
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="do not write; exit 0 when config.pbtxt matches the declarations or Triton's "
+        "auto-complete completes it to them (e.g. just name and backend), else print the "
+        "difference and exit 1",
+    )
+    parser.add_argument(
+        "--version", type=int, default=None, help="the version directory (default: highest)"
+    )
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    """Derive MODEL_DIR/config.pbtxt from the declarations of MODEL_DIR/<version>/model.py (name,
+    backend, max_batch_size, dynamic_batching, inputs, outputs, decoupled policy), keeping every
+    other field as written. Comments in config.pbtxt are lost when the file is rewritten."""
+    from ._declarations import sync_config
+
+    result = sync_config(args.model_dir, check=args.check, version=args.version)
+    if args.check:
+        if result.contradicts:
+            sys.stdout.write(result.conflicts or result.diff)
+            print(
+                f"{result.path}: missing; run 'tritonpy config {args.model_dir}' to write it"
+                if not result.before
+                else f"{result.path}: contradicts the declarations of the model (the diff "
+                f"above: the file as Triton's auto-complete completes it -> what the "
+                f"declarations say); run 'tritonpy config {args.model_dir}' to update it",
+                file=sys.stderr,
+            )
+            return 1
+        if result.autocompletes:
+            print(
+                f"{result.path}: complete via auto-complete (Triton fills in the rest from "
+                f"the declarations at load time; 'tritonpy config {args.model_dir}' writes "
+                f"it out)"
+            )
+            return 0
+        print(f"{result.path}: up to date")
+        return 0
+    print(f"{result.path}: {'written' if result.written else 'unchanged'}")
+    return 0

@@ -1,0 +1,453 @@
+"""``pack_env``: one call from a model directory and a spec to a verified environment archive
+named by ``EXECUTION_ENV_PATH``, plus the matching stub when the Pythons differ.
+
+Example::
+
+    result = pack_env("model_repository/preprocess", python="3.10", spec="envs/opencv.yml")
+    result.archive      # model_repository/preprocess/preprocess_py3.10.tar.gz
+    result.parameter    # '$$TRITON_MODEL_DIRECTORY/preprocess_py3.10.tar.gz'
+
+    options = PackOptions(python="3.10", builder="local")
+    pack_env("model_repository/preprocess", options, force=True)   # options, one changed
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Iterator,
+    List,
+    Literal,
+    Optional,
+    Tuple,
+    TypedDict,
+    get_args,
+)
+
+from .._tooling.archives import staging_file, write_archive
+from .._tooling.errors import EnvError
+from .._tooling.pbtxt import load_config, set_parameter, write_config
+from .._tooling.progress import Reporter, step
+from .._tooling.releases import BUNDLED_RELEASE, TritonRelease
+from ._conda import PackFunction, build_conda_env, conda_pack_archive, find_conda
+from ._interpreters import BaseInterpreter, find_interpreter
+from ._local import build_local_env
+from ._needs import CODEC_NEEDS, Addition, ModelScan, plan_additions, scan_model
+from ._record import build_key, is_up_to_date, write_record
+from ._runtime import check_numpy_pin, runtime_requirements
+from ._selfwheel import RunningTritonpy, running_tritonpy, self_wheel
+from ._spec import EnvSpec, PathLike, parse_requirement, read_spec, requirement_name, resolve_spec
+from ._verify import VerifyReport, verify_archive
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ..stubs._provision import StubResult
+
+#: ``"conda"``: conda/mamba/micromamba + conda-pack; ``"local"``: a local CPython with a shared
+#: libpython; ``"auto"``: conda when one is on PATH (and no ``python_path``), else local
+Builder = Literal["auto", "local", "conda"]
+#: ``"auto"``: a stub when the environment's Python differs from the server's
+StubMode = Literal["auto", "always", "never"]
+BUILDERS: Tuple[Builder, ...] = get_args(Builder)
+STUB_MODES: Tuple[StubMode, ...] = get_args(StubMode)
+_SPEC_NAMES = ("environment.yml", "environment.yaml", "requirements.txt")
+
+
+@dataclass(frozen=True)
+class PackOptions:
+    """How :func:`pack_env` builds (every field has the default ``pack-env`` uses).
+
+    - ``spec``: a conda environment file or requirements file, or the name of a spec shipped
+      with tritonpy (``"opencv"``); default: the model directory's ``environment.yml`` or
+      ``requirements.txt``; none: numpy and tritonpy only;
+    - ``python``: ``"X.Y"`` (default: the spec's pin, else the release's container Python);
+      ``python_path``: the local CPython to copy (local builder);
+    - ``triton_version``: the Triton release the environment is for;
+    - ``builder``: see :data:`Builder`; ``conda_exe``: the conda front-end to use;
+      ``conda_pack_function``: a replacement for ``conda_pack.pack`` (tests);
+    - ``name``: the archive's stem (default: the spec's name, else the model directory's);
+    - ``force``: rebuild even when spec, additions, Python, release and tritonpy are unchanged;
+    - ``stub``: see :data:`StubMode`; ``server_python``: the server's Python (default: the
+      release's container Python);
+    - ``tritonpy_requirement``: install this requirement instead of the running tritonpy;
+    - ``compress_level``: gzip level of the archive.
+    """
+
+    spec: Optional[PathLike] = None
+    python: Optional[str] = None
+    python_path: Optional[PathLike] = None
+    triton_version: str = BUNDLED_RELEASE
+    builder: Builder = "auto"
+    name: Optional[str] = None
+    force: bool = False
+    stub: StubMode = "auto"
+    server_python: Optional[str] = None
+    conda_exe: Optional[str] = None
+    tritonpy_requirement: Optional[str] = None
+    compress_level: int = 4
+    conda_pack_function: Optional[PackFunction] = None
+
+
+class PackChanges(TypedDict, total=False):
+    """:class:`PackOptions` fields as keyword arguments of :func:`pack_env` (same names and
+    types; a test keeps the two in step)."""
+
+    spec: Optional[PathLike]
+    python: Optional[str]
+    python_path: Optional[PathLike]
+    triton_version: str
+    builder: Builder
+    name: Optional[str]
+    force: bool
+    stub: StubMode
+    server_python: Optional[str]
+    conda_exe: Optional[str]
+    tritonpy_requirement: Optional[str]
+    compress_level: int
+    conda_pack_function: Optional[PackFunction]
+
+
+@dataclass
+class PackResult:
+    """What :func:`pack_env` produced."""
+
+    archive: Path
+    python: str
+    builder: str  # "local" or the conda front-end's name ("micromamba")
+    size: int
+    seconds: float
+    skipped: bool
+    parameter: str  # the EXECUTION_ENV_PATH value written to config.pbtxt
+    verify: Optional[VerifyReport] = None
+    stub: Optional[StubResult] = None  # when a stub was placed
+    added: List[str] = field(default_factory=list)  # requirements added for codecs and extras
+
+
+def parse_builder(value: str) -> Builder:
+    """``value`` as a :data:`Builder`, or :class:`EnvError` naming the choices.
+
+    >>> parse_builder("local")
+    'local'
+    """
+    for builder in BUILDERS:
+        if value == builder:
+            return builder
+    raise EnvError(f"builder {value!r}: expected one of {', '.join(BUILDERS)}")
+
+
+def find_default_spec(model_dir: Path) -> Optional[Path]:
+    """``environment.yml``/``.yaml`` or ``requirements.txt`` of the model directory."""
+    return next((model_dir / n for n in _SPEC_NAMES if (model_dir / n).is_file()), None)
+
+
+@contextlib.contextmanager
+def _deferred_interrupt() -> Iterator[None]:
+    """Hold Ctrl-C back while the final renames run (milliseconds), then deliver it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: List[int] = []
+
+    def hold(signum: int, frame: Optional[FrameType]) -> None:
+        received.append(signum)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
+
+
+def _point_config(path: Path, config: Any, parameter: str, reporter: Reporter) -> None:
+    """Set EXECUTION_ENV_PATH through the protobuf config (atomic write) when it differs."""
+    entry = config.parameters.get("EXECUTION_ENV_PATH")
+    if entry is not None and entry.string_value == parameter:
+        return
+    set_parameter(config, "EXECUTION_ENV_PATH", parameter)
+    write_config(path, config)
+    reporter.note(f"config.pbtxt: EXECUTION_ENV_PATH = {parameter}")
+
+
+def _plan(
+    directory: Path, env_spec: EnvSpec, reporter: Reporter
+) -> Tuple[ModelScan, List[Addition]]:
+    """Scan the model's codecs and plan the requirements to add; report every choice."""
+    scan = scan_model(directory)
+    if scan.error:
+        reporter.note(
+            f"could not import {scan.model_file} here to find the packages its codecs need "
+            f"({scan.error.splitlines()[-1]}); the import check inside the environment "
+            "will name anything missing"
+        )
+    for line in env_spec.tritonpy_lines:
+        pinned = parse_requirement(line)
+        if pinned is not None and (pinned.specifier or pinned.url):
+            reporter.note(
+                f"the spec's {line.strip()!r} is not installed: the environment gets the "
+                "running tritonpy (use --tritonpy REQ to choose another)"
+            )
+    additions = plan_additions(env_spec, scan)
+    for addition in additions:
+        reporter.note(f"added {addition.requirement} for {addition.reason}")
+    return scan, additions
+
+
+def _python_xy(value: str) -> str:
+    match = re.fullmatch(r"(?:python)?(3)\.(\d+)(?:\.\d+)?", value.strip())
+    if not match:
+        raise EnvError(f"--python {value!r}: expected X.Y, e.g. 3.10")
+    return f"{match.group(1)}.{match.group(2)}"
+
+
+@dataclass(frozen=True)
+class _Model:
+    """The model directory and its config.pbtxt."""
+
+    directory: Path
+    config_path: Path
+    config: Any
+
+
+@dataclass(frozen=True)
+class _Build:
+    """Everything decided before building: what goes in, with what, where it lands."""
+
+    spec: EnvSpec
+    xy: str
+    release: TritonRelease
+    scan: ModelScan
+    added: List[str]
+    runtime: Optional[RunningTritonpy]  # None: ``tritonpy_requirement`` is installed instead
+    tool: Optional[Path]  # the conda front-end, None for the local builder
+    base: Optional[BaseInterpreter]  # the local CPython, None for the conda builder
+    stem: str  # the archive's stem, also the name of the build folder
+    archive: Path
+    key: str
+
+    @property
+    def kind(self) -> str:
+        return self.tool.name if self.tool else "local"
+
+    @property
+    def parameter(self) -> str:
+        return f"$$TRITON_MODEL_DIRECTORY/{self.archive.name}"
+
+
+def _load_model(model_dir: PathLike, options: PackOptions) -> _Model:
+    directory = Path(model_dir)
+    config_path = directory / "config.pbtxt"
+    if not config_path.is_file():
+        raise EnvError(
+            f"{directory} is not a model directory: no config.pbtxt. Pass the model's "
+            "directory (the one holding config.pbtxt and 1/model.py)."
+        )
+    if options.builder not in BUILDERS or options.stub not in STUB_MODES:
+        raise EnvError(f"builder must be one of {BUILDERS} and stub one of {STUB_MODES}")
+    return _Model(directory, config_path, load_config(config_path))
+
+
+def _read_spec(
+    model: _Model, options: PackOptions, release: TritonRelease, reporter: Reporter
+) -> EnvSpec:
+    """The spec (given, else the model directory's, else empty) with its Python decided."""
+    spec = options.spec
+    spec_path = resolve_spec(spec) if spec is not None else find_default_spec(model.directory)
+    env_spec = read_spec(spec_path) if spec_path else EnvSpec(None, None)
+    xy = _python_xy(options.python or env_spec.python or release.python)
+    if env_spec.python and env_spec.python != xy:
+        reporter.note(f"building Python {xy} (the spec {spec_path} pins {env_spec.python})")
+    env_spec = env_spec.with_python(xy)
+    check_numpy_pin(env_spec.pip, release)
+    return env_spec
+
+
+def _builder_tools(
+    options: PackOptions, xy: str
+) -> Tuple[Optional[Path], Optional[BaseInterpreter]]:
+    """(conda front-end, None) for the conda builder, (None, local CPython) for the local one."""
+    tool = None
+    if options.builder in ("auto", "conda") and options.python_path is None:
+        tool = find_conda(options.conda_exe)
+        if tool is None and options.builder == "conda":
+            raise EnvError(
+                "--builder conda: no conda, mamba or micromamba on PATH ($CONDA_EXE unset). "
+                "Install one (https://mamba.readthedocs.io), or use --builder local."
+            )
+    return tool, None if tool else find_interpreter(xy, options.python_path)
+
+
+def _plan_build(model: _Model, options: PackOptions, reporter: Reporter) -> _Build:
+    release = TritonRelease.parse(options.triton_version)
+    env_spec = _read_spec(model, options, release, reporter)
+    xy = env_spec.python or release.python
+    scan, additions = _plan(model.directory, env_spec, reporter)
+    added = [a.requirement for a in additions]
+    runtime = None if options.tritonpy_requirement else running_tritonpy()
+    stem = options.name or env_spec.name or model.directory.resolve().name
+    tool, base = _builder_tools(options, xy)
+    inputs = {
+        "spec": env_spec.digest,
+        "python": base.version if base else xy,
+        "release": release.name,
+        "builder": "conda" if tool else "local",
+        "tritonpy": options.tritonpy_requirement or (runtime.digest if runtime else ""),
+        "added": added,
+    }
+    archive = model.directory / f"{stem}_py{xy}.tar.gz"
+    return _Build(
+        env_spec, xy, release, scan, added, runtime, tool, base, stem, archive, build_key(inputs)
+    )
+
+
+def _build_archive(
+    build: _Build, options: PackOptions, prefix: Path, partial: Path, reporter: Reporter
+) -> None:
+    """Build the environment in ``prefix`` and write its archive to ``partial``."""
+    extra = [*runtime_requirements(build.release), *build.added]
+    if options.tritonpy_requirement:
+        extra.append(options.tritonpy_requirement)
+    wheel = self_wheel(reporter, runtime=build.runtime) if build.runtime else None
+    level = options.compress_level
+    if build.tool is not None:
+        build_conda_env(
+            build.spec,
+            build.xy,
+            prefix,
+            tool=build.tool,
+            extra=extra,
+            reporter=reporter,
+            wheel=wheel,
+        )
+        conda_pack_archive(
+            prefix,
+            partial,
+            reporter=reporter,
+            compress_level=level,
+            pack=options.conda_pack_function,
+        )
+    else:
+        assert build.base is not None  # _builder_tools gives one or the other
+        build_local_env(build.spec, build.base, prefix, extra=extra, reporter=reporter, wheel=wheel)
+        with step(reporter, f"writing {build.archive.name}"):
+            write_archive(prefix, partial, reporter=reporter, compress_level=level)
+
+
+def _verify(build: _Build, partial: Path, reporter: Reporter) -> VerifyReport:
+    names = [requirement_name(r) for r in build.added]
+    return verify_archive(
+        partial,
+        build.xy,
+        distributions=[*build.spec.distributions, *(n for n in names if n)],
+        tritonpy_version=build.runtime.version if build.runtime else None,
+        model_file=build.scan.model_file,
+        codecs=[(c.module, c.name, c.imports) for c in CODEC_NEEDS],
+        reporter=reporter,
+    )
+
+
+def _build_and_place(
+    build: _Build, model: _Model, options: PackOptions, reporter: Reporter
+) -> VerifyReport:
+    """Build, pack and verify beside the target; then, with Ctrl-C held back, rename the
+    archive into place, record it and point config.pbtxt at it."""
+    work = Path(tempfile.mkdtemp(prefix="tritonpy-env-"))
+    try:
+        prefix = work / build.stem
+        with staging_file(build.archive) as partial:
+            _build_archive(build, options, prefix, partial, reporter)
+            shutil.rmtree(prefix, ignore_errors=True)
+            verified = _verify(build, partial, reporter)
+            details = {
+                "python": build.xy,
+                "builder": build.kind,
+                "release": build.release.name,
+                "added": build.added,
+                "tritonpy": build.runtime.version
+                if build.runtime
+                else options.tritonpy_requirement,
+            }
+            with _deferred_interrupt():
+                os.replace(partial, build.archive)
+                write_record(model.directory, build.archive, build.key, details)
+                _point_config(model.config_path, model.config, build.parameter, reporter)
+        return verified
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _place_stub(
+    build: _Build, model: _Model, options: PackOptions, reporter: Reporter
+) -> Optional[StubResult]:
+    target_python = options.server_python or build.release.python
+    if not (options.stub == "always" or (options.stub == "auto" and build.xy != target_python)):
+        return None
+    from ..stubs._provision import provision_stub
+
+    reporter.note(f"environment Python {build.xy} != server Python {target_python}: placing a stub")
+    return provision_stub(
+        model.directory, triton_version=build.release.name, python=build.xy, reporter=reporter
+    )
+
+
+def pack_env(
+    model_dir: PathLike,
+    options: Optional[PackOptions] = None,
+    *,
+    reporter: Optional[Reporter] = None,
+    **changes: Unpack[PackChanges],
+) -> PackResult:
+    """Build, pack, verify and place ``MODEL_DIR/<name>_py3.X.tar.gz``; set
+    ``EXECUTION_ENV_PATH`` in config.pbtxt; provision the stub when needed.
+
+    ``options`` (default :class:`PackOptions()`), with the keyword arguments replacing its
+    fields, say how. The running tritonpy goes into the environment (a wheel of its own files,
+    no index lookup) unless ``tritonpy_requirement`` names another; the packages the model's
+    codecs need (``tp.Image``: OpenCV) and the spec's ``tritonpy[extra]`` requirements are
+    added unless the spec names them (``PackResult.added``). An unchanged build skips the
+    rebuild unless ``force``.
+
+    Example::
+
+        pack_env("models/classify", python="3.10", builder="local").archive
+    """
+    began = time.monotonic()
+    reporter = reporter or Reporter()
+    chosen = dataclasses.replace(options or PackOptions(), **changes)
+    model = _load_model(model_dir, chosen)
+    build = _plan_build(model, chosen, reporter)
+    verified: Optional[VerifyReport] = None
+    skipped = not chosen.force and is_up_to_date(model.directory, build.archive, build.key)
+    if skipped:
+        reporter.note(f"{build.archive} is up to date (same spec, Python, release); not rebuilt")
+        _point_config(model.config_path, model.config, build.parameter, reporter)
+    else:
+        verified = _build_and_place(build, model, chosen, reporter)
+    placed = _place_stub(build, model, chosen, reporter)
+    return PackResult(
+        build.archive,
+        build.xy,
+        build.kind,
+        build.archive.stat().st_size,
+        time.monotonic() - began,
+        skipped,
+        build.parameter,
+        verified,
+        placed,
+        build.added,
+    )

@@ -1,0 +1,299 @@
+"""Environment specs: conda environment files (with a ``pip:`` section) and requirements files.
+
+Both builders read the same :class:`EnvSpec`: the conda builder installs ``conda`` packages with
+conda and ``pip`` lines with pip; the local builder takes the Python version and the pip lines
+(and refuses conda-only packages, naming them). ``tritonpy`` lines are kept apart
+(``tritonpy_lines``): the builders always install the running tritonpy themselves, and only the
+extras these lines name (``tritonpy[image]``) are honoured.
+
+``--env NAME`` also names a spec that ships with tritonpy (:func:`resolve_spec`).
+
+Example::
+
+    spec = read_spec(resolve_spec("opencv"))     # the shipped envs/opencv.yml
+    spec.python, spec.pip      # ('3.10', ('numpy<2', 'opencv-python-headless>=4.5,<5'))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+
+from .._runtime._optional import require
+from .._tooling.errors import SpecError
+from .._tooling.resources import find_resource
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_PYTHON = re.compile(r"^python(?:\s*(?:[=<>~!]=?|\s)\s*(\d+)\.(\d+))?")
+#: a comment in a requirements file: ``#`` at the start or after whitespace (pip's rule)
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_PARSING = "reading environment specs (PEP 508 requirements, environment.yml)"
+
+
+def parse_requirement(line: str) -> Optional[Requirement]:
+    """The PEP 508 requirement of a pip requirement line (comment and per-requirement pip
+    options such as ``--hash`` left out), or None for options, paths and URLs.
+
+    >>> str(parse_requirement("opencv-python-headless>=4.5,<5  # comment"))
+    'opencv-python-headless<5,>=4.5'
+    """
+    require("packaging", feature=_PARSING, extra="tools")
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    text = _COMMENT.sub("", line).split(" --", 1)[0].strip()
+    if not text or text.startswith("-"):
+        return None
+    try:
+        return Requirement(text)
+    except InvalidRequirement:
+        return None  # a path, a URL, an option pip understands and PEP 508 does not
+
+
+def canonical_name(name: str) -> str:
+    """A project or extra name in its normalised form (PEP 503).
+
+    >>> canonical_name("Pillow_SIMD")
+    'pillow-simd'
+    """
+    require("packaging", feature=_PARSING, extra="tools")
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))
+
+
+def requirement_name(line: str) -> Optional[str]:
+    """The normalised project name of a pip requirement line, or None for options, paths and
+    URLs.
+
+    >>> requirement_name("opencv-python-headless>=4.5,<5  # comment")
+    'opencv-python-headless'
+    """
+    requirement = parse_requirement(line)
+    return canonical_name(requirement.name) if requirement else None
+
+
+def requirement_extras(line: str) -> List[str]:
+    """The extras a requirement line asks for, normalised, sorted.
+
+    >>> requirement_extras("tritonpy[image, Torch]>=0.1")
+    ['image', 'torch']
+    """
+    requirement = parse_requirement(line)
+    return sorted(canonical_name(e) for e in requirement.extras) if requirement else []
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What an environment must contain.
+
+    ``python`` is ``"X.Y"`` or None (not pinned); ``conda`` the conda packages other than
+    ``python`` and ``pip``; ``pip`` the pip requirement lines (options such as
+    ``--extra-index-url`` included, ``-r``/``-c`` paths made absolute, ``tritonpy`` lines
+    left out); ``tritonpy_lines`` the ``tritonpy`` lines (their extras are honoured, the
+    running tritonpy is installed); ``text`` the source text (part of the rebuild hash).
+    """
+
+    name: Optional[str]
+    python: Optional[str]
+    conda: Tuple[str, ...] = ()
+    pip: Tuple[str, ...] = ()
+    channels: Tuple[str, ...] = ()
+    source: Optional[Path] = None
+    text: str = ""
+    tritonpy_lines: Tuple[str, ...] = ()
+
+    @property
+    def distributions(self) -> List[str]:
+        """Project names of the pip requirements (what verification imports)."""
+        names = [requirement_name(line) for line in self.pip]
+        return [n for n in names if n]
+
+    @property
+    def tritonpy_extras(self) -> List[str]:
+        """The extras the spec's ``tritonpy[...]`` lines ask for, in order, without repeats."""
+        found = [e for line in self.tritonpy_lines for e in requirement_extras(line)]
+        return list(dict.fromkeys(found))
+
+    @property
+    def digest(self) -> str:
+        """A stable hash of everything that decides the environment's content."""
+        parts = [self.text, repr((self.python, self.conda, self.pip, self.channels))]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    def with_python(self, python: str) -> EnvSpec:
+        """A copy with ``python`` replaced (``--python`` overrides the spec's pin)."""
+        return dataclasses.replace(self, python=python)
+
+
+# ------------------------------------------------------------------------ environment.yml
+def parse_environment_yaml(text: str, source: str = "environment.yml") -> Dict[str, Any]:
+    """Parse a conda environment file with PyYAML (``safe_load``); a syntax error names the
+    file and line.
+
+    >>> parse_environment_yaml("name: x\\ndependencies:\\n  - python=3.10\\n  - pip:\\n"
+    ...                        "      - numpy<2\\n")["dependencies"]
+    ['python=3.10', {'pip': ['numpy<2']}]
+    """
+    require("yaml", feature=_PARSING, extra="tools")
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        # the context mark is where the broken construct starts (the line to fix)
+        mark = exc.context_mark or exc.problem_mark
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        what = " ".join(p for p in (exc.problem, exc.context) if p)
+        raise SpecError(
+            f"{source}{where}: not valid YAML ({what}). A conda environment file is a mapping "
+            "with name, channels and a dependencies list ('- numpy', '- pip:' with a list)."
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{source}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: expected a mapping (name, channels, dependencies)")
+    return data
+
+
+# ----------------------------------------------------------------------------- spec reading
+def _pip_lines(entries: List[str], base: Path) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """(pip lines, tritonpy lines)."""
+    kept, tritonpy = [], []
+    for entry in entries:
+        line = str(entry).strip()
+        option = re.match(r"^(-r|-c|--requirement|--constraint)\s*=?\s*(\S+)$", line)
+        if option:
+            target = Path(option.group(2))
+            line = f"{option.group(1)} {target if target.is_absolute() else base / target}"
+        elif requirement_name(line) == "tritonpy":
+            tritonpy.append(line)  # the builders install the running tritonpy themselves
+            continue
+        if line:
+            kept.append(line)
+    return tuple(kept), tuple(tritonpy)
+
+
+def _python_of(dependency: str) -> Optional[Tuple[bool, Optional[str]]]:
+    text = dependency.strip()
+    match = _PYTHON.match(text)
+    if not match or (len(text) > 6 and text[6] not in " \t=<>~!"):
+        return None  # not python (e.g. python-dateutil)
+    return True, (f"{match.group(1)}.{match.group(2)}" if match.group(1) else None)
+
+
+def conda_package_name(dependency: str) -> str:
+    """The package name of a conda dependency (MatchSpec: ``numpy>=1.26``, ``python=3.10.*``,
+    ``libjpeg-turbo 3.*``).
+
+    >>> conda_package_name("libjpeg-turbo >=3")
+    'libjpeg-turbo'
+    """
+    return re.split(r"[=<>!~\s\[]", dependency.strip(), maxsplit=1)[0]
+
+
+def _conda_dependencies(
+    path: Path, data: Dict[str, Any]
+) -> Tuple[Optional[str], List[str], List[str]]:
+    """(the Python pin, the conda packages other than python and pip, the pip entries) of an
+    environment file's ``dependencies``."""
+    python: Optional[str] = None
+    conda: List[str] = []
+    pip_entries: List[str] = []
+    dependencies = data.get("dependencies") or []
+    if not isinstance(dependencies, list):
+        raise SpecError(f"{path}: 'dependencies' must be a list, got {dependencies!r}")
+    for dependency in dependencies:
+        if isinstance(dependency, dict):
+            unknown = set(dependency) - {"pip"}
+            if unknown:
+                raise SpecError(
+                    f"{path}: unknown dependency section(s) {sorted(unknown)}; expected "
+                    "'- pip:' with a list of pip requirements"
+                )
+            pip_entries.extend(str(p) for p in dependency.get("pip") or [])
+            continue
+        text = str(dependency).strip()
+        found = _python_of(text)
+        if found is not None:
+            python = found[1] or python
+        elif conda_package_name(text) != "pip":
+            conda.append(text)
+    return python, conda, pip_entries
+
+
+def read_spec(path: PathLike) -> EnvSpec:
+    """Read a conda environment file (``.yml``/``.yaml``) or a requirements file (any other
+    name).
+
+    Example::
+
+        read_spec("model_templates/image_preprocess/environment.yml").pip
+        # ('numpy<2', 'opencv-python-headless>=4.5,<5')
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(
+            f"cannot read the environment spec {path}: {exc.strerror or exc}. Pass a conda "
+            "environment file (--env envs/NAME.yml) or a requirements file (--requirements)."
+        ) from exc
+    base = path.parent.absolute()
+    if path.suffix not in (".yml", ".yaml"):
+        entries = [_COMMENT.sub("", line).strip() for line in text.splitlines()]
+        pip, tritonpy = _pip_lines([e for e in entries if e], base)
+        return EnvSpec(None, None, pip=pip, source=path, text=text, tritonpy_lines=tritonpy)
+    data = parse_environment_yaml(text, str(path))
+    python, conda, pip_entries = _conda_dependencies(path, data)
+    pip, tritonpy = _pip_lines(pip_entries, base)
+    name = data.get("name")
+    channels = tuple(str(c) for c in data.get("channels") or [])
+    return EnvSpec(
+        str(name) if name else None, python, tuple(conda), pip, channels, path, text, tritonpy
+    )
+
+
+def shipped_specs() -> List[str]:
+    """The names of the environment specs that ship with tritonpy (``envs/NAME.yml``).
+
+    >>> "opencv" in shipped_specs()
+    True
+    """
+    folder = find_resource("envs")
+    if folder is None or not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.iterdir() if p.suffix in (".yml", ".yaml"))
+
+
+def resolve_spec(value: PathLike) -> Path:
+    """The spec file ``value`` names: an existing file, else a shipped spec by name
+    (``"opencv"`` or ``"opencv.yml"`` -> ``envs/opencv.yml`` of this tritonpy installation).
+
+    Example::
+
+        resolve_spec("opencv")      # .../site-packages/tritonpy/_data/envs/opencv.yml
+        resolve_spec("./env.yml")   # PosixPath('env.yml')
+    """
+    path = Path(value)
+    if path.exists() or len(path.parts) != 1:
+        return path
+    stem = path.name[: -len(path.suffix)] if path.suffix in (".yml", ".yaml") else path.name
+    if stem in shipped_specs():
+        found = find_resource(f"envs/{stem}.yml") or find_resource(f"envs/{stem}.yaml")
+        if found is not None:
+            return found
+    raise SpecError(
+        f"the environment spec {str(value)!r} is neither a file nor a spec shipped with "
+        f"tritonpy (shipped: {', '.join(shipped_specs()) or 'none'}). Pass the path of a conda "
+        "environment file (--env FILE) or requirements file (--requirements FILE), or one of "
+        "the shipped names (--env opencv)."
+    )

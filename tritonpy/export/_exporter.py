@@ -1,0 +1,339 @@
+"""``export_repository``: a model repository made deployable on the user's own Triton.
+
+Everything is built in a hidden folder inside ``OUT`` and moved into place only once the
+exported repository checks clean, so a failure or Ctrl-C leaves ``OUT`` as it was.
+
+Example::
+
+    result = export_repository("model_repository", "deploy", triton_version="24.10")
+    result.repository        # deploy/model_repository
+    [m.environment for m in result.models]   # ['kept', 'packed', ...]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Union
+
+from .._runtime._optional import require
+from .._tooling.model_dirs import model_directories
+from .._tooling.pbtxt import CONFIG_MODULES
+from .._tooling.progress import Reporter, step
+from .._tooling.releases import TritonRelease
+from ..check import Report, check_repository
+from ..envs._pack import BUILDERS, Builder
+from ..envs._selfwheel import running_tritonpy, self_wheel
+from ._files import (
+    REPOSITORY_DIR,
+    WHEELS_DIR,
+    default_base_image,
+    dockerfile,
+    dockerignore,
+    readme,
+)
+from ._manifests import DeploySettings, deployment_manifests, kserve_manifest, to_yaml_documents
+from ._models import ExportError, ModelExport, copy_model, prepare_model
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: what an export writes into OUT (``--force`` replaces these, and only these)
+OUTPUTS = (REPOSITORY_DIR, WHEELS_DIR, "Dockerfile", ".dockerignore", "k8s", "README.md")
+_STAGING_PREFIX = ".tritonpy-export-"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclass
+class ExportResult:
+    """What :func:`export_repository` wrote: ``out``, the ``repository`` inside it, one
+    :class:`~tritonpy.export._models.ModelExport` per model, the other ``files`` written, the
+    clean check ``report`` of the exported repository and the time taken."""
+
+    out: Path
+    release: str
+    base_image: str
+    models: List[ModelExport] = field(default_factory=list)
+    files: List[Path] = field(default_factory=list)
+    report: Optional[Report] = None
+    seconds: float = 0.0
+
+    @property
+    def repository(self) -> Path:
+        """The exported model repository, ``out/model_repository``."""
+        return self.out / REPOSITORY_DIR
+
+
+def _purge_caches(repo: Path) -> None:
+    # importing model.py (the environment's verification, the check) writes bytecode caches
+    for cache in sorted(repo.rglob("__pycache__"), reverse=True):
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _prepare_out(repo: Path, out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"OUT {out} is a file; pass a directory (it is created if missing)")
+    repo_abs, out_abs = repo.resolve(), out.resolve()
+    if out_abs == repo_abs or repo_abs in out_abs.parents:
+        raise ExportError(
+            f"OUT {out} is inside the model repository {repo}; Triton would take it for a "
+            "model. Pass a directory outside the repository"
+        )
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise ExportError(
+                f"OUT {out} is not empty; pass an empty or new directory, or --force to "
+                f"replace the export's files there ({', '.join(OUTPUTS)})"
+            )
+        for stale in out.glob(f"{_STAGING_PREFIX}*"):  # left by a killed export
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _check_name(name: str, replicas: int) -> None:
+    if not _DNS_LABEL.match(name):
+        raise ExportError(
+            f"--name {name!r} is not a Kubernetes name: expected lower-case letters, digits "
+            "and '-', starting and ending with a letter or digit, at most 63 characters "
+            "(e.g. image-classifier)"
+        )
+    if replicas < 1:
+        raise ExportError(f"--replicas {replicas}: expected 1 or more")
+
+
+def _write(path: Path, text: str, files: List[Path]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    files.append(path)
+
+
+def _write_wheel(staging: Path, reporter: Reporter, files: List[Path]) -> str:
+    # the running tritonpy, for the image's liveness check (tritonpy probe)
+    runtime = running_tritonpy()
+    wheel = staging / WHEELS_DIR / runtime.wheel_name
+    wheel.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(self_wheel(reporter, runtime=runtime), wheel)
+    files.append(wheel)
+    return runtime.wheel_name
+
+
+def _write_deployment_files(
+    staging: Path,
+    settings: DeploySettings,
+    release: TritonRelease,
+    base_image: str,
+    models: List[str],
+    reporter: Reporter,
+) -> List[Path]:
+    files: List[Path] = []
+    wheel = _write_wheel(staging, reporter, files)
+    _write(
+        staging / "Dockerfile",
+        dockerfile(base_image, wheel, numpy2_ok=release.numpy2_ok),
+        files,
+    )
+    _write(staging / ".dockerignore", dockerignore(), files)
+    header = (
+        "Written by 'tritonpy export'. Build and push the image first (see README.md), set\n"
+        "its name as image: below, then: kubectl apply -f k8s/deployment.yaml"
+    )
+    _write(
+        staging / "k8s" / "deployment.yaml",
+        to_yaml_documents(deployment_manifests(settings), header=header),
+        files,
+    )
+    storage = f"s3://BUCKET/{settings.name}/{REPOSITORY_DIR}"
+    header = (
+        "Written by 'tritonpy export': KServe's Triton runtime serving the model repository\n"
+        f"from object storage. Copy {REPOSITORY_DIR}/ there and set storageUri, then:\n"
+        "kubectl apply -f k8s/inferenceservice.yaml"
+    )
+    _write(
+        staging / "k8s" / "inferenceservice.yaml",
+        to_yaml_documents([kserve_manifest(settings, storage)], header=header),
+        files,
+    )
+    _write(staging / "README.md", readme(settings, base_image, models), files)
+    return files
+
+
+def _finding_lines(report: Report, allow_warnings: bool) -> List[str]:
+    bad = report.errors if allow_warnings else report.findings
+    return [finding.render() for finding in bad]
+
+
+def export_repository(
+    repo: PathLike,
+    out: PathLike,
+    *,
+    triton_version: str,
+    base_image: Optional[str] = None,
+    name: str = "tritonpy-models",
+    image: Optional[str] = None,
+    replicas: int = 1,
+    cpu: str = "1",
+    memory: str = "2Gi",
+    pack: bool = True,
+    builder: Builder = "auto",
+    force: bool = False,
+    allow_warnings: bool = False,
+    reporter: Optional[Reporter] = None,
+) -> ExportResult:
+    """Write a deployable copy of the model repository ``repo`` into ``out``.
+
+    ``out/model_repository`` holds every model (no caches, ``__pycache__`` or ``tests/``), each
+    tritonpy model with its full config.pbtxt and an environment archive for release
+    ``triton_version`` (kept when the existing one fits, else packed with ``builder``; with
+    ``pack=False`` a missing one is an error), and a stub where the environment's Python is not
+    the release's. ``out`` also gets a ``Dockerfile`` (``base_image``, default the release's
+    NGC container; it installs ``wheels/``, the running tritonpy, for the liveness check
+    ``tritonpy probe``), ``.dockerignore``, ``k8s/deployment.yaml`` (Deployment + Service named
+    ``name``, running ``image``), ``k8s/inferenceservice.yaml`` (KServe) and ``README.md``.
+
+    The exported repository must pass ``tritonpy check --triton-version`` without findings
+    (errors only, with ``allow_warnings``); otherwise :class:`ExportError` lists them and
+    ``out`` is left as it was. A non-empty ``out`` is refused unless ``force``.
+
+    Example::
+
+        result = export_repository("model_repository", "deploy", triton_version="24.10")
+        print(result.repository, [m.name for m in result.models])
+    """
+    began = time.monotonic()
+    require(*CONFIG_MODULES, "yaml", extra="config", feature="tritonpy export")
+    source, target = Path(repo), Path(out)
+    release = TritonRelease.parse(triton_version)
+    models = _check_options(
+        source, target, builder=builder, name=name, replicas=replicas, force=force
+    )
+    result = ExportResult(target, release.name, base_image or default_base_image(release.name))
+    settings = DeploySettings(
+        name=name,
+        image=image or f"{name}:{release.name}",
+        release=release.name,
+        replicas=replicas,
+        cpu=cpu,
+        memory=memory,
+    )
+    options = _ModelOptions(release, pack, builder, reporter or Reporter())
+    _export(source, models, settings, options, result, allow_warnings=allow_warnings)
+    result.seconds = time.monotonic() - began
+    return result
+
+
+def _check_options(
+    source: Path, target: Path, *, builder: Builder, name: str, replicas: int, force: bool
+) -> List[Path]:
+    """Refuse what cannot be exported (before anything is written); the model directories."""
+    if not source.is_dir():
+        raise ExportError(
+            f"model repository {source} is not a directory; pass the directory holding one "
+            "subdirectory per model"
+        )
+    if builder not in BUILDERS:
+        raise ExportError(f"--builder {builder!r}: expected one of {', '.join(BUILDERS)}")
+    _check_name(name, replicas)
+    _prepare_out(source, target, force)
+    models = model_directories(source)
+    if not models:
+        raise ExportError(
+            f"model repository {source} has no model directory; expected "
+            f"{source}/<model>/config.pbtxt and {source}/<model>/1/model.py"
+        )
+    return models
+
+
+@dataclass(frozen=True)
+class _ModelOptions:
+    """How each model is prepared: for which release, and how a missing environment is made."""
+
+    release: TritonRelease
+    pack: bool
+    builder: Builder
+    reporter: Reporter
+
+
+def _export(
+    source: Path,
+    models: List[Path],
+    settings: DeploySettings,
+    options: _ModelOptions,
+    result: ExportResult,
+    *,
+    allow_warnings: bool,
+) -> None:
+    """Build the export in a hidden folder of ``result.out`` and move it into place once it
+    checks clean; ``result`` gets the models, the report and the files written."""
+    target, release, reporter = result.out, options.release, options.reporter
+    target.mkdir(parents=True, exist_ok=True)
+    staging = target / f"{_STAGING_PREFIX}{secrets.token_hex(4)}"
+    staged_repo = staging / REPOSITORY_DIR
+    try:
+        staged_repo.mkdir(parents=True)
+        result.models = [_export_model(model, staged_repo, options) for model in models]
+        result.report = _check_export(staged_repo, source, result, options, allow_warnings)
+        _purge_caches(staged_repo)
+        names = [m.name for m in result.models]
+        written = _write_deployment_files(
+            staging, settings, release, result.base_image, names, reporter
+        )
+        _replace_outputs(staging, target)
+        result.files = [target / p.relative_to(staging) for p in written]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _export_model(model: Path, staged_repo: Path, options: _ModelOptions) -> ModelExport:
+    with step(options.reporter, f"exporting {model.name}"):
+        copy_model(model, staged_repo / model.name)
+        return prepare_model(
+            model,
+            staged_repo / model.name,
+            release=options.release,
+            pack=options.pack,
+            builder=options.builder,
+            reporter=options.reporter,
+        )
+
+
+def _check_export(
+    staged_repo: Path,
+    source: Path,
+    result: ExportResult,
+    options: _ModelOptions,
+    allow_warnings: bool,
+) -> Report:
+    """The staged repository's check report; :class:`ExportError` with the findings when it
+    is not clean (warnings allowed with ``allow_warnings``)."""
+    release = options.release
+    with step(options.reporter, f"tritonpy check --triton-version {release}"):
+        report = check_repository(staged_repo, triton_version=release.name)
+    bad = _finding_lines(report, allow_warnings)
+    if bad:
+        raise ExportError(
+            f"the exported repository does not pass 'tritonpy check --triton-version "
+            f"{release}' ({report.summary().split(': ', 1)[1]}); nothing was written to "
+            f"{result.out}. Fix these in {source} and export again"
+            + ("" if allow_warnings else " (--allow-warnings accepts warnings)")
+            + ":\n"
+            + "\n".join(bad)
+        )
+    for finding in report.warnings:
+        options.reporter.note(f"check: {finding.render()}")
+    return report
+
+
+def _replace_outputs(staging: Path, target: Path) -> None:
+    """Move the staged files into ``target``, replacing a previous export's (and nothing
+    else: --force)."""
+    for entry in OUTPUTS:
+        previous = target / entry
+        if previous.is_dir() and not previous.is_symlink():
+            shutil.rmtree(previous)
+        elif previous.exists() or previous.is_symlink():
+            previous.unlink()
+    for entry in OUTPUTS:
+        os.replace(staging / entry, target / entry)

@@ -1,0 +1,173 @@
+"""The text files ``tritonpy export`` writes beside ``model_repository/``: the Dockerfile, its
+``.dockerignore`` and the README that says how to build, push, run and apply.
+
+Example::
+
+    dockerfile("nvcr.io/nvidia/tritonserver:24.10-py3", "tritonpy-0.1.0-py3-none-any.whl")
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ._manifests import PORTS, PROBE_COMMAND, READY_PATH, DeploySettings
+
+#: the model repository's folder inside the export directory
+REPOSITORY_DIR = "model_repository"
+#: the folder of the tritonpy wheel the image installs for its liveness check
+WHEELS_DIR = "wheels"
+
+
+def default_base_image(release: str) -> str:
+    """The NGC Triton container of ``release`` (``YY.MM``)."""
+    return f"nvcr.io/nvidia/tritonserver:{release}-py3"
+
+
+def dockerfile(base_image: str, wheel: str, *, numpy2_ok: bool = True) -> str:
+    """A Dockerfile that installs tritonpy (the wheel ``wheel`` of ``wheels/``) for the
+    liveness check, copies the repository to /models and serves it; ``numpy2_ok`` False pins
+    ``numpy<2`` for releases whose stub predates numpy 2."""
+    ports = " ".join(str(port) for port in PORTS.values())
+    probe = " ".join(PROBE_COMMAND)
+    pin = "" if numpy2_ok else " 'numpy<2'"
+    return f"""\
+# Written by 'tritonpy export': the model repository inside the Triton container.
+# Build: docker build -t IMAGE .
+FROM {base_image}
+
+# tritonpy itself (the one that wrote this export) for the liveness check below: 'tritonpy
+# probe' sends each model one real request, which sees a model whose stub process died while
+# Triton still says READY. tritonclient[http] comes from your package index at build time.
+# (The models do not use this install: each brings tritonpy in its own environment.)
+# PIP_BREAK_SYSTEM_PACKAGES: newer containers mark the system Python as externally managed.
+COPY {WHEELS_DIR}/{wheel} /tmp/{wheel}
+RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir /tmp/{wheel} \\
+        'tritonclient[http]'{pin} && rm /tmp/{wheel}
+
+# every model with its config.pbtxt, environment archive (EXECUTION_ENV_PATH) and, where the
+# environment's Python differs from the container's, its triton_python_backend_stub
+COPY {REPOSITORY_DIR}/ /models/
+
+EXPOSE {ports}
+
+# healthy = every READY model answers a real request (unpacking environment archives takes a
+# while at start: the start period)
+HEALTHCHECK --interval=30s --timeout=30s --start-period=300s --retries=3 \\
+    CMD {probe} || exit 1
+
+CMD ["tritonserver", "--model-repository=/models"]
+"""
+
+
+def dockerignore() -> str:
+    """Only the model repository and the tritonpy wheel go into the build context."""
+    return f"""\
+# Written by 'tritonpy export': send only the model repository to the Docker build
+*
+!{REPOSITORY_DIR}/
+!{WHEELS_DIR}/
+**/__pycache__
+"""
+
+
+def readme(settings: DeploySettings, base_image: str, models: Sequence[str]) -> str:
+    """How to build, push, run and apply the export."""
+    return "\n".join(
+        [
+            _readme_contents(settings, base_image, models),
+            _readme_docker(settings, base_image),
+            _readme_kubernetes(settings),
+            _readme_object_storage(settings),
+        ]
+    )
+
+
+def _readme_contents(settings: DeploySettings, base_image: str, models: Sequence[str]) -> str:
+    listed = "\n".join(f"- `{name}`" for name in models) or "- (none)"
+    return f"""\
+# Triton deployment of {len(models)} model{"s" * (len(models) != 1)}
+
+Written by `tritonpy export` for Triton release {settings.release} (`{base_image}`).
+
+{listed}
+
+`{REPOSITORY_DIR}/` is a complete Triton model repository: full `config.pbtxt` files (no
+auto-complete needed), each tritonpy model's environment archive (`EXECUTION_ENV_PATH`, with
+numpy and tritonpy inside: the container's Python has no tritonpy) and, where an environment's
+Python differs from the container's, a `triton_python_backend_stub` beside its `config.pbtxt`.
+"""
+
+
+def _readme_docker(settings: DeploySettings, base_image: str) -> str:
+    return f"""\
+## Run it in the Triton container
+
+```
+docker build -t {settings.image} .
+docker run --rm -p 8000:8000 -p 8001:8001 -p 8002:8002 {settings.image}
+curl -fsS localhost:{PORTS["http"]}{READY_PATH} && echo ready
+```
+
+Or without building an image, mount the repository into the stock container:
+
+```
+docker run --rm -p 8000:8000 -p 8001:8001 -p 8002:8002 \\
+    -v "$PWD/{REPOSITORY_DIR}:/models" {base_image} \\
+    tritonserver --model-repository=/models
+```
+
+Add `--gpus all` for models that use a GPU.
+
+## Push it
+
+```
+docker tag {settings.image} REGISTRY/PROJECT/{settings.image}
+docker push REGISTRY/PROJECT/{settings.image}
+```
+
+and set that name as the `image:` of `k8s/deployment.yaml`.
+"""
+
+
+def _readme_kubernetes(settings: DeploySettings) -> str:
+    http = PORTS["http"]
+    return f"""\
+## Kubernetes
+
+```
+kubectl apply -f k8s/deployment.yaml
+kubectl get pods -l app.kubernetes.io/name={settings.name}
+kubectl port-forward service/{settings.name} {http}:{http}
+```
+
+The Deployment runs {settings.replicas} replica{"s" * (settings.replicas != 1)} with requests of
+{settings.cpu} CPU and {settings.memory} memory (edit them for your models; add
+`nvidia.com/gpu` limits for GPU models). Its readinessProbe is `{READY_PATH}` (all models
+loaded: traffic waits until then) and its livenessProbe runs `{" ".join(PROBE_COMMAND)}` in
+the container: one real request to each READY model, so a model whose stub process died (it
+stays READY in Triton and fails every request) gets the pod restarted. The Service exposes
+HTTP {PORTS["http"]}, gRPC {PORTS["grpc"]} and metrics {PORTS["metrics"]}.
+"""
+
+
+def _readme_object_storage(settings: DeploySettings) -> str:
+    return f"""\
+## KServe
+
+`k8s/inferenceservice.yaml` serves the same repository with KServe's Triton runtime
+(`kserve-tritonserver`, release {settings.release}). Copy `{REPOSITORY_DIR}/` to object storage
+first and set `storageUri` to it:
+
+```
+aws s3 sync {REPOSITORY_DIR} s3://BUCKET/{settings.name}/{REPOSITORY_DIR}
+kubectl apply -f k8s/inferenceservice.yaml
+```
+
+KServe's runtime serves HTTP on port 8080 and gRPC on 9000.
+
+## Object storage without KServe
+
+Triton reads a model repository from S3 directly:
+`tritonserver --model-repository=s3://BUCKET/{settings.name}/{REPOSITORY_DIR}` (credentials
+from the usual AWS environment variables), so many replicas share one copy.
+"""

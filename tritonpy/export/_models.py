@@ -1,0 +1,258 @@
+"""One model of an export: copy it without caches or tests, write its full config.pbtxt from
+the declarations, and give it the environment (and stub) the target release needs.
+
+Example::
+
+    copy_model(Path("model_repository/preprocess"), Path("deploy/model_repository/preprocess"))
+    outcome = prepare_model(source, target, release=TritonRelease.parse("24.10"), pack=True,
+                            builder="auto", reporter=Reporter())
+"""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, List, Literal, Optional, Set
+
+from .._runtime.errors import ToolError
+from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER, MODEL_DIR_VARIABLE, STUB_NAME
+from .._tooling.pbtxt import ConfigError, load_config, set_parameter, write_config
+from .._tooling.progress import Reporter
+from .._tooling.releases import TritonRelease
+from ..check._envinfo import inspect_env, resolve_env_path
+from ..check._imports import imports_tritonpy
+from ..config._declarations import NotDerivableError, sync_config
+from ..config._loader import ModelImportError
+from ..envs._pack import Builder
+from ..envs._record import RECORD_NAME
+
+#: directories never copied: caches, and tests (they stay with the sources)
+_SKIPPED_DIRS = {"__pycache__", "tests", "test"}
+
+
+#: what a model is, to the export
+ModelKind = Literal["tritonpy", "python", "ensemble", "other"]
+#: what became of its config.pbtxt
+ConfigOutcome = Literal["materialised", "kept"]
+
+
+class ExportError(ToolError):
+    """The repository cannot be exported; the message names the model and the fix."""
+
+
+@dataclass
+class ModelExport:
+    """What the export did with one model.
+
+    ``kind``: ``"tritonpy"`` (a tp.Model), ``"python"`` (another Python-backend model),
+    ``"ensemble"`` or ``"other"``; ``config``: ``"materialised"`` (written from the
+    declarations) or ``"kept"``; ``environment``: ``"kept"``, ``"packed"`` or ``"none"``;
+    ``parameter``: the EXECUTION_ENV_PATH value; ``stub``: where the stub came from (a
+    :data:`tritonpy.stubs._provision.SOURCES` name), ``"removed"`` or None."""
+
+    name: str
+    kind: ModelKind = "other"
+    config: ConfigOutcome = "kept"
+    environment: str = "none"  # "kept", "packed" or "none" (see the class docstring)
+    parameter: Optional[str] = None
+    python: Optional[str] = None
+    stub: Optional[str] = None
+
+
+def _ignored(directory: str, names: List[str]) -> Set[str]:
+    """copytree filter: caches, tests, hidden files (build records, partial downloads)."""
+    return {
+        name
+        for name in names
+        if name in _SKIPPED_DIRS or name.startswith(".") or name.endswith((".pyc", ".pyo"))
+    }
+
+
+def copy_model(source: Path, target: Path) -> None:
+    """Copy a model directory without ``__pycache__``, ``tests/``, hidden files or bytecode
+    (symbolic links are copied as the files they point to)."""
+    shutil.copytree(source, target, ignore=_ignored)
+
+
+def _materialise(target: Path, outcome: ModelExport) -> Any:
+    """Write the full config.pbtxt of a tritonpy model; return the parsed config (None when
+    the model has none the check can read)."""
+    path = target / CONFIG_FILE
+    config = load_config(path) if path.is_file() else None
+    if config is not None and (
+        config.platform == "ensemble" or config.HasField("ensemble_scheduling")
+    ):
+        outcome.kind = "ensemble"
+        return config
+    if config is not None and config.backend != "python":
+        return config  # another backend: its files go as they are
+    try:
+        sync_config(target)
+    except NotDerivableError:
+        if config is not None:
+            outcome.kind = "python"
+        return config
+    except ModelImportError as exc:
+        raise ExportError(
+            f"model {outcome.name!r}: cannot write its full config.pbtxt: {exc}. Export reads "
+            "the declarations by importing model.py: install what it imports where you run "
+            "'tritonpy export' (for example in this virtualenv), then export again"
+        ) from exc
+    outcome.kind = "tritonpy"
+    outcome.config = "materialised"
+    return load_config(path)
+
+
+def _env_python(path: Path) -> Optional[str]:
+    try:
+        return inspect_env(path).python
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return None  # an unreadable archive: the caller packs a new one
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def _remove_stub(target: Path, outcome: ModelExport, reporter: Reporter, why: str) -> None:
+    stub = target / STUB_NAME
+    if stub.exists():
+        stub.unlink()
+        outcome.stub = "removed"
+        reporter.note(f"{outcome.name}: removed {STUB_NAME} ({why})")
+
+
+def _existing_environment(
+    source: Path,
+    target: Path,
+    config: Any,
+    release: TritonRelease,
+    outcome: ModelExport,
+    reporter: Reporter,
+) -> Optional[str]:
+    """Keep the configured environment when its Python fits the release (equal, or a stub for
+    it can be placed); return why it cannot be kept, or None when it is kept."""
+    raw = config.parameters[ENV_PARAMETER].string_value
+    place = resolve_env_path(raw, source)
+    if not place.path.exists():
+        return f"its {ENV_PARAMETER} {raw!r} does not exist on this machine"
+    python = _env_python(place.path)
+    if python is None:
+        if place.inside_model_dir:  # do not ship the unusable copy
+            _remove(target / place.path.relative_to(source.absolute()))
+        return f"its environment {raw!r} has no single lib/libpythonX.Y.so* (or is unreadable)"
+    if place.inside_model_dir:
+        relative = place.path.relative_to(source.absolute()).as_posix()
+        copied = target / relative
+        if not copied.exists():  # a hidden name the copy skipped
+            _copy_any(place.path, copied)
+    else:
+        relative = place.path.name
+        copied = target / relative
+        _copy_any(place.path, copied)
+        reporter.note(f"{outcome.name}: copied the environment {raw} into the model directory")
+    if python != release.python:
+        from ..stubs._lookup import StubError
+        from ..stubs._provision import provision_stub
+
+        try:
+            placed = provision_stub(
+                target, triton_version=release.name, python=python, reporter=reporter
+            )
+        except StubError as exc:
+            _remove(copied)
+            first = str(exc).splitlines()[0]
+            return (
+                f"its environment has Python {python}, release {release} runs "
+                f"{release.python}, and no stub for Python {python} could be placed ({first})"
+            )
+        outcome.stub = placed.source
+    else:
+        _remove_stub(target, outcome, reporter, f"the release's own stub runs Python {python}")
+    parameter = f"{MODEL_DIR_VARIABLE}/{relative}"
+    if parameter != raw:
+        set_parameter(config, ENV_PARAMETER, parameter)
+        write_config(target / CONFIG_FILE, config)
+    outcome.environment, outcome.parameter, outcome.python = "kept", parameter, python
+    return None
+
+
+def _copy_any(source: Path, target: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=True)
+    else:
+        shutil.copy2(source, target)
+
+
+def _pack(
+    target: Path,
+    release: TritonRelease,
+    builder: Builder,
+    outcome: ModelExport,
+    reporter: Reporter,
+) -> None:
+    from ..envs import pack_env
+
+    # a stub left from the source may be for another Python than the new environment's
+    _remove_stub(target, outcome, reporter, "packing a new environment")
+    result = pack_env(target, triton_version=release.name, builder=builder, reporter=reporter)
+    (target / RECORD_NAME).unlink(missing_ok=True)  # the build record is a local cache
+    outcome.environment, outcome.parameter = "packed", result.parameter
+    outcome.python = result.python
+    if result.stub is not None:
+        outcome.stub = result.stub.source
+
+
+def prepare_model(
+    source: Path,
+    target: Path,
+    *,
+    release: TritonRelease,
+    pack: bool,
+    builder: Builder,
+    reporter: Reporter,
+) -> ModelExport:
+    """Make the copied model ``target`` (from ``source``) deployable on ``release``.
+
+    - a tritonpy model's config.pbtxt is written in full from its declarations;
+    - a python model's existing environment is kept (moved inside the model directory and named
+      with ``$$TRITON_MODEL_DIRECTORY``) when its Python is the release's, or when a stub for
+      its Python can be placed;
+    - a model whose model.py imports tritonpy and has no fitting environment gets one packed
+      for the release's Python (:func:`tritonpy.envs.pack_env`), unless ``pack`` is false:
+      then :class:`ExportError` says how to provide one.
+    """
+    outcome = ModelExport(target.name)
+    try:
+        config = _materialise(target, outcome)
+    except ConfigError:
+        return outcome  # an unreadable config.pbtxt: the check reports it with its position
+    if config is None or config.backend != "python":
+        return outcome
+    needs_tritonpy = imports_tritonpy(target, config.default_model_filename or "model.py")
+    reason = "it has no environment"
+    if ENV_PARAMETER in config.parameters:
+        why_not = _existing_environment(source, target, config, release, outcome, reporter)
+        if why_not is None:
+            return outcome
+        reason = why_not
+        if not needs_tritonpy:
+            return outcome  # a plain model: the check says what is wrong with its environment
+    if not needs_tritonpy:
+        return outcome
+    if not pack:
+        raise ExportError(
+            f"model {outcome.name!r}: model.py imports tritonpy, which the Python "
+            f"{release.python} of the release {release} container lacks, and {reason}. Pack "
+            f"one: 'tritonpy pack-env {source} --triton-version {release}', or export "
+            f"without --no-pack to let export pack it"
+        )
+    reporter.note(f"{outcome.name}: {reason}; packing one for release {release}")
+    _pack(target, release, builder, outcome, reporter)
+    return outcome

@@ -1,0 +1,183 @@
+"""The result of a load test: one :class:`PerfPoint` per concurrency, whichever engine
+measured it (the built-in one or perf_analyzer), rendered as a table or JSON.
+
+Example::
+
+    report = PerfReport("add_sub", "localhost:8001", "grpc", "builtin", 2.0, [point])
+    print(report.table())
+    json.dump(report.to_json(), open("perf.json", "w"), indent=2)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Literal, Optional, Sequence
+
+from ..server._client import WireProtocol
+from ._engine import LoadWindow
+from ._stats import StatsDelta
+
+#: the load engine that measured a report
+Engine = Literal["builtin", "perf_analyzer"]
+
+
+@dataclass(frozen=True)
+class PerfPoint:
+    """One concurrency's measurement. Latencies in milliseconds, client side; ``cpu_ms``:
+    server CPU milliseconds per inference (None when the server is not local); ``stats``:
+    Triton's statistics over the window: average queue and compute milliseconds per
+    request, average batch formed, and the raw counters (None when unavailable)."""
+
+    concurrency: int
+    throughput: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    avg_ms: float
+    completed: int
+    errors: int
+    first_error: str = ""
+    cpu_ms: Optional[float] = None
+    queue_ms: Optional[float] = None
+    compute_ms: Optional[float] = None
+    avg_batch: Optional[float] = None
+    server_stats: Optional[Dict[str, Any]] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The point as JSON-ready data (NaN written as null)."""
+
+        def clean(value: Optional[float]) -> Optional[float]:
+            return None if value is None or math.isnan(value) else round(value, 4)
+
+        return {
+            "concurrency": self.concurrency,
+            "throughput": clean(self.throughput),
+            "p50_ms": clean(self.p50_ms),
+            "p90_ms": clean(self.p90_ms),
+            "p99_ms": clean(self.p99_ms),
+            "avg_ms": clean(self.avg_ms),
+            "completed": self.completed,
+            "errors": self.errors,
+            "first_error": self.first_error,
+            "server_cpu_ms_per_infer": clean(self.cpu_ms),
+            "queue_ms": clean(self.queue_ms),
+            "compute_ms": clean(self.compute_ms),
+            "avg_batch": clean(self.avg_batch),
+            "server_stats": self.server_stats,
+        }
+
+
+def point_from_window(
+    window: LoadWindow,
+    *,
+    cpu_seconds: Optional[float] = None,
+    stats: Optional[StatsDelta] = None,
+) -> PerfPoint:
+    """Summarise one :class:`~tritonpy.perf._engine.LoadWindow`; ``cpu_seconds`` is the
+    server's CPU over the window, divided here by the completed inferences."""
+    latencies = window.latencies_ms
+    cpu_ms = None
+    if cpu_seconds is not None and window.completed > 0:
+        cpu_ms = cpu_seconds * 1000.0 / window.completed
+    return PerfPoint(
+        concurrency=window.concurrency,
+        throughput=window.throughput,
+        p50_ms=window.percentile_ms(50),
+        p90_ms=window.percentile_ms(90),
+        p99_ms=window.percentile_ms(99),
+        avg_ms=sum(latencies) / len(latencies) if latencies else float("nan"),
+        completed=window.completed,
+        errors=window.errors,
+        first_error=window.first_error,
+        cpu_ms=cpu_ms,
+        queue_ms=None if stats is None else stats.queue_ms,
+        compute_ms=None if stats is None else stats.compute_ms,
+        avg_batch=None if stats is None else stats.avg_batch,
+        server_stats=None if stats is None else stats.to_json(),
+    )
+
+
+def _cell(value: Optional[float], digits: int = 2) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+_COLUMNS = (
+    "conc", "infer/s", "p50 ms", "p90 ms", "p99 ms", "errors",
+    "cpu ms/inf", "queue ms", "compute ms", "avg batch",
+)  # fmt: skip
+
+
+@dataclass
+class PerfReport:
+    """A whole sweep over one model."""
+
+    model: str
+    url: str
+    protocol: WireProtocol
+    engine: Engine
+    duration_s: float
+    points: List[PerfPoint] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+    def rows(self) -> List[List[str]]:
+        """The table's rows as text cells, in the order of :data:`_COLUMNS`."""
+        rows = []
+        for p in self.points:
+            rows.append(
+                [
+                    str(p.concurrency),
+                    _cell(p.throughput, 1),
+                    _cell(p.p50_ms),
+                    _cell(p.p90_ms),
+                    _cell(p.p99_ms),
+                    str(p.errors),
+                    _cell(p.cpu_ms, 3),
+                    _cell(p.queue_ms, 3),
+                    _cell(p.compute_ms, 3),
+                    _cell(p.avg_batch, 2),
+                ]
+            )
+        return rows
+
+    def table(self) -> str:
+        """A fixed-width text table, one line per concurrency, with a title line."""
+        return render_table(
+            f"{self.model} at {self.url} ({self.protocol}, engine {self.engine}, "
+            f"{self.duration_s:g} s per point)",
+            _COLUMNS,
+            self.rows(),
+            self.notes,
+        )
+
+    def to_json(self) -> Dict[str, Any]:
+        """The report as JSON-ready data."""
+        return {
+            "model": self.model,
+            "url": self.url,
+            "protocol": self.protocol,
+            "engine": self.engine,
+            "duration_s": self.duration_s,
+            "points": [p.to_json() for p in self.points],
+            "notes": list(self.notes),
+        }
+
+    def best(self) -> Optional[PerfPoint]:
+        """The point with the highest throughput and no errors (None when all failed)."""
+        clean = [p for p in self.points if p.errors == 0 and p.completed > 0]
+        return max(clean, key=lambda p: p.throughput) if clean else None
+
+
+def render_table(
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], notes: Sequence[str] = ()
+) -> str:
+    """Right-aligned columns under a title; ``notes`` follow as lines of their own."""
+    widths = [len(c) for c in columns]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
+    lines = [title, "  ".join(c.rjust(w) for c, w in zip(columns, widths))]
+    lines += ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in rows]
+    lines += [f"note: {note}" for note in notes]
+    return "\n".join(lines)

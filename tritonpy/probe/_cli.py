@@ -1,0 +1,59 @@
+"""``tritonpy probe [--url URL] [--model NAME ...] [--timeout S] [--protocol P] [--json]``.
+
+Exit status: 0 when every probed model answered, 1 when one did not or the server did not
+answer (one ``FAIL`` line each, naming the model and why), 2 for bad options or a missing
+tritonclient (one line with the ``pip install`` command).
+
+Example::
+
+    tritonpy probe --url localhost:8000 --timeout 5
+    tritonpy probe --url grpc://localhost:8001 --model preprocess --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .._tooling import cli as shared
+
+
+def add_parser(subparsers: shared.Subparsers) -> None:
+    """Declare the ``probe`` subcommand on ``subparsers``."""
+    from ._runner import DEFAULT_TIMEOUT, DEFAULT_URL
+
+    summary = "send each model one real request: a liveness check that sees dead stubs"
+    # exit 2: the probe could not run (exit 1 is for a model that did not answer)
+    parser = shared.add_command(
+        subparsers, "probe", cmd_probe, help=summary, failures=shared.Failures(status=2)
+    )
+    shared.add_server_address(parser, default_url=DEFAULT_URL, bare_protocol="http")
+    parser.add_argument(
+        "--model",
+        "-m",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="probe this model (repeatable; default: every READY model)",
+    )
+    shared.add_timeout(parser, DEFAULT_TIMEOUT, "how long each call may take")
+    parser.add_argument(
+        "--repository",
+        metavar="DIR",
+        default=None,
+        help="the server's model repository, to read warmup samples' input_data_file",
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """Send one inference request, built from the model's configuration (or its model_warmup
+    sample), to each model of a running Triton (default: every READY model) and report which
+    answered. A success or a refusal of the input (INVALID_ARG) counts as an answer; INTERNAL
+    errors such as 'Stub process ... is not healthy', UNAVAILABLE and timeouts do not. Exit 1
+    when a model did not answer: use it as a livenessProbe."""
+    from ._runner import probe
+
+    report = probe(args.url, args.model, **shared.options(args, "timeout protocol repository"))
+    sys.stdout.write(report.to_json() + "\n" if args.json else report.render_text())
+    return report.exit_code

@@ -1,0 +1,176 @@
+"""``probe``: send one real inference to every READY model of a running Triton and report which
+ones answered.
+
+Readiness is not liveness: since release 24.06 Triton's Python backend no longer restarts a
+stub process that died (killed by the OOM killer, a crash in native code), yet
+``/v2/health/ready`` and the model's own readiness keep answering READY while every request
+fails with ``Stub process 'NAME_0' is not healthy``. Only a request shows it.
+
+Example::
+
+    from tritonpy.probe import probe
+
+    report = probe("localhost:8000", timeout=5)
+    for result in report.results:
+        print(result.name, result.answered, result.latency)
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from .._runtime._optional import require
+from .._runtime.errors import DeclarationError, ToolError, TritonPyError
+from .._tooling.errors import ServerError
+from ..server._client import Endpoint, InferClient, ModelSignature, WireProtocol, parse_endpoint
+from ._report import ProbeReport, ProbeResult, judge
+from ._requests import ProbeRequestError, probe_inputs
+
+DEFAULT_URL = "localhost:8000"
+DEFAULT_TIMEOUT = 5.0
+
+
+class ProbeUsageError(ToolError):
+    """The probe was asked for something it cannot do (a bad URL, protocol or timeout)."""
+
+
+class _ProbeClient(InferClient):
+    """:class:`InferClient` plus the repository index (gRPC and HTTP alike)."""
+
+    def repository_index(self) -> List[Dict[str, Any]]:
+        """``[{"name", "version", "state", "reason"}, ...]`` of every model the server knows."""
+        if self.endpoint.protocol == "grpc":
+            reply = self._call(
+                "the repository index",
+                self._client.get_model_repository_index,
+                as_json=True,
+                client_timeout=self.timeout,
+            )
+            entries: List[Dict[str, Any]] = list(reply.get("models", []))
+        else:
+            try:
+                entries = list(
+                    self._call("the repository index", self._client.get_model_repository_index)
+                )
+            except http.client.HTTPException as exc:
+                raise ServerError(
+                    f"{self.endpoint.address} does not answer HTTP ({exc!r}); is it the gRPC "
+                    "port? Pass the HTTP port (8000 by default) or grpc://HOST:PORT."
+                ) from exc
+        return entries
+
+
+def _states(entries: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, str]]:
+    # name -> {"state", "reason"}; a model with one READY version is READY
+    states: Dict[str, Dict[str, str]] = {}
+    for entry in entries:
+        name = str(entry.get("name", ""))
+        state = str(entry.get("state", ""))
+        if name not in states or state == "READY":
+            states[name] = {"state": state, "reason": str(entry.get("reason", ""))}
+    return states
+
+
+def _probe_one(client: _ProbeClient, name: str, repository: Optional[Path]) -> ProbeResult:
+    try:
+        config = client.model_config(name)
+        inputs = probe_inputs(config, repository)
+        signature = ModelSignature.from_config(config)
+    except (ProbeRequestError, DeclarationError, KeyError, ValueError) as exc:
+        return ProbeResult(name, True, False, None, "REQUEST", f"cannot build a request: {exc}")
+    except TritonPyError as exc:
+        _, status, message = judge(exc)
+        return ProbeResult(name, True, False, None, status, f"model configuration: {message}")
+    began = time.perf_counter()
+    error: Optional[TritonPyError] = None
+    try:
+        client.infer(name, inputs, signature=signature)
+    except TritonPyError as exc:
+        error = exc
+    latency = time.perf_counter() - began
+    answered, status, message = judge(error)
+    if status in ("TIMEOUT", "DEADLINE_EXCEEDED"):
+        # the server is there (it listed the model): the model itself did not answer in time
+        message = f"no answer within --timeout {client.timeout:g} s"
+    return ProbeResult(name, True, answered, latency, status, message)
+
+
+def probe(
+    url: str = DEFAULT_URL,
+    models: Optional[Sequence[str]] = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    protocol: Optional[WireProtocol] = None,
+    repository: Optional[Union[str, Path]] = None,
+) -> ProbeReport:
+    """Send one inference request to each of ``models`` (default: every READY model of the
+    repository index, ensembles included) of the server at ``url`` and judge each answer (see
+    :func:`tritonpy.probe._report.judge`).
+
+    ``url`` is ``host:port`` (HTTP unless ``protocol="grpc"``), ``http://``, ``https://``,
+    ``grpc://`` or ``grpcs://``. Each request is built from the model's configuration as the
+    server reports it (see :func:`tritonpy.probe._requests.probe_inputs`); ``repository`` is the
+    server's model repository as seen from here, needed only for warmup samples that name an
+    ``input_data_file``. ``timeout`` bounds every call in seconds.
+
+    A server that does not answer gives a report with ``error`` set; a named model that is not
+    READY (or unknown) fails with status ``NOT_READY`` (``NOT_FOUND``). Raises
+    :class:`ProbeUsageError` for a bad ``url``/``protocol``/``timeout`` and
+    :class:`~tritonpy._runtime.errors.MissingDependencyError` when tritonclient is not installed.
+
+    Example::
+
+        report = probe("grpc://localhost:8001", ["preprocess"], timeout=2)
+        assert report.ok, report.render_text()
+    """
+    protocol, endpoint = _checked_endpoint(url, protocol, timeout)
+    require(f"tritonclient.{endpoint.protocol}", extra="client", feature="tritonpy probe")
+    report = ProbeReport(url, endpoint.protocol)
+    client = _ProbeClient(url, protocol, timeout=timeout)
+    try:
+        try:
+            states = _states(client.repository_index())
+        except TritonPyError as exc:
+            report.error = str(exc)
+            return report
+        wanted = list(dict.fromkeys(models)) if models else None
+        names = wanted or sorted(n for n, s in states.items() if s["state"] == "READY")
+        where = Path(repository) if repository is not None else None
+        report.results.extend(_result_for(client, name, states, where) for name in names)
+        return report
+    finally:
+        client.close()
+
+
+def _checked_endpoint(
+    url: str, protocol: Optional[WireProtocol], timeout: float
+) -> Tuple[Optional[WireProtocol], Endpoint]:
+    """The protocol to ask for (HTTP for a bare ``host:port``) and the endpoint ``url``
+    names, or :class:`ProbeUsageError`."""
+    if timeout <= 0:
+        raise ProbeUsageError(f"--timeout {timeout}: expected a number of seconds above 0")
+    if protocol is None and "://" not in url:
+        protocol = "http"  # the port the health endpoints (and Kubernetes probes) use
+    try:
+        return protocol, parse_endpoint(url, protocol)
+    except ServerError as exc:
+        raise ProbeUsageError(str(exc)) from exc
+
+
+def _result_for(
+    client: _ProbeClient, name: str, states: Dict[str, Dict[str, str]], where: Optional[Path]
+) -> ProbeResult:
+    """A model the server does not know or that is not READY fails without a request."""
+    state = states.get(name)
+    if state is None:
+        known = ", ".join(sorted(states)) or "none"
+        message = f"the server has no model {name!r}; its models: {known}"
+        return ProbeResult(name, False, False, None, "NOT_FOUND", message)
+    if state["state"] != "READY":
+        reason = f": {state['reason']}" if state["reason"] else ""
+        message = f"state {state['state'] or 'not loaded'}{reason}"
+        return ProbeResult(name, False, False, None, "NOT_READY", message)
+    return _probe_one(client, name, where)

@@ -1,0 +1,183 @@
+"""Stubs for environments of another Python, without touching the user's model directories.
+
+A model whose ``EXECUTION_ENV_PATH`` environment has Python 3.10 needs a
+``triton_python_backend_stub`` built for 3.10 beside its ``config.pbtxt`` when the server's
+stub is 3.11. Instead of copying one into the user's directory, the server serves a *shadow
+repository*: a temporary directory with a symbolic link to every model directory, except that
+the models needing a stub get a real directory of links to each of their entries plus a link
+to the wheel's stub for their Python. ``$$TRITON_MODEL_DIRECTORY`` then names the shadow
+directory, where the same relative paths resolve.
+
+Example::
+
+    plan = plan_stubs(Path("model_repository"), "3.11", find_wheel_installation())
+    shadow = build_shadow(Path("model_repository"), plan)   # a temporary directory
+    ...
+    remove_shadow(shadow)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tarfile
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from .._tooling.installation import WheelInstallation
+from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
+from ..envs._record import RECORD_NAME
+
+_ARCHIVE_PYTHON = re.compile(r"_py(3\.\d+)\.tar\.gz$")
+
+
+@dataclass(frozen=True)
+class StubPlan:
+    """A model that gets a stub from serve: its name, its environment's Python and the stub."""
+
+    model: str
+    python: str
+    stub: Path
+
+
+def _read_env_parameter(config_path: Path) -> Optional[str]:
+    """The ``EXECUTION_ENV_PATH`` value of a config.pbtxt (``None`` when unset or unreadable:
+    the preflight check reports unreadable configurations)."""
+    from .._tooling.pbtxt import ConfigError, load_config
+
+    try:
+        config = load_config(config_path)
+    except ConfigError:
+        return None
+    if config.backend != "python" or ENV_PARAMETER not in config.parameters:
+        return None
+    value = str(config.parameters[ENV_PARAMETER].string_value)
+    return value or None
+
+
+def _recorded_python(archive: Path) -> Optional[str]:
+    # read directly: importing tritonpy.envs would pull in its whole build machinery
+    try:
+        data = json.loads((archive.parent / RECORD_NAME).read_text(encoding="utf-8"))
+        python = data["archives"][archive.name]["python"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return python if isinstance(python, str) and re.fullmatch(r"3\.\d+", python) else None
+
+
+def env_python(model_dir: Path) -> Optional[str]:
+    """The Python ``X.Y`` of the model's ``EXECUTION_ENV_PATH`` environment, or ``None`` when it
+    has none or it cannot be told.
+
+    Read, cheapest first, from pack-env's record (``.tritonpy-env.json``), the archive's name
+    (``*_py3.10.tar.gz``), then the ``lib/libpython3.X`` inside the environment.
+
+    Example::
+
+        env_python(Path("model_repository/preprocess"))   # '3.10'
+    """
+    from ..check._envinfo import inspect_env, resolve_env_path
+
+    raw = _read_env_parameter(model_dir / "config.pbtxt")
+    if raw is None:
+        return None
+    place = resolve_env_path(raw, model_dir)
+    if not place.path.exists():
+        return None
+    if place.path.is_file():
+        recorded = _recorded_python(place.path)
+        if recorded:
+            return recorded
+        named = _ARCHIVE_PYTHON.search(place.path.name)
+        if named:
+            return named.group(1)
+    try:
+        return inspect_env(place.path).python
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return None
+
+
+def repository_models(repository: Path) -> List[str]:
+    """The model directories of a repository, sorted (hidden ones left out)."""
+    try:
+        return sorted(p.name for p in repository.iterdir() if p.is_dir() and p.name[0] != ".")
+    except OSError:
+        return []
+
+
+def plan_stubs(
+    repository: Path, server_python: str, wheel: WheelInstallation
+) -> Dict[str, StubPlan]:
+    """The models of ``repository`` that need a stub serve provides: their environment's Python
+    differs from ``server_python``, the wheel or the stub cache (a native build) has a stub for
+    it, and the user placed no stub of their own (theirs wins).
+
+    Example::
+
+        plan_stubs(Path("repo"), "3.11", wheel)   # {'pre': StubPlan('pre', '3.10', ...)}
+    """
+    # the one stub lookup tritonpy has: the wheel's stub, else one built earlier (cache)
+    from ..stubs._lookup import WHEEL_RELEASES, find_stub
+
+    release = WHEEL_RELEASES.get(wheel.version)
+    plans: Dict[str, StubPlan] = {}
+    for model_dir in sorted(p for p in repository.iterdir() if p.is_dir()):
+        if model_dir.name.startswith(".") or (model_dir / STUB_NAME).exists():
+            continue
+        python = env_python(model_dir)
+        if python is None or python == server_python:
+            continue
+        if release is None:  # an unknown wheel: only its own stubs are known to match
+            stub: Optional[Path] = wheel.stub(python) if wheel.stub(python).is_file() else None
+        else:
+            found = find_stub(release, python, wheel=wheel)
+            stub = found.path if found is not None else None
+        if stub is not None:
+            plans[model_dir.name] = StubPlan(model_dir.name, python, stub)
+    return plans
+
+
+def build_shadow(repository: Path, plans: Dict[str, StubPlan]) -> Path:
+    """A temporary repository mirroring ``repository`` through symbolic links, with the
+    planned stubs beside the configs of their models; return its path. Nothing is written
+    into ``repository``.
+
+    Example::
+
+        shadow = build_shadow(Path("repo"), plan_stubs(Path("repo"), "3.11", wheel))
+    """
+    source = repository.absolute()
+    shadow = Path(tempfile.mkdtemp(prefix="tritonpy-serve-"))
+    try:
+        for entry in sorted(source.iterdir()):
+            target = shadow / entry.name
+            plan = plans.get(entry.name)
+            if plan is None:
+                target.symlink_to(entry)
+                continue
+            target.mkdir()
+            for item in sorted(entry.iterdir()):
+                item_target = target / item.name
+                item_target.symlink_to(item)
+            (target / STUB_NAME).symlink_to(plan.stub)
+    except BaseException:
+        shutil.rmtree(shadow, ignore_errors=True)
+        raise
+    return shadow
+
+
+def remove_shadow(shadow: Path) -> None:
+    """Delete a shadow repository (only its links and directories: ``rmtree`` does not follow
+    symbolic links, so the user's files stay)."""
+    shutil.rmtree(shadow, ignore_errors=True)
+
+
+def user_path(text: str, shadow: Optional[Path], repository: Path) -> str:
+    """``text`` with the shadow repository's paths replaced by the user's."""
+    if shadow is None:
+        return text
+    return text.replace(str(shadow), str(repository.absolute()))

@@ -1,0 +1,482 @@
+"""Run any Triton Python-backend model in-process, the way tritonserver would.
+
+:class:`ModelHarness` loads a model directory (``config.pbtxt`` + ``<version>/model.py``) or a
+``TritonPythonModel`` class, runs ``auto_complete_config`` / ``initialize`` with the arguments
+Triton passes, validates requests like the server does before the model sees them, and turns
+responses back into what a client receives. pb_utils is the fake from
+:mod:`tritonpy.testing.fake_pb_utils`, installed into ``sys.modules`` only while the model's code
+runs.
+
+Example::
+
+    with ModelHarness("models/add_sub") as h:
+        out = h.infer({"INPUT0": np.ones(4, np.float32), "INPUT1": np.ones(4, np.float32)})
+        assert out["OUTPUT0"].tolist() == [2, 2, 2, 2]
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+from .._runtime.errors import TritonRequestError
+from .._tooling.closing import Closing
+from .._tooling.errors import ModelLoadError
+from . import fake_pb_utils as pb
+from ._config import (
+    CONFIG_TO_WIRE,
+    InstanceKind,
+    directory_config,
+    fill_defaults,
+    normalize_after_autocomplete,
+    parse_config_pbtxt,
+    validate_config,
+)
+from ._coroutines import LoopRunner
+from ._errors import HarnessError, ModelBugError
+from ._install import (
+    install_fake_pb_utils,
+    uninstall_fake_pb_utils,
+)
+from ._loading import import_model_file, on_sys_path, pick_version
+from ._process_guard import (
+    ModelProcessDiedError,
+    ProcessEnded,
+    guard_process_exit,
+    process_died,
+)
+from ._requests import check_requested_outputs, to_client_array, validate_request
+from ._reschedule import execute_with_rescheduling
+from ._responses import (
+    Outputs,
+    StreamErrors,
+    check_responses,
+    client_outputs,
+    collect_sent,
+    decoupled_refused,
+    decoupled_returned,
+    execute_failed,
+    outputs_or_error,
+)
+from ._targets import versioned_handler
+from .fake_pb_utils import _errors as pb_errors
+from .fake_pb_utils._models import model_running
+
+# --------------------------------------------------------------------------------------------
+# The harness
+# --------------------------------------------------------------------------------------------
+
+
+class ModelHarness(Closing):
+    """Load and run one Triton Python-backend model in-process.
+
+    ``model`` is a model directory (``config.pbtxt`` + ``<version>/model.py``) or a
+    ``TritonPythonModel``-like class. ``config`` replaces the directory's config.pbtxt (a dict, or
+    pbtxt text), or for a class, is merged over the default
+    ``{"name": ..., "backend": "python", "max_batch_size": 0, "input": [], "output": []}``.
+    ``targets`` maps model names to what BLS requests to them run on (see
+    :meth:`register_bls_model`).
+    """
+
+    def __init__(
+        self,
+        model: Union[str, os.PathLike, type],  # type: ignore[type-arg]
+        *,
+        config: Union[Dict[str, Any], str, None] = None,
+        name: Optional[str] = None,
+        version: Optional[int] = None,
+        instance_kind: InstanceKind = "KIND_CPU",
+        device_id: int = 0,
+        auto_complete: bool = True,
+        stream_timeout: float = 30.0,
+        targets: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        self._closed = False
+        self._bls_names: List[str] = []
+        # registered first: a model may call other models (or is_model_ready) in initialize()
+        for target_name, target in (targets or {}).items():
+            self.register_bls_model(target_name, target)
+        self._ended: Optional[ProcessEnded] = None  # set when the model ended its own process
+        self._tmpdir: Optional[str] = None
+        self._coroutines = LoopRunner()
+        self._sys_path_entries: List[str] = []
+        self.stream_timeout = stream_timeout
+        self.instance_kind = instance_kind
+        self.device_id = device_id
+        self.execute_calls = 0
+        self.module: Optional[ModuleType] = None
+        if isinstance(model, type):
+            raw = self._class_config(model, config, name, version)
+        else:
+            raw = self._directory_model(Path(os.fspath(model)).resolve(), config, name, version)
+        self.name: str = raw["name"]
+        fill_defaults(raw, instance_kind, device_id)
+        self.instance_name = f"{raw['instance_group'][0]['name']}_0"
+        with self._running():
+            self.config: Dict[str, Any] = self._completed(raw, auto_complete)
+            self.decoupled = pb.using_decoupled_model_transaction_policy(self.config)
+            self.args: Dict[str, str] = self._initialize_args()
+            self.model: Any = self.model_class()
+            init = getattr(self.model, "initialize", None)
+            if init is not None:
+                self._call(init, self.args)
+
+    def _class_config(
+        self,
+        model_class: type,
+        config: Union[Dict[str, Any], str, None],
+        name: Optional[str],
+        version: Optional[int],
+    ) -> Dict[str, Any]:
+        """A model given as a class: ``config`` over the defaults, in a temporary model
+        directory of its own (the model's ``model_dir``)."""
+        self.model_class: type = model_class
+        self.version = 1 if version is None else int(version)
+        model_name = name or model_class.__name__
+        raw: Dict[str, Any] = {"name": model_name, "backend": "python", "max_batch_size": 0}
+        if isinstance(config, str):
+            raw.update(parse_config_pbtxt(config, source=f"config of {model_name}"))
+        elif config is not None:
+            raw.update(copy.deepcopy(config))
+        if name:
+            raw["name"] = name
+        self._tmpdir = tempfile.mkdtemp(prefix=f"tritonpy-{model_name}-")
+        self.model_dir = Path(self._tmpdir) / model_name
+        (self.model_dir / str(self.version)).mkdir(parents=True)
+        return raw
+
+    def _directory_model(
+        self,
+        model_dir: Path,
+        config: Union[Dict[str, Any], str, None],
+        name: Optional[str],
+        version: Optional[int],
+    ) -> Dict[str, Any]:
+        """A model directory: its configuration (or ``config``), and its ``model.py`` of the
+        chosen version imported the way the stub imports it."""
+        self.model_dir = model_dir
+        if not model_dir.is_dir():
+            raise ModelLoadError(f"model directory {model_dir} does not exist")
+        raw = directory_config(model_dir, config)
+        raw.setdefault("name", name or model_dir.name)
+        if name:
+            raw["name"] = name
+        filename = raw.get("default_model_filename") or "model.py"
+        self.version = pick_version(model_dir, version, filename)
+        model_file = model_dir / str(self.version) / filename
+        # the stub puts the version directory and the model directory on sys.path
+        self._sys_path_entries = [str(model_file.parent), str(model_dir)]
+        self.module = import_model_file(model_file, self._running)
+        cls = getattr(self.module, "TritonPythonModel", None)
+        if not isinstance(cls, type):
+            raise ModelLoadError(f"{model_file} does not define a class TritonPythonModel")
+        self.model_class = cls
+        return raw
+
+    def _completed(self, raw: Dict[str, Any], auto_complete: bool) -> Dict[str, Any]:
+        """The configuration after the model's ``auto_complete_config`` (unless disabled),
+        with what Triton adds and checks then."""
+        auto = getattr(self.model_class, "auto_complete_config", None)
+        if auto_complete and auto is not None:
+            completed = auto(pb.ModelConfig(json.dumps(raw)))
+            if not isinstance(completed, pb.ModelConfig):
+                raise ModelLoadError(
+                    f"model '{self.name}': auto_complete_config must return the "
+                    f"pb_utils.ModelConfig object it was given, got {type(completed).__name__}"
+                )
+            raw = completed.as_dict()
+        normalize_after_autocomplete(raw)
+        validate_config(raw)
+        return raw
+
+    def _initialize_args(self) -> Dict[str, str]:
+        """The ``args`` Triton passes to ``initialize``."""
+        kind = self.config["instance_group"][0]["kind"]
+        return {
+            "model_config": json.dumps(self.config),
+            "model_instance_kind": kind.replace("KIND_", ""),
+            "model_instance_name": self.instance_name,
+            "model_instance_device_id": str(self.device_id),
+            "model_repository": str(self.model_dir),
+            "model_version": str(self.version),
+            "model_name": self.name,
+        }
+
+    @contextmanager
+    def _running(self) -> Iterator[None]:
+        """While the model's code runs: fake pb_utils importable, the model's version directory
+        on sys.path (as the stub does), instance name and model directory for pb_utils."""
+        install_fake_pb_utils()
+        instance = getattr(self, "instance_name", None)  # None until the config is read
+        identity = model_running(instance, str(getattr(self, "model_dir", "")))
+        try:
+            with on_sys_path(self._sys_path_entries), identity, guard_process_exit():
+                yield
+        except ProcessEnded as ended:
+            self._ended = ended
+            raise self._process_died() from None
+        except pb_errors.ServerAbort as abort:
+            raise ModelBugError(f"model '{getattr(self, 'name', '?')}': {abort}") from None
+        finally:
+            uninstall_fake_pb_utils()
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call a model hook, running coroutines (``async def execute``) to completion."""
+        result = fn(*args)
+        if inspect.isawaitable(result):
+            return self._coroutines.run(result)
+        return result
+
+    # -- requests --------------------------------------------------------------------------
+    def _build_request(
+        self,
+        inputs: Mapping[str, Any],
+        requested_outputs: Optional[Iterable[str]],
+        parameters: Optional[Dict[str, Any]],
+        request_id: str,
+        correlation_id: Union[int, str] = 0,
+        flags: int = 0,
+    ) -> Tuple[pb.InferenceRequest, Optional[List[str]]]:
+        self._check_open()
+        declared = {
+            io["name"]: CONFIG_TO_WIRE.get(io.get("data_type", ""))
+            for io in self.config.get("input", [])
+        }
+        arrays = {n: to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
+        validate_request(self.config, self.name, arrays, request_id)
+        requested = check_requested_outputs(self.config, self.name, requested_outputs)
+        tensors = [pb.Tensor(n, a) for n, a in arrays.items()]
+        params_json = json.dumps(parameters or {}, separators=(",", ":"))
+        request = pb.InferenceRequest(
+            request_id=request_id,
+            correlation_id=correlation_id,
+            inputs=tensors,
+            requested_output_names=requested,
+            model_name=self.name,
+            model_version=self.version,
+            flags=flags,
+            parameters=params_json,
+        )
+        request.set_decoupled(self.decoupled)
+        return request, (list(requested_outputs) if requested_outputs is not None else None)
+
+    def _process_died(self) -> ModelProcessDiedError:
+        assert self._ended is not None
+        name = getattr(self, "name", self.model_dir.name)
+        return process_died(name, getattr(self, "instance_name", f"{name}_0"), self._ended)
+
+    def _execute(self, requests: List[pb.InferenceRequest]) -> Any:
+        if self._ended is not None:  # as in Triton: a dead stub answers nothing any more
+            raise self._process_died()
+        self.execute_calls += 1
+        with self._running():
+            try:
+                return self._call(self.model.execute, requests)
+            except (Exception, SystemExit) as exc:  # the stub reports sys.exit() as an error
+                raise execute_failed(self.instance_name, exc) from exc
+
+    def _run(self, requests: List[pb.InferenceRequest]) -> Any:
+        """``execute``, and again for the requests the model rescheduled."""
+        return execute_with_rescheduling(self.name, self.config, requests, self._execute)
+
+    # -- public API ------------------------------------------------------------------------
+    def infer(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        requested_outputs: Optional[Iterable[str]] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        flags: int = 0,
+    ) -> Outputs:
+        """Send one request; return its outputs as a client sees them (BYTES as object arrays
+        of bytes). Raises TritonRequestError for a rejected request or an error response, and
+        for a decoupled model (UNSUPPORTED, as the server's HTTP and gRPC endpoints refuse
+        non-streaming inference on those: use :meth:`infer_stream`)."""
+        if self.decoupled:
+            raise decoupled_refused(self.name)
+        request, requested = self._build_request(
+            inputs, requested_outputs, parameters, request_id, correlation_id, flags
+        )
+        returned = self._run([request])
+        (response,) = check_responses(self.name, [request], returned, self.stream_timeout)
+        return client_outputs(response, requested)
+
+    def infer_requests(
+        self,
+        requests: Sequence[Mapping[str, Any]],
+        *,
+        requested_outputs: Optional[Iterable[str]] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        request_ids: Optional[Sequence[str]] = None,
+        cancelled: Iterable[int] = (),
+    ) -> List[Union[Outputs, TritonRequestError]]:
+        """Send several requests in ONE ``execute()`` call, as the dynamic batcher does.
+
+        Each entry of the result is that request's outputs or its TritonRequestError (a request
+        the server would reject never reaches ``execute``). ``cancelled`` lists indexes of
+        requests marked cancelled before ``execute``."""
+        if self.decoupled:
+            raise decoupled_refused(self.name)
+        requested_list = list(requested_outputs) if requested_outputs is not None else None
+        cancel = set(cancelled)
+        results: List[Union[Outputs, TritonRequestError, None]] = []
+        pending: List[Tuple[int, pb.InferenceRequest, Optional[List[str]]]] = []
+        for idx, inputs in enumerate(requests):
+            rid = request_ids[idx] if request_ids is not None else ""
+            try:
+                request, requested = self._build_request(inputs, requested_list, parameters, rid)
+            except TritonRequestError as exc:
+                results.append(exc)
+                continue
+            if idx in cancel:
+                request.cancel_as_client()
+            results.append(None)
+            pending.append((idx, request, requested))
+        if pending:
+            batch = [r for _, r, _ in pending]
+            try:
+                responses = check_responses(self.name, batch, self._run(batch), self.stream_timeout)
+            except TritonRequestError as exc:
+                for idx, _, _ in pending:
+                    results[idx] = exc
+            else:
+                for (idx, _, requested), response in zip(pending, responses):
+                    results[idx] = outputs_or_error(response, requested)
+        return [r for r in results if r is not None]
+
+    def infer_stream(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        requested_outputs: Optional[Iterable[str]] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        request_id: str = "",
+        cancel: bool = False,
+        cancel_after: Optional[int] = None,
+        errors: StreamErrors = "raise",
+    ) -> List[Any]:
+        """Send one request to a decoupled model; return every response's outputs, in order,
+        up to the FINAL flag (a flags-only final response adds nothing). An error response
+        raises TritonRequestError; with ``errors="return"`` it takes its place in the list
+        instead (as a TritonRequestError), after the parts sent before it, as a streaming
+        client's callback receives them.
+
+        ``cancel=True`` cancels the request before ``execute`` sees it. ``cancel_after=n``
+        cancels it once the model has sent ``n`` responses, as a gRPC client's
+        ``stop_stream(cancel_requests=True)`` after its n-th response does: the model's
+        ``is_cancelled()`` turns True and the first ``n`` responses are returned (the client
+        has closed its stream; what the model sends later never reaches it).
+
+        Example::
+
+            parts = harness.infer_stream({"TEXT": ["a long text"]}, cancel_after=2)
+            assert len(parts) == 2
+        """
+        if errors not in ("raise", "return"):
+            raise HarnessError(f"infer_stream(errors={errors!r}): expected 'raise' or 'return'")
+        request, requested = self._build_request(inputs, requested_outputs, parameters, request_id)
+        if cancel:
+            request.cancel_as_client()
+        if cancel_after is not None:
+            if cancel_after < 1:
+                raise HarnessError(
+                    f"infer_stream(cancel_after={cancel_after}): expected a number of "
+                    "responses >= 1; use cancel=True to cancel before execute()"
+                )
+            request.get_response_sender().cancel_after(cancel_after)
+        returned = self._run([request])
+        if returned is not None:
+            if self.decoupled:
+                raise decoupled_returned(self.name, returned)
+            (response,) = check_responses(self.name, [request], returned, self.stream_timeout)
+            return [client_outputs(response, requested)]
+        sent = collect_sent(self.name, request, self.stream_timeout, cancel_after)
+        if errors == "raise":
+            return [client_outputs(r, requested) for r in sent]
+        return [outputs_or_error(r, requested) for r in sent]
+
+    def stream_responses(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        requested_outputs: Optional[Iterable[str]] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        request_id: str = "",
+    ) -> List[Tuple[Optional[pb.InferenceResponse], int]]:
+        """Send one request to a decoupled model; return what its response sender sent, as
+        the server receives it: ``(pb_utils.InferenceResponse or None, flags)`` pairs, error
+        responses and the FINAL flag included (:meth:`infer_stream` gives the client's view).
+
+        Example::
+
+            sent = harness.stream_responses({"TEXT": "two words"})
+            assert sent[-1][1] == pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        """
+        request, _ = self._build_request(inputs, requested_outputs, parameters, request_id)
+        returned = self._execute([request])
+        if returned is not None:
+            raise decoupled_returned(self.name, returned)
+        collect_sent(self.name, request, self.stream_timeout)  # waits for the FINAL flag
+        sender = request.created_sender()
+        return list(sender.sent) if sender is not None else []
+
+    def register_bls_model(self, name: str, target: Any) -> None:
+        """Make BLS requests to ``name`` run on ``target``: another ModelHarness, a model class
+        or model directory (run in a harness of its own), a plain function on numpy inputs
+        (``fn(inputs: dict) -> dict``), or ``RawTarget(fn)`` for a function taking the
+        pb_utils.InferenceRequest and returning an InferenceResponse."""
+        pb.register_bls_model(name, versioned_handler(target))
+        self._bls_names.append(name)
+
+    def close(self) -> None:
+        """Call ``finalize()`` (once) and release what the harness holds."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            finalize = getattr(getattr(self, "model", None), "finalize", None)
+            if finalize is not None:
+                with self._running():
+                    self._call(finalize)
+        finally:
+            for bls_name in self._bls_names:
+                pb.unregister_bls_model(bls_name)
+            self._coroutines.close()
+            if self._tmpdir is not None:
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise HarnessError(f"ModelHarness for model '{self.name}' is closed")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        # getattr: also called on a harness whose __init__ failed (in tracebacks)
+        name, version = getattr(self, "name", "?"), getattr(self, "version", "?")
+        directory = str(getattr(self, "model_dir", "?"))
+        return f"ModelHarness({name!r}, version={version}, dir={directory!r})"

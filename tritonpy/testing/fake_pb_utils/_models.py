@@ -1,0 +1,104 @@
+"""pb_utils model repository functions, backed by the BLS registry of the fake (a server has a
+model repository; the fake has this registry)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Set
+
+from ._errors import ServerAbort
+
+if TYPE_CHECKING:
+    from ._requests import InferenceRequest
+
+#: BLS targets: model name -> callable(request) returning an InferenceResponse, or (decoupled)
+#: an iterable of InferenceResponse. Fill it with :func:`register_bls_model`.
+BLSHandler = Callable[["InferenceRequest"], Any]
+_bls_models: Dict[str, BLSHandler] = {}
+
+
+#: registered models that unload_model() took down (load_model() brings them back)
+_unloaded: Set[str] = set()
+
+
+def register_bls_model(name: str, handler: BLSHandler) -> None:
+    """Not in the real module: make ``InferenceRequest(model_name=name).exec()`` call
+    ``handler(request)`` and ``is_model_ready(name)`` return True. A handler with a
+    ``model_version`` attribute is ready for that version only (the server's models have
+    versions; a plain callable is ready for any)."""
+    _bls_models[name] = handler
+    _unloaded.discard(name)
+
+
+def unregister_bls_model(name: str) -> None:
+    """Not in the real module: undo :func:`register_bls_model`."""
+    _bls_models.pop(name, None)
+    _unloaded.discard(name)
+
+
+def loaded_handler(name: str) -> Optional[BLSHandler]:
+    """The handler of a loaded model, None if it is unknown or unloaded."""
+    return None if name in _unloaded else _bls_models.get(name)
+
+
+_model_dir: str = ""
+#: the model instance name put into the server's error messages (metrics, load_model)
+_instance_name: str = "model_0"
+
+
+def get_model_dir() -> str:
+    """The directory of the model being run (the harness sets it)."""
+    return _model_dir
+
+
+def instance_name() -> str:
+    """Not in the real module: the instance name of the model being run (as the server's
+    messages name it)."""
+    return _instance_name
+
+
+@contextmanager
+def model_running(name: Optional[str], model_dir: str) -> Iterator[None]:
+    """Not in the real module: while the harness runs a model's code, the instance ``name``
+    (None: keep the current one) and ``model_dir`` that pb_utils functions report."""
+    global _instance_name, _model_dir
+    previous = _instance_name, _model_dir
+    _instance_name, _model_dir = (_instance_name if name is None else name), model_dir
+    try:
+        yield
+    finally:
+        _instance_name, _model_dir = previous
+
+
+def load_model(model_name: str, config: str = "", files: Optional[Dict[str, bytes]] = None) -> None:
+    """Load a registered model again (the fake's repository is its BLS registry); an unknown
+    one fails with the server's message (measured, 24.10)."""
+    if model_name in _bls_models:
+        _unloaded.discard(model_name)
+        return
+    message = (
+        f"Failed to load model: Failed to process the request for model '{_instance_name}', "
+        f"message: failed to load '{model_name}', failed to poll from model repository"
+    )
+    # the refusal comes back through the stub's error path that, measured on 24.10, now and
+    # then aborts the whole tritonserver (boost lock_exception) instead
+    raise ServerAbort(
+        f"load_model({model_name!r}) refused by the server, which raises "
+        f"TritonModelException({message!r}) only some of the time: tritonserver 24.10 may "
+        "abort instead, ending the whole server process (terminate: "
+        "boost::interprocess::lock_exception; measured). Load only models the repository has"
+    )
+
+
+def unload_model(model_name: str, unload_dependents: bool = False) -> None:
+    """As the server: unloading a model it does not have is no error (measured, 24.10)."""
+    if model_name in _bls_models:
+        _unloaded.add(model_name)
+
+
+def is_model_ready(model_name: str, model_version: str = "") -> bool:
+    handler = loaded_handler(model_name)
+    if handler is None:
+        return False
+    version = getattr(handler, "model_version", None)
+    return not model_version or version is None or str(version) == str(model_version)

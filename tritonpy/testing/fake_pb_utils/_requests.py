@@ -1,0 +1,348 @@
+"""pb_utils requests and responses: ``InferenceRequest``, ``InferenceResponse``, the response
+sender, ``PreferredMemory`` and the request/response flag constants."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import functools
+import inspect
+import json
+import threading
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+
+from ._errors import TritonError, TritonModelException
+from ._models import loaded_handler
+from ._tensor import Tensor
+
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+
+
+def _params_to_json(parameters: Union[str, Dict[str, Any], None]) -> str:
+    if parameters is None:
+        return "{}"
+    if isinstance(parameters, str):
+        json.loads(parameters)  # must be valid JSON
+        return parameters
+    if not isinstance(parameters, dict):
+        raise TypeError(f"parameters must be a dict or JSON string, got {type(parameters)}")
+    for key, value in parameters.items():
+        if not isinstance(key, str) or not isinstance(value, (bool, int, str)):
+            raise TritonModelException(
+                f"parameter {key!r}: keys must be str and values bool, int or str"
+            )
+    return json.dumps(parameters)
+
+
+def _tensors(values: Optional[Sequence[Tensor]], what: str) -> List[Tensor]:
+    """The tensors given to a constructor (none: empty); TypeError for anything else."""
+    tensors = list(values) if values is not None else []
+    for tensor in tensors:
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"{what} must be pb_utils.Tensor objects, got {type(tensor).__name__}")
+    return tensors
+
+
+def _not_ready(model_name: str) -> str:
+    return (
+        f"Model {model_name} - Error when running inference: Failed for execute the inference "
+        f"request. Model '{model_name}' is not ready."
+    )
+
+
+def _not_decoupled_call(model_name: str) -> str:
+    return (
+        f"Model {model_name} - Error when running inference: Model {model_name} is using the "
+        "decoupled. The current BLS request call doesn't support models using the decoupled "
+        "transaction policy. Please use 'decoupled=True' argument to the 'exec' or "
+        "'async_exec' calls for decoupled models.'"
+    )
+
+
+class InferenceResponse:
+    """One response (``pb_utils.InferenceResponse``). Output data is copied on creation.
+
+    As in release 24.10 (measured), there are no response parameters: the constructor refuses
+    ``parameters=`` and the object has no ``parameters()`` (later releases added both)."""
+
+    def __init__(
+        self,
+        output_tensors: Optional[Sequence[Tensor]] = None,
+        error: Optional[TritonError] = None,
+    ) -> None:
+        tensors = _tensors(output_tensors, "InferenceResponse output_tensors")
+        if error is not None and not isinstance(error, TritonError):
+            raise TypeError(
+                f"InferenceResponse error must be a pb_utils.TritonError, "
+                f"got {type(error).__name__}"
+            )
+        # The real stub copies output data into shared memory; take the same snapshot here.
+        self._outputs = [t._snapshot() for t in tensors]
+        self._error = error
+
+    def output_tensors(self) -> List[Tensor]:
+        return list(self._outputs)
+
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self) -> Optional[TritonError]:
+        return self._error
+
+    def __repr__(self) -> str:
+        if self._error is not None:
+            return f"InferenceResponse(error={self._error!r})"
+        return f"InferenceResponse({self._outputs!r})"
+
+
+class ResponseSender:
+    """A request's response sender (``request.get_response_sender()``)."""
+
+    def __init__(self, request: InferenceRequest, decoupled: bool = True) -> None:
+        self._request = request
+        self._decoupled = decoupled
+        self._closed = False
+        self._final = threading.Event()
+        self._lock = threading.Lock()
+        self._sends = 0
+        self._sent_event = threading.Event()  # set on every send (the harness waits on it)
+        self._cancel_after: Optional[int] = None  # see cancel_after()
+        self._cancelled_event = threading.Event()
+        #: (response or None, flags) for every successful send, in order
+        self.sent: List[Tuple[Optional[InferenceResponse], int]] = []
+
+    def send(self, response: Optional[InferenceResponse] = None, flags: int = 0) -> None:
+        # the checks and their order are the stub's (response_sender.cc, r24.10)
+        if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if response is None and flags == 0:
+            raise TritonModelException(
+                "Inference Response object must be provided when the response flags is set to zero."
+            )
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TypeError(
+                f"send() expects a pb_utils.InferenceResponse, got {type(response).__name__}"
+            )
+        with self._lock:
+            if not self._decoupled:
+                # a flags-only send counts as a send, as in the stub
+                if response is not None and self._sends > 0:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send more than "
+                        "one response."
+                    )
+                if response is None and self._sends == 0:
+                    raise TritonModelException(
+                        "Unable to send response. Non-decoupled model cannot send complete "
+                        "final before sending a response."
+                    )
+            if self._closed:
+                raise TritonModelException(
+                    "Unable to send response. Response sender has been closed."
+                )
+            self._sends += 1
+            self.sent.append((response, int(flags)))
+            # the harness's client cancels once it has received that many responses
+            limit = self._cancel_after
+            if limit is not None and sum(1 for r, _ in self.sent if r is not None) >= limit:
+                self._request.cancel_as_client()
+                self._cancelled_event.set()
+            if flags & TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+                self._closed = True
+                self._final.set()
+            self._sent_event.set()
+
+    def is_cancelled(self) -> bool:
+        return self._request.is_cancelled()
+
+    # -- not in pb_utils: for the harness ------------------------------------------------
+    def cancel_after(self, responses: int) -> None:
+        """Cancel the request once ``responses`` responses were sent, as a streaming client
+        that stops after its n-th response does (``ModelHarness.infer_stream``)."""
+        self._cancel_after = responses
+
+    def wait_final(self, timeout: Optional[float]) -> bool:
+        """Until the FINAL flag was sent (False when ``timeout`` seconds passed first)."""
+        return self._final.wait(timeout)
+
+    def wait_cancelled(self, timeout: Optional[float]) -> bool:
+        """Until the harness's client cancelled, or the FINAL flag came first (False)."""
+        waited = 0.0
+        step = 0.01
+        while not self._cancelled_event.is_set():
+            if self._final.is_set() or (timeout is not None and waited >= timeout):
+                return self._cancelled_event.is_set()
+            self._final.wait(step)
+            waited += step
+        return True
+
+
+class PreferredMemory:
+    """Where BLS outputs should be placed (``pb_utils.PreferredMemory``)."""
+
+    def __init__(self, preferred_memory_type: int, preferred_device_id: int = 0) -> None:
+        self.preferred_memory_type = preferred_memory_type
+        self.preferred_device_id = preferred_device_id
+
+
+class MemoryType(enum.IntEnum):
+    TRITONSERVER_MEMORY_GPU = 0
+    TRITONSERVER_MEMORY_CPU = 1
+
+
+TRITONSERVER_MEMORY_GPU = MemoryType.TRITONSERVER_MEMORY_GPU
+TRITONSERVER_MEMORY_CPU = MemoryType.TRITONSERVER_MEMORY_CPU
+
+
+class InferenceRequest:
+    """An inference request (``pb_utils.InferenceRequest``): what ``execute`` receives, and what
+    a model builds for BLS."""
+
+    def __init__(
+        self,
+        request_id: str = "",
+        correlation_id: Union[int, str] = 0,
+        inputs: Optional[Sequence[Tensor]] = None,
+        requested_output_names: Optional[Iterable[str]] = None,
+        model_name: str = "",
+        model_version: int = -1,
+        flags: int = 0,
+        timeout: int = 0,
+        preferred_memory: Optional[PreferredMemory] = None,
+        trace: Any = None,
+        parameters: Union[str, Dict[str, Any], None] = None,
+    ) -> None:
+        tensors = _tensors(inputs, "InferenceRequest inputs")
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._inputs = tensors
+        self._requested_output_names: Set[str] = set(requested_output_names or ())
+        self._model_name = model_name
+        self._model_version = model_version
+        self._flags = flags
+        self._timeout = timeout
+        self._preferred_memory = preferred_memory or PreferredMemory(TRITONSERVER_MEMORY_CPU, 0)
+        self._trace = trace
+        self._parameters = _params_to_json(parameters)
+        self._cancelled = False
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        self._sender: Optional[ResponseSender] = None
+        self._decoupled = True
+
+    def inputs(self) -> List[Tensor]:
+        return list(self._inputs)
+
+    def request_id(self) -> str:
+        return self._request_id
+
+    def correlation_id(self) -> Union[int, str]:
+        return self._correlation_id
+
+    def flags(self) -> int:
+        return self._flags
+
+    def set_flags(self, flags: int) -> None:
+        self._flags = flags
+
+    def timeout(self) -> int:
+        return self._timeout
+
+    def parameters(self) -> str:
+        return self._parameters
+
+    def trace(self) -> Any:
+        return self._trace
+
+    def requested_output_names(self) -> Set[str]:
+        return set(self._requested_output_names)
+
+    def get_response_sender(self) -> ResponseSender:
+        if self._sender is None:
+            self._sender = ResponseSender(self, decoupled=self._decoupled)
+        return self._sender
+
+    def is_cancelled(self) -> bool:
+        return self._cancelled
+
+    def set_release_flags(self, flags: int) -> None:
+        if flags not in (TRITONSERVER_REQUEST_RELEASE_ALL, TRITONSERVER_REQUEST_RELEASE_RESCHEDULE):
+            raise TritonModelException(f"invalid request release flags {flags}")
+        self._release_flags = flags
+
+    def exec(self, decoupled: bool = False) -> Any:
+        """Business-logic scripting: run this request on another model.
+
+        The fake has no server, so the target must be registered with
+        :func:`register_bls_model` (``ModelHarness.register_bls_model``)."""
+        handler = loaded_handler(self._model_name)
+        if handler is None:
+            # the server's answer for a model it does not have (measured, r24.10): an error
+            # response, not an exception. Under the harness, register the target with
+            # ModelHarness(targets={name: ...}) or ModelHarness.register_bls_model().
+            error = InferenceResponse(error=TritonError(_not_ready(self._model_name)))
+            return iter([error]) if decoupled else error
+        result = handler(self)
+        if decoupled:
+            if isinstance(result, InferenceResponse):
+                return iter([result])
+            return iter(result)
+        if isinstance(result, (list, tuple)) or inspect.isgenerator(result):
+            # a decoupled target (its handler answers with a stream) asked without
+            # decoupled=True: the server's error response (measured, 24.10, stray quote too)
+            return InferenceResponse(error=TritonError(_not_decoupled_call(self._model_name)))
+        if not isinstance(result, InferenceResponse):
+            raise TritonModelException(
+                f"BLS handler for model '{self._model_name}' must return a "
+                f"pb_utils.InferenceResponse, got {type(result).__name__}"
+            )
+        return result
+
+    def async_exec(self, decoupled: bool = False) -> Any:
+        """As in the stub: needs a running event loop (``RuntimeError: no running event loop``
+        otherwise) and returns a future that runs :meth:`exec` in the loop's executor."""
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(None, functools.partial(self.exec, decoupled=decoupled))
+
+    # -- not in pb_utils: for the harness ------------------------------------------------
+    def set_decoupled(self, decoupled: bool) -> None:
+        """Whether the model serving this request is decoupled (its response sender then
+        accepts any number of responses); the harness sets it from the configuration."""
+        self._decoupled = decoupled
+
+    def cancel_as_client(self) -> None:
+        """Mark the request cancelled, as a client cancellation would."""
+        self._cancelled = True
+
+    def release_flags(self) -> int:
+        """The flags of the last ``set_release_flags`` (RELEASE_ALL by default)."""
+        return self._release_flags
+
+    def created_sender(self) -> Optional[ResponseSender]:
+        """The response sender, if the model asked for it (None otherwise)."""
+        return self._sender
+
+    def target_model(self) -> Tuple[str, int]:
+        """(model name, model version) a BLS request is addressed to (-1: any version)."""
+        return self._model_name, self._model_version
+
+    def __repr__(self) -> str:
+        names = [t.name() for t in self._inputs]
+        return f"InferenceRequest(request_id={self._request_id!r}, inputs={names})"
+
+
+def get_input_tensor_by_name(inference_request: InferenceRequest, name: str) -> Optional[Tensor]:
+    for tensor in inference_request.inputs():
+        if tensor.name() == name:
+            return tensor
+    return None
+
+
+def get_output_tensor_by_name(inference_response: InferenceResponse, name: str) -> Optional[Tensor]:
+    for tensor in inference_response.output_tensors():
+        if tensor.name() == name:
+            return tensor
+    return None
