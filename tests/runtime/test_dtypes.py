@@ -40,3 +40,19 @@ def test_numpy_to_triton() -> None:
     assert dtype_of_numpy(np.dtype(np.float32)) is DTYPES["FP32"]
     assert dtype_of_numpy(np.dtype(object)) is DTYPES["BYTES"]
     assert dtype_of_numpy(np.dtype("U3")) is None
+
+
+def test_cast_exactly_is_the_one_rule_for_python_values() -> None:
+    from tritonpy._runtime.dtypes import cast_exactly
+
+    assert cast_exactly(np.array([1, 2]), np.float32).dtype == np.float32
+    assert cast_exactly(np.array([0.1]), np.float32) is not None  # floats may round
+    assert cast_exactly(np.array([1e40]), np.float32) is None  # not to infinity
+    assert cast_exactly(np.array([np.inf]), np.float32) is not None  # inf stays inf
+    assert cast_exactly(np.array([2.5]), np.int32) is None
+    assert cast_exactly(np.array([300]), np.int8) is None
+    assert cast_exactly(np.array([-1]), np.uint8) is None
+    assert cast_exactly(np.array([True]), np.int32) is None  # a bool is not a number here
+    assert cast_exactly(np.array([1]), np.bool_) is None
+    assert cast_exactly(np.array([True]), np.bool_) is not None
+    assert cast_exactly(np.array(["1"]), np.int32) is None

@@ -30,7 +30,7 @@ from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, 
 
 import numpy as np
 
-from .dtypes import DTYPES, dtype_of_numpy
+from .dtypes import DTYPES, cast_exactly, dtype_of_numpy, preview_values
 from .errors import TritonPyError, TritonRequestError
 
 Outputs = Dict[str, Any]
@@ -127,29 +127,17 @@ def _numbers_as(value: Any, wire: str, model: str, name: str) -> np.ndarray:  # 
     if dtype is None or dtype.numpy is None or dtype.is_bytes:
         raise CallError(
             f"call to model '{model}', input '{name}': the model expects {wire}, got Python "
-            f"values {_preview(source)}; pass "
+            f"values {preview_values(source)}; pass "
             f"{'str or bytes' if wire == 'BYTES' else 'a numpy array'} for a {wire} input"
         )
-    target = dtype.numpy
-    fits = source.dtype.kind in "biuf" and not (target.kind == "b") ^ (source.dtype.kind == "b")
-    if fits:
-        with np.errstate(all="ignore"):
-            cast = source.astype(target)
-            if target.kind != "f":  # floats may round; integers must come back unchanged
-                fits = bool(np.array_equal(cast.astype(source.dtype), source))
-    if not fits:
+    cast = cast_exactly(source, dtype.numpy)
+    if cast is None:
         raise CallError(
             f"call to model '{model}', input '{name}': the model expects {wire} "
-            f"({target}), got values {_preview(source)} it cannot hold exactly; pass a numpy "
-            f"array of dtype {target} (np.asarray(values, np.{target}))"
+            f"({dtype.numpy}), got values {preview_values(source)} it cannot hold exactly; pass "
+            f"a numpy array of dtype {dtype.numpy} (np.asarray(values, np.{dtype.numpy}))"
         )
     return cast
-
-
-def _preview(array: np.ndarray, limit: int = 6) -> str:  # type: ignore[type-arg]
-    flat = array.ravel().tolist()
-    more = ", ..." if len(flat) > limit else ""
-    return "[" + ", ".join(repr(v) for v in flat[:limit]) + more + "]"
 
 
 class ModelCalls:

