@@ -26,14 +26,31 @@ own code is lost on the way), with the target's message.
 from __future__ import annotations
 
 import re
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, TypedDict
 
 import numpy as np
 
 from .dtypes import DTYPES, cast_exactly, dtype_of_numpy, preview_values
 from .errors import TritonPyError, TritonRequestError
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 Outputs = Dict[str, Any]
+
+
+class CallOptions(TypedDict, total=False):
+    """The options of :meth:`ModelCalls.call`, which its async and streaming forms take too:
+    ``version`` (-1: the one Triton's policy picks), ``outputs`` (the outputs wanted; None:
+    all), ``timeout_ms`` (Triton's request timeout; 0: none)."""
+
+    version: int
+    outputs: Optional[Sequence[str]]
+    timeout_ms: int
+
+
+_CALL_OPTIONS = ("version", "outputs", "timeout_ms")
 
 #: TRITONSERVER_Error_Code values, for pb_utils modules whose codes have no ``.name``
 _CODE_NAMES = (
@@ -205,23 +222,34 @@ class ModelCalls:
         encoded.arrays[name] = _numbers_as(encoded.guessed[name], wire, model, name)
         return True
 
-    def _call_request(
-        self,
-        model: str,
-        encoded: _Encoded,
-        version: int,
-        outputs: Optional[Sequence[str]],
-        timeout_ms: int,
-    ) -> Any:
+    def _call_sender(
+        self, model: str, inputs: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> Tuple[_Encoded, Callable[[], Any]]:
+        """The encoded inputs of one call and a function that builds its request (again after
+        a data type was learned); a misspelt option is a TypeError, as for any keyword."""
+        unknown = sorted(set(options) - set(_CALL_OPTIONS))
+        if unknown:
+            raise TypeError(
+                f"call to model '{model}': unknown option {', '.join(map(repr, unknown))}; "
+                f"the options are {', '.join(_CALL_OPTIONS)}"
+            )
+        encoded = self._call_encode(model, inputs)
+        version = int(options.get("version", -1))
+        outputs = options.get("outputs")
+        timeout_us = int(options.get("timeout_ms", 0)) * 1000  # pb_utils takes microseconds
         pb = self._pb
-        return pb.InferenceRequest(
-            model_name=model,
-            model_version=int(version),
-            inputs=[pb.Tensor(n, a) for n, a in encoded.arrays.items()],
-            requested_output_names=list(outputs) if outputs is not None else [],
-            timeout=int(timeout_ms) * 1000,  # pb_utils takes microseconds
-            preferred_memory=pb.PreferredMemory(pb.TRITONSERVER_MEMORY_CPU, 0),
-        )
+
+        def request() -> Any:
+            return pb.InferenceRequest(
+                model_name=model,
+                model_version=version,
+                inputs=[pb.Tensor(n, a) for n, a in encoded.arrays.items()],
+                requested_output_names=list(outputs) if outputs is not None else [],
+                timeout=timeout_us,
+                preferred_memory=pb.PreferredMemory(pb.TRITONSERVER_MEMORY_CPU, 0),
+            )
+
+        return encoded, request
 
     def _call_result(self, model: str, encoded: _Encoded, response: Any) -> Optional[Outputs]:
         """The outputs of ``response``; None when a data type was learned from its error and
@@ -269,23 +297,18 @@ class ModelCalls:
                 scores = self.call("classifier", {"TEXT": TEXT})["SCORES"]
                 return {"LABEL": np.argmax(scores, axis=-1)}
         """
-        encoded = self._call_encode(model_name, inputs)
+        options = {"version": version, "outputs": outputs, "timeout_ms": timeout_ms}
+        encoded, request = self._call_sender(model_name, inputs, options)
         while True:
-            response = self._call_request(model_name, encoded, version, outputs, timeout_ms).exec()
-            result = self._call_result(model_name, encoded, response)
+            result = self._call_result(model_name, encoded, request().exec())
             if result is not None:
                 return result
 
     async def call_async(
-        self,
-        model_name: str,
-        inputs: Mapping[str, Any],
-        *,
-        version: int = -1,
-        outputs: Optional[Sequence[str]] = None,
-        timeout_ms: int = 0,
+        self, model_name: str, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
     ) -> Outputs:
-        """:meth:`call` for ``async def infer``: several calls run at once when gathered.
+        """:meth:`call` for ``async def infer`` (the same options): several calls run at once
+        when gathered.
 
         Example::
 
@@ -296,23 +319,17 @@ class ModelCalls:
                 )
                 return {"BOXES": boxes["BOXES"], "LABELS": labels["LABELS"]}
         """
-        encoded = self._call_encode(model_name, inputs)
+        encoded, request = self._call_sender(model_name, inputs, options)
         while True:
-            request = self._call_request(model_name, encoded, version, outputs, timeout_ms)
-            result = self._call_result(model_name, encoded, await request.async_exec())
+            result = self._call_result(model_name, encoded, await request().async_exec())
             if result is not None:
                 return result
 
     def call_stream(
-        self,
-        model_name: str,
-        inputs: Mapping[str, Any],
-        *,
-        version: int = -1,
-        outputs: Optional[Sequence[str]] = None,
-        timeout_ms: int = 0,
+        self, model_name: str, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
     ) -> Iterator[Outputs]:
-        """Iterate the responses of a decoupled (streaming) model, one dict of outputs each.
+        """Iterate the responses of a decoupled (streaming) model, one dict of outputs each
+        (the options of :meth:`call`).
 
         The empty response that only carries the FINAL flag is skipped; an error response
         raises :class:`tritonpy.TritonRequestError`. In Triton 24.10 an error response the
@@ -324,28 +341,20 @@ class ModelCalls:
                 tokens = [part["TOKEN"][0] for part in self.call_stream("llm", {"PROMPT": PROMPT})]
                 return {"TEXT": b"".join(tokens)}
         """
-        encoded = self._call_encode(model_name, inputs)
+        encoded, request = self._call_sender(model_name, inputs, options)
         while True:
-            request = self._call_request(model_name, encoded, version, outputs, timeout_ms)
-            responses = iter(request.exec(decoupled=True))
+            responses = iter(request().exec(decoupled=True))
             head = self._stream_head(model_name, encoded, responses)
             if head is not None:
                 return _stream(head, responses)
 
     async def call_stream_async(
-        self,
-        model_name: str,
-        inputs: Mapping[str, Any],
-        *,
-        version: int = -1,
-        outputs: Optional[Sequence[str]] = None,
-        timeout_ms: int = 0,
+        self, model_name: str, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
     ) -> AsyncIterator[Outputs]:
         """:meth:`call_stream` for ``async def infer`` (``async for part in ...``)."""
-        encoded = self._call_encode(model_name, inputs)
+        encoded, request = self._call_sender(model_name, inputs, options)
         while True:
-            request = self._call_request(model_name, encoded, version, outputs, timeout_ms)
-            responses = iter(await request.async_exec(decoupled=True))
+            responses = iter(await request().async_exec(decoupled=True))
             head = self._stream_head(model_name, encoded, responses)
             if head is not None:
                 for part in _stream(head, responses):

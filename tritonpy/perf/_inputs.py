@@ -242,10 +242,9 @@ def _from_file(
             array = np.array(json.loads(path.read_text("utf-8")))
         array = np.asarray(array, dtype=dtype)
     except (OSError, ValueError, TypeError) as exc:
-        raise PerfInputError(
-            f"input {name!r}: cannot read {str(path)!r} as a {dtype} tensor: {exc}. Give a .npy "
-            "file or a JSON list of numbers."
-        ) from exc
+        problem = f"cannot read {str(path)!r} as a {dtype} tensor: {exc}"
+        fix = "Give a .npy file or a JSON list of numbers."
+        raise PerfInputError(f"input {name!r}: {problem}. {fix}") from exc
     if batching and array.ndim == len(shape) - 1:
         array = array[np.newaxis, ...]  # the batch dimension of a batching model
     return array

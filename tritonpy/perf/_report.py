@@ -117,9 +117,13 @@ class PerfReport:
     model: str
     url: str
     protocol: WireProtocol
+    #: the load engine that ran: tritonpy's own closed loop, or perf_analyzer when installed
     engine: Engine
+    #: seconds measured at each concurrency (after the warm-up)
     duration_s: float
+    #: one point per concurrency, in the order swept
     points: List[PerfPoint] = field(default_factory=list)
+    #: what the report could not measure, and why (no local server CPU, no statistics...)
     notes: List[str] = field(default_factory=list)
 
     def rows(self) -> List[List[str]]:

@@ -26,7 +26,18 @@ import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+)
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,6 +47,9 @@ from .._runtime.dtypes import lookup_dtype
 from .._runtime.errors import DeclarationError, TritonRequestError
 from .._tooling.errors import ServerError
 from .._tooling.tensor_display import format_tensor, tensor_to_json
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _GRPC_CODES = {
     "INVALID_ARGUMENT": "INVALID_ARG",
@@ -270,6 +284,14 @@ def _request_error(exc: Exception) -> TritonRequestError:
     return TritonRequestError(code, message)
 
 
+class RequestOptions(TypedDict, total=False):
+    """The keyword options of :meth:`InferClient.infer` (those of
+    :meth:`InferClient.infer_with_parameters`)."""
+
+    signature: Optional[ModelSignature]
+    parameters: Optional[Mapping[str, Any]]
+
+
 class InferClient:
     """A tritonclient (HTTP or gRPC) with the few calls the CLI needs.
 
@@ -343,17 +365,14 @@ class InferClient:
         model: str,
         inputs: Mapping[str, NDArray[Any]],
         outputs: Optional[Sequence[str]] = None,
-        *,
-        signature: Optional[ModelSignature] = None,
-        parameters: Optional[Mapping[str, Any]] = None,
+        **options: Unpack[RequestOptions],
     ) -> List[OutputTensor]:
         """Send one request; return the outputs in the order of ``outputs`` (default: the
         model's declared outputs). ``parameters``: the request parameters (``{str: bool |
-        int | str}``), which a model's ``infer(parameters=...)`` receives. An error response
-        raises :class:`~tritonpy._runtime.errors.TritonRequestError`."""
-        return self.infer_with_parameters(
-            model, inputs, outputs, signature=signature, parameters=parameters
-        )[0]
+        int | str}``), which a model's ``infer(parameters=...)`` receives; ``signature``: the
+        model's, when known (else read from the server once). An error response raises
+        :class:`tritonpy.TritonRequestError`."""
+        return self.infer_with_parameters(model, inputs, outputs, **options)[0]
 
     def infer_with_parameters(
         self,

@@ -56,10 +56,10 @@ class Tensor(Codec):
         dtype: str,
         dims: Sequence[int],
         *,
-        optional: bool = False,
-        default: Any = MISSING,
         ragged: RaggedPolicy = "group",
         pad_value: Any = 0,
+        optional: bool = False,
+        default: Any = MISSING,
     ) -> None:
         super().__init__(dtype, dims, optional=optional, default=default)
         if self.dtype.numpy is None:
