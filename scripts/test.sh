@@ -18,6 +18,6 @@ echo "==> import layers (import-linter contracts in pyproject.toml)"
 .venv/bin/lint-imports --no-cache
 
 echo "==> pytest (unit + integration on $("$py" --version))"
-"$py" -m pytest -q "$@"
+"$py" -m pytest -q --durations=20 "$@"
 
 scripts/test_runtime_pythons.sh
