@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import os
 import struct
 from pathlib import Path
 
@@ -47,13 +48,20 @@ def _clean():
 # -- surface ------------------------------------------------------------------------------
 
 
-def _real_public_names() -> set:
+def _real_module_source() -> str:
+    """The real module's source; without nvidia-pytriton the comparison cannot run: skipped on
+    an install without the server extra, a failure in CI (which must run it)."""
     if not REAL_MODULE.is_file():
-        pytest.fail(
+        missing = pytest.fail if os.environ.get("CI") else pytest.skip
+        missing(
             f"the real triton_python_backend_utils.py is missing at {REAL_MODULE}: install "
-            f"nvidia-pytriton (pip install 'tritonpy[server]'), it is part of the test set-up"
+            f"nvidia-pytriton (pip install 'tritonpy[server]') to compare the fake with it"
         )
-    tree = ast.parse(REAL_MODULE.read_text())
+    return REAL_MODULE.read_text()
+
+
+def _real_public_names() -> set:
+    tree = ast.parse(_real_module_source())
     names = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -73,7 +81,7 @@ def test_every_public_name_of_the_real_module_exists_in_the_fake():
 
 @pytest.mark.pytriton
 def test_model_config_methods_match_the_real_class():
-    tree = ast.parse(REAL_MODULE.read_text())
+    tree = ast.parse(_real_module_source())
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelConfig"]
     methods = {f.name for f in cls.body if isinstance(f, ast.FunctionDef)}
     assert methods <= set(dir(pb.ModelConfig))
@@ -615,6 +623,7 @@ def test_model_config_messages_equal_the_real_module():
     """Run the same misuse on the real module's ModelConfig and compare messages."""
     import importlib.util
 
+    _real_module_source()
     spec = importlib.util.spec_from_file_location("_real_pb_utils_py", REAL_MODULE)
     real = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(real)

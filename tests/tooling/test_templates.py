@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List
 
-import cv2
 import numpy as np
 import pytest
 from google.protobuf import text_format
@@ -27,6 +26,8 @@ from tritonpy.templates import (
     template_dir,
 )
 from tritonpy.testing import EnsembleHarness, ModelHarness
+
+_NEEDS_OPENCV = "the templates' image models need OpenCV: pip install 'tritonpy[image]'"
 
 TEMPLATES = [
     "bls_router",
@@ -122,6 +123,7 @@ def test_rendered_model_loads_under_its_new_name(tmp_path: Path) -> None:
         parameters={"size": "4x2", "color": "GRAY", "mean": 0, "std": 1},
         overwrite=True,
     )
+    cv2 = pytest.importorskip("cv2", reason=_NEEDS_OPENCV)
     ok, png = cv2.imencode(".png", np.full((6, 6), 255, np.uint8))
     assert ok
     with ModelHarness(target) as harness:
@@ -268,6 +270,7 @@ def test_classifier_ensemble_untrained_loads_and_answers(tmp_path: Path) -> None
     assert not rendered.trained and rendered.holdout_accuracy is None
     assert rendered.weights == tmp_path / "pets_classifier" / "1" / "model.pt"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(rendered.models)  # no scratch
+    cv2 = pytest.importorskip("cv2", reason=_NEEDS_OPENCV)
     png = cv2.imencode(".png", np.full((8, 8), 200, np.uint8))[1].tobytes()
     with EnsembleHarness(tmp_path, "pets") as ensemble:
         out = ensemble.infer({"IMAGE": np.array([[png], [png]], dtype=object)})

@@ -9,6 +9,8 @@ import pytest
 import tritonpy as tp
 from tritonpy.testing import ModelHarness, parse_config_pbtxt
 
+pytest.importorskip("cv2", reason="this template's NMS is OpenCV's: pip install 'tritonpy[image]'")
+
 MODEL_DIR = Path(__file__).resolve().parents[1]
 
 # two heavily overlapping boxes (IoU 0.68), one apart, one below the score threshold

@@ -16,6 +16,8 @@ pytestmark = pytest.mark.torch  # the classifier member runs PyTorch
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
+    for module, package in (("torch", "torch"), ("cv2", "image"), ("sklearn", "scikit-learn")):
+        pytest.importorskip(module, reason=f"the digits ensemble is trained here: needs {package}")
     return render_digits_ensemble(tmp_path_factory.mktemp("repo"), epochs=150)
 
 

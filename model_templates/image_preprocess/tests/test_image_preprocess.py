@@ -2,12 +2,15 @@
 
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
 
 import tritonpy as tp
 from tritonpy.testing import ModelHarness, parse_config_pbtxt
+
+cv2 = pytest.importorskip(
+    "cv2", reason="this template decodes images with OpenCV: pip install 'tritonpy[image]'"
+)
 
 MODEL_DIR = Path(__file__).resolve().parents[1]
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import tritonpy as tp
 from tritonpy.testing import ModelHarness
+
+torch = pytest.importorskip(
+    "torch", reason="this template is a torch model: pip install 'tritonpy[torch]'"
+)
 
 TEMPLATE = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.torch
