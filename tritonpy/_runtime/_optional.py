@@ -3,7 +3,7 @@
 tritonpy's core needs numpy alone; each tooling feature needs more (protobuf and tritonclient
 to read ``config.pbtxt``, OpenCV for images, torch, the ``nvidia-pytriton`` wheel to serve).
 :func:`require` and :func:`optional_import` turn a missing one into a
-:class:`~tritonpy._runtime.errors.MissingDependencyError` naming the feature, the packages and the
+:class:`~tritonpy.MissingDependencyError` naming the feature, the packages and the
 ``pip install`` command; the ``tritonpy`` command prints it as one line and exits with 2.
 
 Example::

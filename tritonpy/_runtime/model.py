@@ -81,7 +81,8 @@ class Model(ModelCalls, ModelContext, MergedExecution):
 
     Class attributes:
 
-    * ``inputs`` / ``outputs``: ``{name: codec}`` (see :mod:`tritonpy._runtime.codecs`);
+    * ``inputs`` / ``outputs``: ``{name: codec}`` (``tp.Tensor``, ``tp.Text``, ``tp.Image``...;
+      see docs/codecs.md);
     * ``max_batch_size``: 0 (default) for no batching: ``infer`` runs once per request with
       values without a batch dimension. Above 0, every value has a leading row dimension, and
       ``infer`` gets the rows of all requests of one ``execute()`` merged;

@@ -7,10 +7,10 @@ status) over library functions that never print, and its docstring is the descri
 ``--help`` shows. :func:`add_command` runs every command through :func:`run_command`, which
 turns the errors into printed lines and exit statuses:
 
-- :class:`~tritonpy._runtime.errors.MissingDependencyError`: one line naming the subcommand and
+- :class:`~tritonpy.MissingDependencyError`: one line naming the subcommand and
   the ``pip install`` command, exit 2;
 - :class:`UsageError` and the command's ``bad_input`` errors: the message, exit 2;
-- any other :class:`~tritonpy._runtime.errors.TritonPyError`: the message, then its notes
+- any other :class:`~tritonpy.TritonPyError`: the message, then its notes
   (:func:`add_note`), exit ``Failures.status`` (1 unless the command says otherwise);
 - Ctrl-C: the command's ``interrupted`` line (``tritonpy: interrupted`` unless it says more),
   exit 130, no traceback.

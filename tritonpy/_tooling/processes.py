@@ -4,7 +4,7 @@ tree's CPU time, the pid behind a listening port, the shared-memory files a proc
 One module for the server (which ends its process group) and for ``tritonpy perf`` (which
 charges the server's CPU), so both see processes the same way. psutil comes with the ``tools``
 extra; without it these functions raise a
-:class:`~tritonpy._runtime.errors.MissingDependencyError` naming the install command.
+:class:`~tritonpy.MissingDependencyError` naming the install command.
 
 Example::
 

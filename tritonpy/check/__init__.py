@@ -81,7 +81,7 @@ def check_repository(
 
     Importing each python model's ``model.py`` (with the fake pb_utils) is the only user code
     that runs; nothing is initialised. Raises
-    :class:`~tritonpy._runtime.errors.MissingDependencyError` when protobuf or tritonclient (the
+    :class:`~tritonpy.MissingDependencyError` when protobuf or tritonclient (the
     ``config`` extra) is missing, :class:`CheckError` for a bad ``repo`` or options.
 
     >>> report = check_repository("model_repository", server_python="3.11")  # doctest: +SKIP

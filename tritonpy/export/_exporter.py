@@ -51,7 +51,7 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 @dataclass
 class ExportResult:
     """What :func:`export_repository` wrote: ``out``, the ``repository`` inside it, one
-    :class:`~tritonpy.export._models.ModelExport` per model, the other ``files`` written, the
+    :class:`~tritonpy.export.ModelExport` per model, the other ``files`` written, the
     clean check ``report`` of the exported repository and the time taken."""
 
     out: Path

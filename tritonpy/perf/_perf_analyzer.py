@@ -1,6 +1,6 @@
 """perf_analyzer (Triton's C++ load generator, from the SDK container or a ``perf-analyzer``
 wheel) as the load engine: one run per concurrency, its CSV (``-f FILE``) read into the same
-:class:`~tritonpy.perf._report.PerfPoint` as the built-in engine.
+:class:`~tritonpy.perf.PerfPoint` as the built-in engine.
 
 The CSV has a header line and one line per concurrency (perf_analyzer does not sort them);
 times are in microseconds. Columns are found by name, so older files (a single ``Server

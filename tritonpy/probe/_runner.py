@@ -119,7 +119,7 @@ def probe(
     A server that does not answer gives a report with ``error`` set; a named model that is not
     READY (or unknown) fails with status ``NOT_READY`` (``NOT_FOUND``). Raises
     :class:`ProbeUsageError` for a bad ``url``/``protocol``/``timeout`` and
-    :class:`~tritonpy._runtime.errors.MissingDependencyError` when tritonclient is not installed.
+    :class:`~tritonpy.MissingDependencyError` when tritonclient is not installed.
 
     Example::
 

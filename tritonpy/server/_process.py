@@ -74,7 +74,7 @@ class TritonServer(Endpoints):
     ``stop()`` ends the server and every ``triton_python_backend_stub`` it started.
 
     - ``check``: run ``tritonpy check`` against the serving Python first and raise
-      :class:`~tritonpy.server._preflight.PreflightError` on errors (without starting).
+      :class:`~tritonpy.server.PreflightError` on errors (without starting).
     - ``env_stubs``: a model whose ``EXECUTION_ENV_PATH`` environment has another Python than
       the server's gets the wheel's stub for that Python, through a temporary shadow
       repository of symbolic links (nothing is written into the model directory; removed on

@@ -3,7 +3,7 @@
 Used to check that a ``triton_python_backend_stub`` needs exactly ``libpython3.X.so.1.0`` and
 to point a copied interpreter's ``RUNPATH`` at ``$ORIGIN/../lib`` so it stays relocatable.
 Both libraries come with the ``tools`` extra; a missing one raises
-:class:`~tritonpy._runtime.errors.MissingDependencyError` naming ``pip install 'tritonpy[tools]'``.
+:class:`~tritonpy.MissingDependencyError` naming ``pip install 'tritonpy[tools]'``.
 
 Example::
 
