@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 from pathlib import Path
@@ -26,36 +25,7 @@ from typing import Any, Callable, Iterator, List, Union
 
 import pytest
 
-
-def _missing_for_integration() -> List[str]:
-    """What the integration tests need and this install lacks: the ``server`` extra (the
-    tritonserver wheel and both clients) and ``image`` (OpenCV: most served models decode
-    images)."""
-    absent = []
-    for module in ("pytriton", "tritonclient.grpc", "tritonclient.http", "cv2"):
-        try:
-            importlib.import_module(module)
-        except (ImportError, RuntimeError):  # tritonclient.http without gevent: RuntimeError
-            absent.append(module)
-    return absent
-
-
-_ABSENT = _missing_for_integration()
-if _ABSENT and not os.environ.get("CI"):
-    # an install without the server extra (``pip install 'tritonpy[testing]'``) still runs the
-    # unit tests; CI has everything and must run these, so there they fail instead
-    collect_ignore_glob = ["test_*.py"]
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _ABSENT:
-        terminalreporter.write_line(
-            f"tests/integration not collected: {', '.join(_ABSENT)} missing; "
-            "pip install -e '.[image,server,config,dev]' (scripts/setup_env.sh) to run them"
-        )
-
-
-from tritonpy.server import TritonServer  # noqa: E402 (after the check of what is installed)
+from tritonpy.server import TritonServer
 
 MODELS_DIR = Path(__file__).parent / "models"
 
