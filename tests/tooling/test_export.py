@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+import yaml
 
 from tritonpy import __version__
 from tritonpy.check import check_repository
@@ -105,7 +106,6 @@ def tree(root: Path) -> List[str]:
 
 def load_manifests(path: Path) -> List[Any]:
     """The YAML documents of a written manifest file (PyYAML: the export itself needs it)."""
-    yaml = pytest.importorskip("yaml", reason="PyYAML writes the manifests: pip install PyYAML")
     return list(yaml.safe_load_all(path.read_text()))
 
 
@@ -281,7 +281,6 @@ def test_kubernetes_manifests(tmp_path: Path) -> None:
 
 
 def test_manifest_yaml_keeps_every_value_type() -> None:
-    yaml = pytest.importorskip("yaml", reason="PyYAML writes the manifests: pip install PyYAML")
     document = {"a": "8000", "b": "yes", "c": 8000, "d": True, "e": [], "f": {}, "g": [[1]]}
     text = to_yaml_documents([document, {"kind": "Service"}], header="first\nsecond")
     assert text.splitlines()[:2] == ["# first", "# second"]
