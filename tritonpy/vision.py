@@ -55,7 +55,7 @@ def to_chw_batch(
     result = (
         out if out is not None else np.empty((len(images), channels, height, width), np.float32)
     )
-    a, b = _affine(float(scale), _floats(mean), _floats(std), channels)
+    a, b = _coefficients(scale, mean, std, channels)
     for index, image in enumerate(images):
         image = _sized(index, image, channels, (width, height), size is not None, interpolation)
         for channel in range(channels):
@@ -95,6 +95,25 @@ def _sized(
     flag = cv2.INTER_LINEAR if interpolation is None else interpolation
     resized: NDArray[Any] = cv2.resize(image, (width, height), interpolation=flag)
     return resized[:, :, None] if resized.ndim == 2 else resized
+
+
+def _coefficients(
+    scale: float, mean: Any, std: Any, channels: int
+) -> Tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """:func:`_affine` for the arguments as given: hashable ones (numbers, tuples: the usual
+    case) are looked up without converting them first, which cost more than the pixels of a
+    small image; lists and arrays are converted."""
+    try:
+        return _affine_as_given(scale, mean, std, channels)
+    except TypeError:  # unhashable: a list or an array
+        return _affine(float(scale), _floats(mean), _floats(std), channels)
+
+
+@lru_cache(maxsize=64)
+def _affine_as_given(
+    scale: float, mean: Any, std: Any, channels: int
+) -> Tuple[NDArray[np.float32], NDArray[np.float32]]:
+    return _affine(float(scale), _floats(mean), _floats(std), channels)
 
 
 def _floats(values: Union[float, Sequence[float]]) -> Tuple[float, ...]:

@@ -234,7 +234,7 @@ class Model(ModelCalls, ModelContext, MergedExecution):
         self._input_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.inputs.items())
         self._output_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.outputs.items())
         self._output_names: FrozenSet[str] = frozenset(self.outputs)
-        self._input_names: FrozenSet[str] = frozenset(self.inputs)
+        self._input_codecs: Dict[str, Codec] = dict(self._input_plan)
         # with one output, a request asks for it or for everything: no need to ask which
         self._may_request_fewer = len(self._output_plan) > 1
         # streams never merge: each request gets its own generator
@@ -345,15 +345,12 @@ class Model(ModelCalls, ModelContext, MergedExecution):
     def _decode(self, index: int, request: Any, keyed: bool = True) -> Decoded:
         """One request's inputs decoded (InputError for a bad one); ``keyed``: compute the
         key that says which requests may merge (not needed for a request served alone)."""
-        tensors = {tensor.name(): tensor for tensor in request.inputs()}
-        key: Hashable
-        if not self.batched and tensors.keys() == self._input_names:
-            # the usual unbatched request: every input there, no rows to count or defaults
-            values = {
-                name: codec.decode(name, tensors[name], False) for name, codec in self._input_plan
-            }
-            rows, key = 0, ()
-        else:
+        inputs = request.inputs()
+        key: Hashable = ()
+        rows = 0
+        values = self._decode_unbatched(inputs) if not self.batched else None
+        if values is None:
+            tensors = {tensor.name(): tensor for tensor in inputs}
             values, rows, key = self._decode_rows(tensors, keyed and self._merge)
         requested: Optional[FrozenSet[str]] = None  # None: every output (the usual case)
         if self._may_request_fewer:
@@ -362,6 +359,21 @@ class Model(ModelCalls, ModelContext, MergedExecution):
                 requested = frozenset(names)
         parameters = request_parameters(request) if self._wants_parameters else None
         return Decoded(index, values, rows, requested, key, parameters)
+
+    def _decode_unbatched(self, inputs: Sequence[Any]) -> Optional[Dict[str, Any]]:
+        """The usual unbatched request, every declared input there once, decoded in one pass
+        over the request's tensors; None for anything else (the general path decides)."""
+        codecs = self._input_codecs
+        if len(inputs) != len(codecs):
+            return None
+        values: Dict[str, Any] = {}
+        for tensor in inputs:
+            name = tensor.name()
+            codec = codecs.get(name)
+            if codec is None or name in values:
+                return None
+            values[name] = codec.decode(name, tensor, False)
+        return values
 
     def _decode_rows(
         self, tensors: Dict[str, Any], keyed: bool

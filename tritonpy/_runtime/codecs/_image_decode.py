@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 #: the most decoding threads one process starts (more cores rarely help a Python stub)
@@ -41,23 +42,31 @@ def reduced_factor(source: Tuple[int, int], target: Tuple[int, int]) -> int:
     return 1
 
 
+@cache
 def usable_cores() -> int:
-    """The CPUs this process may run on (its affinity, not the machine's count)."""
+    """The CPUs this process may run on (its affinity, not the machine's count), read once:
+    a stub's affinity is set when it starts."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux
         return os.cpu_count() or 1
 
 
+#: an image's (width, height) read from its header, None when the header does not say
+HeaderSize = Optional[Tuple[int, int]]
+
+
 class Undecoded(list):  # type: ignore[type-arg]
     """One request's encoded images (bytes per row), decoded when the batch is merged: the
-    rows of all requests then decode together, on the thread pool."""
+    rows of all requests then decode together, on the thread pool. ``sizes`` holds each
+    row's size from its header, read once when the request was screened."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "sizes")
 
-    def __init__(self, name: str, rows: Sequence[bytes]) -> None:
+    def __init__(self, name: str, rows: Sequence[bytes], sizes: Sequence[HeaderSize]) -> None:
         super().__init__(rows)
         self.name = name
+        self.sizes = sizes
 
 
 _pool: Optional[ThreadPoolExecutor] = None
@@ -72,27 +81,34 @@ def _shared_pool(threads: int) -> ThreadPoolExecutor:
         return _pool
 
 
+_Job = Tuple[str, int, bytes, HeaderSize]
+
+
 def decode_rows(
     values: Sequence[Any],
-    decode_row: Callable[[str, int, bytes], Any],
+    decode_row: Callable[[str, int, bytes, HeaderSize], Any],
     threads: int,
 ) -> List[Any]:
     """The rows of ``values`` (each an :class:`Undecoded` request or a list of ready rows, such
     as an optional input's default) as one list, every encoded row decoded by
-    ``decode_row(name, position in its request, data)``. With ``threads`` > 1 and several rows
-    to decode, together at least ``PARALLEL_MIN_BYTES``, they are decoded in parallel; the
-    first failure is raised once all are done."""
-    jobs: List[Tuple[str, int, bytes]] = []
+    ``decode_row(name, position in its request, data, header size)``. With ``threads`` > 1 and
+    several rows to decode, together at least ``PARALLEL_MIN_BYTES``, they are decoded in
+    parallel; the first failure is raised once all are done."""
+    if len(values) == 1 and type(values[0]) is Undecoded and len(values[0]) == 1:
+        # one request of one image (most calls at low load): no job list, no pool
+        only = values[0]
+        return [decode_row(only.name, 0, only[0], only.sizes[0])]
+    jobs: List[_Job] = []
     slots: List[Any] = []
     for value in values:
         if isinstance(value, Undecoded):
             for position, data in enumerate(value):
                 slots.append(len(jobs))
-                jobs.append((value.name, position, data))
+                jobs.append((value.name, position, data, value.sizes[position]))
         else:
             slots.extend(_Ready(row) for row in value)
 
-    def run(job: Tuple[str, int, bytes]) -> Any:
+    def run(job: _Job) -> Any:
         try:
             return decode_row(*job)
         except Exception as exc:  # raised below, in order, once every job has finished

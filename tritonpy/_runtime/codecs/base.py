@@ -52,6 +52,8 @@ def _check_dims(owner: str, dims: Sequence[int]) -> Tuple[int, ...]:
 
 def shape_matches(shape: Sequence[int], dims: Sequence[int]) -> bool:
     """True when ``shape`` fits ``dims`` (where -1 matches any size)."""
+    if shape == dims:
+        return True  # the usual case, one tuple comparison (a torch.Size is a tuple)
     return len(shape) == len(dims) and all(d == -1 or d == s for s, d in zip(shape, dims))
 
 

@@ -10,7 +10,14 @@ from numpy.typing import NDArray
 
 from .._optional import codec_dependency
 from ..errors import DeclarationError, InputError
-from ._image_decode import MAX_THREADS, Undecoded, decode_rows, reduced_factor, usable_cores
+from ._image_decode import (
+    MAX_THREADS,
+    HeaderSize,
+    Undecoded,
+    decode_rows,
+    reduced_factor,
+    usable_cores,
+)
 from ._image_size import image_size
 from .base import MISSING, ElementCodec
 
@@ -113,20 +120,23 @@ class Image(ElementCodec):
         # bad request stays out of the batch); merge() decodes the rows of every request
         # of the batch together
         rows = tensor.as_numpy().reshape(-1).tolist()
+        sizes = []
         for position, data in enumerate(rows):
             try:
-                self._screen(data)
+                sizes.append(self._screen(data))
             except (InputError, ValueError, TypeError) as exc:
                 raise self.element_error(name, f"row {position}", data, exc) from None
-        return Undecoded(name, rows)
+        return Undecoded(name, rows, sizes)
 
     def merge(self, values: Sequence[Any]) -> List[Any]:
         threads = self.threads if self.threads is not None else min(MAX_THREADS, usable_cores())
         return decode_rows(values, self._decode_row, threads)
 
-    def _decode_row(self, name: str, position: int, data: bytes) -> NDArray[Any]:
+    def _decode_row(self, name: str, position: int, data: bytes, size: HeaderSize) -> NDArray[Any]:
         try:
-            return self.decode_element(data)
+            if type(self).decode_element is not Image.decode_element:
+                return self.decode_element(data)  # a subclass decodes its own way
+            return self._decode_screened(data, size)
         except (InputError, ValueError, TypeError) as exc:
             raise self.element_error(name, f"row {position}", data, exc) from None
 
@@ -146,7 +156,10 @@ class Image(ElementCodec):
         return size
 
     def decode_element(self, data: bytes) -> NDArray[Any]:
-        size = self._screen(data)
+        return self._decode_screened(data, self._screen(data))
+
+    def _decode_screened(self, data: bytes, size: HeaderSize) -> NDArray[Any]:
+        """``data`` decoded, once :meth:`_screen` has passed it and read its ``size``."""
         cv2 = _cv2()
         buffer = np.frombuffer(data, dtype=np.uint8)
         flag = self._flag(cv2)

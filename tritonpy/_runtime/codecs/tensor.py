@@ -9,7 +9,7 @@ from numpy.typing import NDArray
 
 from ..batching import Padded, merge_rows, pad_rows, trim_padded
 from ..errors import DeclarationError, InputError, OutputError
-from .base import MISSING, Codec, format_shape, shape_matches
+from .base import MISSING, Codec, format_shape
 
 #: how a batched Tensor input with rows of different shapes is handled
 RaggedPolicy = Literal["group", "pad"]
@@ -82,11 +82,19 @@ class Tensor(Codec):
         self._pads = ragged == "pad" and bool(self.variable_axes)
         # the hot path compares tuples when no dim varies
         self._fits = self.dims.__eq__ if -1 not in self.dims else self._fits_variable
-        # encode() returns such an array as is: declared dtype, fixed dims, C order
-        self._exact_dims = -1 not in self.dims and not self.dtype.is_bytes
+        # encode() returns an array of the declared numeric dtype whose shape fits, in C
+        # order, as is
+        self._passes_as_is = not self.dtype.is_bytes
+        # the sizes a variable shape must have: (axis, size) of every fixed dim
+        self._fixed_axes = tuple((axis, d) for axis, d in enumerate(self.dims) if d != -1)
 
     def _fits_variable(self, shape: Tuple[int, ...]) -> bool:
-        return shape_matches(shape, self.dims)
+        if len(shape) != len(self.dims):
+            return False
+        for axis, size in self._fixed_axes:  # noqa: SIM110 - a loop: no generator a call
+            if shape[axis] != size:
+                return False
+        return True
 
     # -- inputs ------------------------------------------------------------------------------
     def decode(self, name: str, tensor: Any, batched: bool) -> NDArray[Any]:
@@ -139,13 +147,13 @@ class Tensor(Codec):
     # -- outputs -----------------------------------------------------------------------------
     def encode(self, name: str, value: Any, batched: bool) -> Any:
         if (
-            self._exact_dims
+            self._passes_as_is
             and type(value) is np.ndarray
             and value.dtype == self.numpy_dtype
             and (
-                value.shape[1:] == self.dims and value.ndim > 0
+                value.ndim > 0 and self._fits(value.shape[1:])
                 if batched
-                else value.shape == self.dims
+                else self._fits(value.shape)
             )
             and value.flags.c_contiguous
         ):
