@@ -120,16 +120,24 @@ class MergedExecution:
             result, parameters = result.outputs, result.parameters
         counts = [m.rows for m in members]
         encoded = self._encode(result, union_requested(members), sum(counts))
-        splits = {
-            name: codec.split(encoded[name], counts)
+        # each encoded output split once; every member then takes its part of each
+        columns = [
+            (name, codec, codec.split(encoded[name], counts))
             for name, codec in self._output_plan
             if name in encoded
-        }
+        ]
+        pb = self._pb
         for position, member in enumerate(members):
-            responses[member.index] = self._response(
-                {name: parts[position] for name, parts in splits.items()},
-                member.requested,
-                parameters,
+            requested = member.requested
+            tensors = [
+                codec.to_tensor(name, parts[position], pb)
+                for name, codec, parts in columns
+                if requested is None or name in requested
+            ]
+            responses[member.index] = (
+                make_inference_response(pb, tensors, parameters)
+                if parameters
+                else pb.InferenceResponse(output_tensors=tensors)
             )
 
     def _log_isolation(self, count: int, failure: str) -> None:
@@ -159,21 +167,6 @@ class MergedExecution:
                 raise rows_error(name, rows, value)
             encoded[name] = value
         return encoded
-
-    def _response(
-        self,
-        encoded: Mapping[str, Any],
-        requested: Optional[FrozenSet[str]],
-        parameters: Optional[Mapping[str, Any]] = None,
-    ) -> Any:
-        pb = self._pb
-        tensors = []
-        for name, codec in self._output_plan:
-            if name in encoded and (requested is None or name in requested):
-                tensors.append(codec.to_tensor(name, encoded[name], pb))
-        if parameters:
-            return make_inference_response(pb, tensors, parameters)
-        return pb.InferenceResponse(output_tensors=tensors)
 
 
 def rows_error(name: str, rows: int, value: Any) -> OutputError:

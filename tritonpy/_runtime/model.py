@@ -27,7 +27,6 @@ from typing import (
     ClassVar,
     Dict,
     FrozenSet,
-    Hashable,
     List,
     Mapping,
     Optional,
@@ -39,7 +38,6 @@ from ._calls import ModelCalls
 from ._context import ModelContext
 from ._declarations import (
     INFER_SYNC,
-    PARAMETERS_ARGUMENT,
     CancellationSetting,
     cancellation_policy,
     check_batch_size,
@@ -48,8 +46,9 @@ from ._declarations import (
     completion,
     validate_declarations,
 )
-from ._decoded import Decoded, request_parameters
+from ._decoded import Decoded
 from ._merged import MergedExecution, rows_error
+from ._request_decoding import RequestDecoding
 from .codecs.base import Codec
 from .errors import DeclarationError, InputError, OutputError, TritonPyError
 from .metrics import bind_metrics
@@ -57,10 +56,9 @@ from .response import Response, make_inference_response
 
 #: with check_cancellation = "auto", requests are checked while infer() takes this long or more
 AUTO_CANCELLATION_SECONDS = 0.002
-_ABSENT = "<absent>"
 
 
-class Model(ModelCalls, ModelContext, MergedExecution):
+class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
     """Base class of a tritonpy model. Subclass it, declare ``inputs`` and ``outputs``, write
     ``infer``, and bind the class to the name Triton looks for.
 
@@ -235,6 +233,12 @@ class Model(ModelCalls, ModelContext, MergedExecution):
         self._output_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.outputs.items())
         self._output_names: FrozenSet[str] = frozenset(self.outputs)
         self._input_codecs: Dict[str, Codec] = dict(self._input_plan)
+        # the inputs that can keep two requests apart (the others' group key is always None)
+        self._key_inputs = tuple(
+            (name, codec)
+            for name, codec in self._input_plan
+            if codec.optional or codec._groups_requests()
+        )
         # with one output, a request asks for it or for everything: no need to ask which
         self._may_request_fewer = len(self._output_plan) > 1
         # streams never merge: each request gets its own generator
@@ -342,107 +346,6 @@ class Model(ModelCalls, ModelContext, MergedExecution):
         self.teardown()
 
     # -- internals ---------------------------------------------------------------------------
-    def _decode(self, index: int, request: Any, keyed: bool = True) -> Decoded:
-        """One request's inputs decoded (InputError for a bad one); ``keyed``: compute the
-        key that says which requests may merge (not needed for a request served alone)."""
-        inputs = request.inputs()
-        key: Hashable = ()
-        rows = 0
-        values = self._decode_unbatched(inputs) if not self.batched else None
-        if values is None:
-            tensors = {tensor.name(): tensor for tensor in inputs}
-            values, rows, key = self._decode_rows(tensors, keyed and self._merge)
-        requested: Optional[FrozenSet[str]] = None  # None: every output (the usual case)
-        if self._may_request_fewer:
-            names = request.requested_output_names()
-            if names and len(names) < len(self._output_plan):
-                requested = frozenset(names)
-        parameters = request_parameters(request) if self._wants_parameters else None
-        return Decoded(index, values, rows, requested, key, parameters)
-
-    def _decode_unbatched(self, inputs: Sequence[Any]) -> Optional[Dict[str, Any]]:
-        """The usual unbatched request, every declared input there once, decoded in one pass
-        over the request's tensors; None for anything else (the general path decides)."""
-        codecs = self._input_codecs
-        if len(inputs) != len(codecs):
-            return None
-        values: Dict[str, Any] = {}
-        for tensor in inputs:
-            name = tensor.name()
-            codec = codecs.get(name)
-            if codec is None or name in values:
-                return None
-            values[name] = codec.decode(name, tensor, False)
-        return values
-
-    def _decode_rows(
-        self, tensors: Dict[str, Any], keyed: bool
-    ) -> Tuple[Dict[str, Any], int, Hashable]:
-        """Decode a request's inputs in the general case: (values, rows, merge key). Counts
-        and checks rows, fills in absent optional inputs."""
-        batched = self.batched
-        values: Dict[str, Any] = {}
-        rows = -1
-        absent: Optional[List[Tuple[str, Codec]]] = None
-        key: Hashable = ()
-        for name, codec in self._input_plan:
-            tensor = tensors.get(name)
-            if tensor is None:
-                if not codec.optional:
-                    raise InputError(
-                        f"input {name!r} is required but missing from the request; send it, "
-                        f"or declare it with optional=True",
-                        input_name=name,
-                    )
-                absent = [*(absent or ()), (name, codec)]
-                continue
-            value = codec.decode(name, tensor, batched)
-            if batched:
-                count = codec.rows(value)
-                if rows == -1:
-                    rows = count
-                elif count != rows:
-                    first = next(iter(values))
-                    raise InputError(
-                        f"inputs disagree on the batch size: {first!r} has {rows} rows, "
-                        f"{name!r} has {count}; send the same number of rows for every input",
-                        input_name=name,
-                    )
-            values[name] = value
-        if absent:
-            for name, codec in absent:
-                values[name] = codec.missing(max(rows, 1) if batched else None)
-        if keyed:
-            # requests merge only when every input has the same group key (ragged shapes,
-            # presence of an optional input without default)
-            key = tuple(
-                _ABSENT if values[name] is None else codec.group_key(values[name])
-                for name, codec in self._input_plan
-            )
-        return values, max(rows, 0), key
-
-    def _one_values(self, item: Decoded) -> Dict[str, Any]:
-        """The values ``infer`` gets for one request alone."""
-        values = item.values
-        if self.batched:
-            # the same types as a merged call (e.g. Padded for ragged="pad")
-            if self._merged_alone:
-                values = dict(values)
-                for name, codec in self._merged_alone:
-                    if values[name] is not None:
-                        values[name] = codec.merge([values[name]])
-            if self._builtin is not None:
-                self._builtin.batch_rows(item.rows)
-        if self._wants_parameters:
-            # merged rows get one dict per row, a request alone its dict
-            values = {
-                **values,
-                PARAMETERS_ARGUMENT: [item.parameters] * item.rows
-                if self._merge
-                else item.parameters,
-            }
-        return values
-
     def _finish_one(self, item: Decoded, result: Any, responses: List[Any]) -> None:
         responses[item.index] = self._respond(item, result)
 

@@ -115,6 +115,10 @@ class Codec(ABC):
         default (None) merges everything."""
         return None
 
+    def _groups_requests(self) -> bool:
+        """Whether :meth:`group_key` may return anything but None (else Model skips it)."""
+        return type(self).group_key is not Codec.group_key
+
     def merge(self, values: Sequence[Any]) -> Any:
         """Join the decoded values of several requests (batched models only)."""
         if len(values) == 1:

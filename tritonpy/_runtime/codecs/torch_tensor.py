@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Hashable, Optional, Sequence
+from typing import Any, Hashable, List, Optional, Sequence
 
 import numpy as np
 
@@ -103,6 +103,18 @@ class TorchTensor(Codec):
 
     def group_key(self, value: Any) -> Hashable:
         return tuple(value.shape[1:]) if -1 in self.dims and value is not None else None
+
+    def _groups_requests(self) -> bool:
+        if type(self).group_key is not TorchTensor.group_key:
+            return True  # a subclass keys its own way
+        return -1 in self.dims
+
+    @staticmethod
+    def rows(value: Any) -> int:
+        return int(value.shape[0])  # len() of a tensor goes through torch's Python layer
+
+    def split(self, encoded: Any, counts: Sequence[int]) -> List[Any]:
+        return list(encoded.split(list(counts)))  # one call, views (rows of a C-order tensor)
 
     def merge(self, values: Sequence[Any]) -> Any:
         if len(values) == 1:

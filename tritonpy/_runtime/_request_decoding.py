@@ -1,0 +1,139 @@
+"""How ``Model.execute`` reads one request: its inputs decoded by their codecs, rows counted,
+absent optional inputs filled in, the key that says which requests may merge, and the values
+``infer`` gets for a request served alone.
+
+The usual unbatched request (every declared input there once) takes one pass over its tensors;
+everything else goes through the general path, which also produces the errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Dict, FrozenSet, Hashable, List, Optional, Sequence, Tuple
+
+from ._declarations import PARAMETERS_ARGUMENT
+from ._decoded import Decoded, request_parameters
+from .codecs.base import Codec
+from .errors import InputError
+
+#: the group key of an optional input a request left out (its value is None)
+_ABSENT = "<absent>"
+
+
+class RequestDecoding:
+    """Mixin of :class:`tritonpy.Model`: one request's inputs to :class:`Decoded`."""
+
+    batched: bool
+    _builtin: Any
+    _input_plan: Tuple[Tuple[str, Codec], ...]
+    _input_codecs: Dict[str, Codec]
+    _key_inputs: Tuple[Tuple[str, Codec], ...]
+    _output_plan: Tuple[Tuple[str, Codec], ...]
+    _merge: bool
+    _may_request_fewer: bool
+    _merged_alone: Tuple[Tuple[str, Codec], ...]
+    _wants_parameters: ClassVar[bool]
+
+    def _decode(self, index: int, request: Any, keyed: bool = True) -> Decoded:
+        """One request's inputs decoded (InputError for a bad one); ``keyed``: compute the
+        key that says which requests may merge (not needed for a request served alone)."""
+        inputs = request.inputs()
+        decoded = self._decode_present(inputs)
+        if decoded is None:
+            decoded = self._decode_rows({tensor.name(): tensor for tensor in inputs})
+        values, rows = decoded
+        key: Hashable = ()
+        if keyed and self._merge and self._key_inputs:
+            # requests merge only when every input has the same group key (ragged shapes,
+            # presence of an optional input without default)
+            key = tuple(
+                _ABSENT if values[name] is None else codec.group_key(values[name])
+                for name, codec in self._key_inputs
+            )
+        requested: Optional[FrozenSet[str]] = None  # None: every output (the usual case)
+        if self._may_request_fewer:
+            names = request.requested_output_names()
+            if names and len(names) < len(self._output_plan):
+                requested = frozenset(names)
+        parameters = request_parameters(request) if self._wants_parameters else None
+        return Decoded(index, values, rows, requested, key, parameters)
+
+    def _decode_present(self, inputs: Sequence[Any]) -> Optional[Tuple[Dict[str, Any], int]]:
+        """The usual request, every declared input there once (with the same number of rows),
+        decoded in one pass over its tensors: (values, rows); None for anything else, which
+        the general path decides (and words the errors of)."""
+        codecs = self._input_codecs
+        if len(inputs) != len(codecs):
+            return None
+        batched = self.batched
+        values: Dict[str, Any] = {}
+        rows = -1
+        for tensor in inputs:
+            name = tensor.name()
+            codec = codecs.get(name)
+            if codec is None or name in values:
+                return None
+            value = values[name] = codec.decode(name, tensor, batched)
+            if batched:
+                count = codec.rows(value)
+                if rows != count and rows != -1:
+                    return None
+                rows = count
+        return values, max(rows, 0)
+
+    def _decode_rows(self, tensors: Dict[str, Any]) -> Tuple[Dict[str, Any], int]:
+        """Decode a request's inputs in the general case: (values, rows). Counts and checks
+        rows, fills in absent optional inputs."""
+        batched = self.batched
+        values: Dict[str, Any] = {}
+        rows = -1
+        absent: Optional[List[Tuple[str, Codec]]] = None
+        for name, codec in self._input_plan:
+            tensor = tensors.get(name)
+            if tensor is None:
+                if not codec.optional:
+                    raise InputError(
+                        f"input {name!r} is required but missing from the request; send it, "
+                        f"or declare it with optional=True",
+                        input_name=name,
+                    )
+                absent = [*(absent or ()), (name, codec)]
+                continue
+            value = codec.decode(name, tensor, batched)
+            if batched:
+                count = codec.rows(value)
+                if rows == -1:
+                    rows = count
+                elif count != rows:
+                    first = next(iter(values))
+                    raise InputError(
+                        f"inputs disagree on the batch size: {first!r} has {rows} rows, "
+                        f"{name!r} has {count}; send the same number of rows for every input",
+                        input_name=name,
+                    )
+            values[name] = value
+        if absent:
+            for name, codec in absent:
+                values[name] = codec.missing(max(rows, 1) if batched else None)
+        return values, max(rows, 0)
+
+    def _one_values(self, item: Decoded) -> Dict[str, Any]:
+        """The values ``infer`` gets for one request alone."""
+        values = item.values
+        if self.batched:
+            # the same types as a merged call (e.g. Padded for ragged="pad")
+            if self._merged_alone:
+                values = dict(values)
+                for name, codec in self._merged_alone:
+                    if values[name] is not None:
+                        values[name] = codec.merge([values[name]])
+            if self._builtin is not None:
+                self._builtin.batch_rows(item.rows)
+        if self._wants_parameters:
+            # merged rows get one dict per row, a request alone its dict
+            values = {
+                **values,
+                PARAMETERS_ARGUMENT: [item.parameters] * item.rows
+                if self._merge
+                else item.parameters,
+            }
+        return values
