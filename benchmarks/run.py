@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO
 
+import numpy as np
+
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
@@ -41,7 +43,7 @@ from benchmarks.inprocess import InProcessResult, run_inprocess
 from benchmarks.loadgen import grpc_infer_once, wait_model_ready
 from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository, expected_equal
 from tritonpy.perf._cpu import server_seconds, window_sample
-from tritonpy.perf._engine import grpc_caller_factory, run_closed_loop
+from tritonpy.perf._engine import LoadWindow, grpc_caller_factory, run_closed_loop
 
 __all__ = ["Cell", "Target", "evaluate_targets", "main", "render_table"]
 
@@ -53,6 +55,8 @@ CPU_MAX_FACTOR = 1.03
 NAIVE_MIN = 1.2
 #: image_preprocess, where tritonpy decodes straight to the size: throughput over raw from c=4
 IMAGE_MIN, IMAGE_MIN_FROM_CONCURRENCY = 1.3, 4
+#: warm-up of every slice after a round's first (new channels, the model already warm)
+SLICE_WARMUP_S = 0.3
 PYTRITON_MIN = {"add_sub": 3.0, "postprocess": 3.0, "image_preprocess": 1.3}
 
 
@@ -85,33 +89,47 @@ class Target:
 # -- measurement ---------------------------------------------------------------------------
 
 
-def measure(
+def measure_window(
     url: str,
     root_pid: int,
     workload: Workload,
-    variant: str,
     model: str,
     concurrency: int,
     warmup: float,
     duration: float,
-) -> Dict[str, Any]:
-    result = run_closed_loop(
+) -> LoadWindow:
+    """One closed-loop window on ``model``, with the server tree's CPU sampled at its ends."""
+    return run_closed_loop(
         grpc_caller_factory(url, model, workload.payloads),
         concurrency=concurrency,
         warmup=warmup,
         duration=duration,
         sample=lambda: window_sample(root_pid),
     )
-    done = max(result.completed, 1)
+
+
+def figures_of(windows: Sequence[LoadWindow]) -> Dict[str, Any]:
+    """One round's figures from its windows (one, or the slices of an interleaved round):
+    completions, CPU and latencies of all of them together."""
+    done = sum(w.completed for w in windows)
+    seconds = sum(w.duration_s for w in windows)
+    latencies = [ms for w in windows for ms in w.latencies_ms]
+    server = sum(server_seconds(w.samples) for w in windows)
+    client = sum(w.samples.get("client", math.nan) for w in windows)
+    errors = [w.first_error for w in windows if w.first_error]
+
+    def percentile(q: float) -> float:
+        return float(np.percentile(np.asarray(latencies), q)) if latencies else math.nan
+
     return {
-        "throughput": result.throughput,
-        "p50_ms": result.percentile_ms(50),
-        "p99_ms": result.percentile_ms(99),
-        "server_cpu_ms": server_seconds(result.samples) * 1000.0 / done,
-        "client_cpu_ms": result.samples.get("client", math.nan) * 1000.0 / done,
-        "completed": result.completed,
-        "errors": result.errors,
-        "first_error": result.first_error,
+        "throughput": done / seconds if seconds > 0 else 0.0,
+        "p50_ms": percentile(50),
+        "p99_ms": percentile(99),
+        "server_cpu_ms": server * 1000.0 / max(done, 1),
+        "client_cpu_ms": client * 1000.0 / max(done, 1),
+        "completed": done,
+        "errors": sum(w.errors for w in windows),
+        "first_error": errors[0] if errors else "",
     }
 
 
@@ -344,7 +362,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeat", type=int, default=1, help="rounds per cell, the median is reported (default 1)"
     )
     parser.add_argument(
-        "--quick", action="store_true", help="smoke mode: 0.2 s warm-up, 0.5 s per cell, c=1,4"
+        "--slices",
+        type=int,
+        default=3,
+        help="each round measures the variants in this many alternating slices of "
+        "duration/slices seconds (default 3; 1: one window per variant)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke mode: 0.2 s warm-up, 0.5 s per cell in one slice, c=1,4",
     )
     parser.add_argument("--with-pytriton", action="store_true", help="add PyTriton (@batch)")
     parser.add_argument("--no-inprocess", action="store_true", help="skip the in-process limit")
@@ -364,16 +391,22 @@ def run(args: argparse.Namespace) -> int:
     from tritonpy.server import TritonServer
 
     if args.quick:
-        args.warmup, args.duration = 0.2, 0.5
+        args.warmup, args.duration, args.slices = 0.2, 0.5, 1
         if args.concurrency == "1,4,16":
             args.concurrency = "1,4"
     try:
         workload_names = [w for w in args.workloads.split(",") if w]
         concurrencies = [int(c) for c in args.concurrency.split(",") if c]
         unknown = sorted(set(workload_names) - set(ALL_WORKLOADS))
-        if unknown or not concurrencies or min(concurrencies) < 1 or args.repeat < 1:
+        if (
+            unknown
+            or not concurrencies
+            or min(concurrencies) < 1
+            or args.repeat < 1
+            or args.slices < 1
+        ):
             raise ValueError(
-                f"unknown workloads {unknown}" if unknown else "bad --concurrency/--repeat"
+                f"unknown workloads {unknown}" if unknown else "bad --concurrency/--repeat/--slices"
             )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -509,19 +542,9 @@ def _measure_all(
         for conc in concurrencies:
             rounds: Dict[str, List[Dict[str, Any]]] = {v: [] for v in variants}
             for index in range(args.repeat):
-                # alternate the order between rounds so drift does not favour one variant
-                for variant in variants if index % 2 == 0 else variants[::-1]:
-                    url, pid = _endpoint(endpoints, variant)
-                    figures = measure(
-                        url,
-                        pid,
-                        workload,
-                        variant,
-                        workload.models[variant],
-                        conc,
-                        args.warmup,
-                        args.duration,
-                    )
+                for variant, figures in _measure_round(
+                    workload, variants, conc, endpoints, args, reverse=index % 2 == 1
+                ).items():
                     rounds[variant].append(figures)
                     say(
                         f"  {workload.name:<17} {variant:<9} c={conc:<3} "
@@ -535,6 +558,40 @@ def _measure_all(
                     )
                 )
     return cells
+
+
+def _measure_round(
+    workload: Workload,
+    variants: Sequence[str],
+    conc: int,
+    endpoints: Dict[str, Any],
+    args: argparse.Namespace,
+    reverse: bool,
+) -> Dict[str, Dict[str, Any]]:
+    """One round of every variant: each measured for ``--duration`` seconds, in ``--slices``
+    slices that take turns (A B A B ..., the order reversed every other round), so that a
+    change of the machine's load in the middle of a round falls on every variant alike."""
+    slices = max(1, args.slices)
+    windows: Dict[str, List[LoadWindow]] = {v: [] for v in variants}
+    order = list(variants)[::-1] if reverse else list(variants)
+    for part in range(slices):
+        for variant in order if part % 2 == 0 else order[::-1]:
+            url, pid = _endpoint(endpoints, variant)
+            # every slice opens its channels again: the first slice warms the model up for
+            # --warmup seconds, the later ones for a short settling time only
+            warmup = args.warmup if part == 0 else min(args.warmup, SLICE_WARMUP_S)
+            windows[variant].append(
+                measure_window(
+                    url,
+                    pid,
+                    workload,
+                    workload.models[variant],
+                    conc,
+                    warmup,
+                    args.duration / slices,
+                )
+            )
+    return {variant: figures_of(windows[variant]) for variant in order}
 
 
 if __name__ == "__main__":

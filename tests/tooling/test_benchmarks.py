@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.run import Cell, evaluate_targets, measure, render_table  # noqa: E402
+from benchmarks.run import Cell, evaluate_targets, render_table  # noqa: E402
 from benchmarks.workloads import build_repository, expected_equal  # noqa: E402
 from tritonpy.perf._engine import grpc_request, run_closed_loop  # noqa: E402
 from tritonpy.testing import ModelHarness  # noqa: E402
@@ -103,12 +103,48 @@ def test_measure_charges_the_server_tree_per_inference(monkeypatch: pytest.Monke
     monkeypatch.setattr(run, "grpc_caller_factory", factory)
     monkeypatch.setattr(run, "window_sample", lambda pid: next(samples))
     workload = type("W", (), {"payloads": [{}]})()
-    figures = measure("url", 10, workload, "raw", "m", 1, 0.0, 0.05)  # type: ignore[arg-type]
+    window = run.measure_window("url", 10, workload, "m", 1, 0.0, 0.05)
+    figures = run.figures_of([window])
     assert figures["completed"] > 0 and figures["errors"] == 0
     # stub 11 ended inside the window: left out; stub 12 started inside it: counted whole
     assert figures["server_cpu_ms"] == pytest.approx(1000.0 / figures["completed"])
     assert figures["client_cpu_ms"] == pytest.approx(250.0 / figures["completed"])
     assert figures["p50_ms"] <= figures["p99_ms"]
+
+
+def test_a_round_interleaves_slices_and_adds_them_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    # --slices 3: raw and tritonpy take turns (A B B A A B), each slice a third of --duration;
+    # the round's figures are those of its slices together
+    import argparse
+
+    import benchmarks.run as run
+    from tritonpy.perf._engine import LoadWindow
+
+    calls: List[Any] = []
+
+    def window(url: str, pid: int, workload: Any, model: str, conc: int, warmup: float,
+               duration: float) -> LoadWindow:  # fmt: skip
+        calls.append((model, warmup, duration))
+        done = 100 if model == "m_raw" else 50 * len(calls)
+        return LoadWindow(conc, duration, done, 0, [1.0] * done, "",
+                          {"server:1": done * 0.001, "client": 0.0})  # fmt: skip
+
+    monkeypatch.setattr(run, "measure_window", window)
+    workload = type("W", (), {"models": {"raw": "m_raw", "tritonpy": "m_tp"}})()
+    args = argparse.Namespace(slices=3, warmup=1.0, duration=3.0)
+    endpoints = {"server": ("url", 1)}
+    figures = run._measure_round(workload, ["raw", "tritonpy"], 4, endpoints, args, False)
+    assert [c[0] for c in calls] == ["m_raw", "m_tp", "m_tp", "m_raw", "m_raw", "m_tp"]
+    assert [c[1] for c in calls] == [1.0, 1.0, run.SLICE_WARMUP_S, run.SLICE_WARMUP_S,
+                                     run.SLICE_WARMUP_S, run.SLICE_WARMUP_S]  # fmt: skip
+    assert all(c[2] == pytest.approx(1.0) for c in calls)
+    assert figures["raw"]["completed"] == 300
+    assert figures["raw"]["throughput"] == pytest.approx(100.0)
+    assert figures["tritonpy"]["completed"] == 50 * (2 + 3 + 6)
+    assert figures["tritonpy"]["server_cpu_ms"] == pytest.approx(1.0)
+    calls.clear()
+    run._measure_round(workload, ["raw", "tritonpy"], 4, endpoints, args, True)
+    assert [c[0] for c in calls] == ["m_tp", "m_raw", "m_raw", "m_tp", "m_tp", "m_raw"]
 
 
 # -- the workloads' models agree ---------------------------------------------------------------
