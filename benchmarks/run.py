@@ -29,7 +29,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO
 
@@ -39,8 +39,10 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks.inprocess import InProcessResult, run_inprocess
+from benchmarks.control import add_control_models, noise_floor
+from benchmarks.inprocess import run_inprocess
 from benchmarks.loadgen import grpc_infer_once, wait_model_ready
+from benchmarks.report import Cell, Target, evaluate_targets, render_inprocess, render_table
 from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository, expected_equal
 from tritonpy.perf._cpu import server_seconds, window_sample
 from tritonpy.perf._engine import LoadWindow, grpc_caller_factory, run_closed_loop
@@ -48,42 +50,9 @@ from tritonpy.perf._engine import LoadWindow, grpc_caller_factory, run_closed_lo
 __all__ = ["Cell", "Target", "evaluate_targets", "main", "render_table"]
 
 HERE = Path(__file__).resolve().parent
-VARIANT_ORDER = ("raw", "tritonpy", "naive", "pytriton")
-# the targets of the issue
-THROUGHPUT_MIN = 0.97
-CPU_MAX_FACTOR = 1.03
-NAIVE_MIN = 1.2
-#: image_preprocess, where tritonpy decodes straight to the size: throughput over raw from c=4
-IMAGE_MIN, IMAGE_MIN_FROM_CONCURRENCY = 1.3, 4
+VARIANT_ORDER = ("raw", "control", "tritonpy", "naive", "pytriton")
 #: warm-up of every slice after a round's first (new channels, the model already warm)
 SLICE_WARMUP_S = 0.3
-PYTRITON_MIN = {"add_sub": 3.0, "postprocess": 3.0, "image_preprocess": 1.3}
-
-
-@dataclass
-class Cell:
-    """One measured (workload, variant, concurrency)."""
-
-    workload: str
-    variant: str
-    model: str
-    concurrency: int
-    throughput: float
-    p50_ms: float
-    p99_ms: float
-    server_cpu_ms: float  # server CPU per inference
-    client_cpu_ms: float  # load generator CPU per inference
-    completed: int
-    errors: int
-    first_error: str = ""
-    rounds: List[Dict[str, float]] = field(default_factory=list)
-
-
-@dataclass
-class Target:
-    description: str
-    passed: bool
-    detail: str
 
 
 # -- measurement ---------------------------------------------------------------------------
@@ -222,121 +191,6 @@ def pytriton_server(workloads: Sequence[str], workdir: Path, say: Any) -> Iterat
         log.close()
 
 
-# -- report ----------------------------------------------------------------------------------
-
-
-def _fmt(value: float, digits: int = 2) -> str:
-    if math.isnan(value):
-        return "-"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.{digits}f}"
-
-
-def render_table(cells: Sequence[Cell]) -> str:
-    """The results table: one row per cell; non-raw rows carry their ratio to raw."""
-    raw = {(c.workload, c.concurrency): c for c in cells if c.variant == "raw"}
-    header = (
-        f"{'workload':<17} {'variant':<9} {'c':>3} {'infer/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'srv CPU ms/inf':>14} {'thr/raw':>8} {'cpu/raw':>8}"
-    )
-    lines = [header, "-" * len(header)]
-    previous = None
-    for cell in cells:
-        if previous is not None and previous[0] != cell.workload:
-            lines.append("")
-        previous = (cell.workload, cell.concurrency)
-        base = raw.get((cell.workload, cell.concurrency))
-        thr_ratio = cpu_ratio = ""
-        if base is not None and cell.variant != "raw":
-            thr_ratio = _fmt(cell.throughput / base.throughput if base.throughput else math.nan)
-            cpu_ratio = _fmt(
-                cell.server_cpu_ms / base.server_cpu_ms if base.server_cpu_ms else math.nan
-            )
-        flag = f"  ({cell.errors} errors: {cell.first_error[:60]})" if cell.errors else ""
-        lines.append(
-            f"{cell.workload:<17} {cell.variant:<9} {cell.concurrency:>3} "
-            f"{_fmt(cell.throughput, 1):>9} {_fmt(cell.p50_ms):>8} {_fmt(cell.p99_ms):>8} "
-            f"{_fmt(cell.server_cpu_ms, 3):>14} {thr_ratio:>8} {cpu_ratio:>8}{flag}"
-        )
-    return "\n".join(lines)
-
-
-def evaluate_targets(cells: Sequence[Cell]) -> List[Target]:
-    """The issue's targets, one line per workload and concurrency."""
-    by = {(c.workload, c.variant, c.concurrency): c for c in cells}
-    targets: List[Target] = []
-    keys = sorted(
-        {(c.workload, c.concurrency) for c in cells},
-        key=lambda k: (ALL_WORKLOADS.index(k[0]) if k[0] in ALL_WORKLOADS else 99, k[1]),
-    )
-    for workload, conc in keys:
-        tp, raw = by.get((workload, "tritonpy", conc)), by.get((workload, "raw", conc))
-        if tp is None:
-            continue
-        where = f"{workload} c={conc}"
-        if raw is not None:
-            ratio = tp.throughput / raw.throughput if raw.throughput else math.nan
-            targets.append(
-                Target(
-                    f"{where}: tritonpy throughput >= {THROUGHPUT_MIN}x raw",
-                    ratio >= THROUGHPUT_MIN,
-                    f"{_fmt(tp.throughput, 1)} vs {_fmt(raw.throughput, 1)} infer/s = {ratio:.2f}x",
-                )
-            )
-            limit = raw.server_cpu_ms * CPU_MAX_FACTOR
-            targets.append(
-                Target(
-                    f"{where}: tritonpy server CPU/inf <= {CPU_MAX_FACTOR}x raw",
-                    tp.server_cpu_ms <= limit,
-                    f"{tp.server_cpu_ms:.3f} vs {raw.server_cpu_ms:.3f} ms (limit {limit:.3f})",
-                )
-            )
-            if workload == "image_preprocess" and conc >= IMAGE_MIN_FROM_CONCURRENCY:
-                targets.append(
-                    Target(
-                        f"{where}: tritonpy throughput >= {IMAGE_MIN}x raw",
-                        ratio >= IMAGE_MIN,
-                        f"{_fmt(tp.throughput, 1)} vs {_fmt(raw.throughput, 1)} infer/s "
-                        f"= {ratio:.2f}x",
-                    )
-                )
-        naive = by.get((workload, "naive", conc))
-        if naive is not None:
-            ratio = tp.throughput / naive.throughput if naive.throughput else math.nan
-            targets.append(
-                Target(
-                    f"{where}: tritonpy throughput >= {NAIVE_MIN}x naive raw",
-                    ratio >= NAIVE_MIN,
-                    f"{_fmt(tp.throughput, 1)} vs {_fmt(naive.throughput, 1)} infer/s "
-                    f"= {ratio:.2f}x",
-                )
-            )
-        pyt = by.get((workload, "pytriton", conc))
-        if pyt is not None and workload in PYTRITON_MIN:
-            need = PYTRITON_MIN[workload]
-            ratio = tp.throughput / pyt.throughput if pyt.throughput else math.inf
-            cpu = pyt.server_cpu_ms / tp.server_cpu_ms if tp.server_cpu_ms else math.nan
-            targets.append(
-                Target(
-                    f"{where}: tritonpy throughput >= {need}x PyTriton",
-                    ratio >= need,
-                    f"{_fmt(tp.throughput, 1)} vs {_fmt(pyt.throughput, 1)} infer/s = "
-                    f"{ratio:.2f}x (PyTriton uses {cpu:.1f}x the server CPU per inference)",
-                )
-            )
-    return targets
-
-
-def render_inprocess(results: Sequence[InProcessResult]) -> str:
-    lines = [f"{'workload':<17} {'work (one request, one core)':<42} {'ms':>8} {'per s':>9}"]
-    for r in results:
-        lines.append(
-            f"{r.workload:<17} {r.name:<42} {r.ms_per_item:>8.3f} {_fmt(r.items_per_s, 0):>9}"
-        )
-    return "\n".join(lines)
-
-
 # -- main ------------------------------------------------------------------------------------
 
 
@@ -374,6 +228,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="smoke mode: 0.2 s warm-up, 0.5 s per cell in one slice, c=1,4",
     )
     parser.add_argument("--with-pytriton", action="store_true", help="add PyTriton (@batch)")
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="add a copy of each raw model, measured like the others: the run's noise floor",
+    )
     parser.add_argument("--no-inprocess", action="store_true", help="skip the in-process limit")
     parser.add_argument("--json", type=Path, help="write the results to this JSON file")
     parser.add_argument(
@@ -422,6 +281,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         say(f"building the model repository in {repo} ...")
         workloads = build_repository(repo, workload_names, log=say)
+        if args.control:
+            add_control_models(repo, workloads)
         with contextlib.ExitStack() as stack:
             say("starting tritonserver ...")
             server = stack.enter_context(
@@ -466,6 +327,12 @@ def run(args: argparse.Namespace) -> int:
     print("\nTargets:")
     for target in targets:
         print(f"  {'PASS' if target.passed else 'FAIL'}  {target.description}: {target.detail}")
+    floor = noise_floor(cells)
+    if floor:
+        print("\nNoise floor (--control: a copy of raw measured like the others; a tritonpy ratio")
+        print("this close to 1 is not a measured difference):")
+        for line in floor:
+            print(f"  {line}")
     failed = sum(not t.passed for t in targets)
     elapsed = time.monotonic() - started
     print(
@@ -487,6 +354,8 @@ def run(args: argparse.Namespace) -> int:
                 "duration_s": args.duration,
                 "repeat": args.repeat,
                 "with_pytriton": bool(args.with_pytriton),
+                "control": bool(args.control),
+                "slices": args.slices,
             },
             "output_check_problems": problems,
             "cells": [asdict(c) for c in cells],
@@ -495,6 +364,7 @@ def run(args: argparse.Namespace) -> int:
                 for r in inprocess
             ],
             "targets": [asdict(t) for t in targets],
+            "noise_floor": floor,
             "elapsed_s": elapsed,
         }
         args.json.write_text(json.dumps(document, indent=2, default=str), encoding="utf-8")

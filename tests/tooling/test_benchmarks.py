@@ -147,6 +147,29 @@ def test_a_round_interleaves_slices_and_adds_them_up(monkeypatch: pytest.MonkeyP
     assert [c[0] for c in calls] == ["m_tp", "m_raw", "m_raw", "m_tp", "m_tp", "m_raw"]
 
 
+def test_control_copies_raw_and_reports_the_noise_floor(tmp_path: Path) -> None:
+    from benchmarks.control import CONTROL, add_control_models, noise_floor
+
+    workloads = build_repository(tmp_path, ["add_sub"])
+    assert add_control_models(tmp_path, workloads) == ["add_sub"]
+    assert workloads[0].models[CONTROL] == "add_sub_raw_control"
+    copy = tmp_path / "add_sub_raw_control"
+    assert (copy / "1" / "model.py").read_bytes() == (
+        tmp_path / "add_sub_raw" / "1" / "model.py"
+    ).read_bytes()
+    assert 'name: "add_sub_raw_control"' in (copy / "config.pbtxt").read_text()
+
+    def cell(variant: str, throughput: float, cpu: float) -> Cell:
+        return Cell("add_sub", variant, "m", 4, throughput, 1.0, 2.0, cpu, 0.1, 10, 0)
+
+    cells = [cell("raw", 1000.0, 0.5), cell(CONTROL, 950.0, 0.52), cell("tritonpy", 990.0, 0.5)]
+    assert noise_floor(cells) == [
+        "add_sub c=4: control (a copy of raw) 0.95x throughput, 1.04x server CPU/inf"
+    ]
+    # a control is not a target: the targets compare tritonpy with raw only
+    assert all("control" not in t.description for t in evaluate_targets(cells))
+
+
 # -- the workloads' models agree ---------------------------------------------------------------
 
 

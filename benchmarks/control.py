@@ -1,0 +1,61 @@
+"""The A/A control of a benchmark run (``--control``): a second copy of each hand-written model,
+measured like the others, whose ratio to raw shows how large a difference this run can tell
+from noise.
+
+Two copies of one model differ only by chance (which stub the machine's other jobs slowed
+down, where each variant's slices fell), so "control / raw" is the run's noise floor: a
+tritonpy ratio inside it is not a measured tax or gain.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, List, Sequence
+
+from benchmarks.workloads import Workload
+
+__all__ = ["CONTROL", "add_control_models", "noise_floor"]
+
+#: the variant name of the copies
+CONTROL = "control"
+
+
+def add_control_models(repo: Path, workloads: Sequence[Workload]) -> List[str]:
+    """Copy each workload's raw model to ``<raw model>_control`` in ``repo`` and add it to the
+    workload as the ``control`` variant (not for ensembles, whose members would need copies
+    too); return the workloads that got one."""
+    added = []
+    for workload in workloads:
+        raw = workload.models.get("raw")
+        if raw is None or workload.name == "ensemble":
+            continue
+        name = f"{raw}_control"
+        shutil.copytree(repo / raw, repo / name, dirs_exist_ok=True)
+        config = repo / name / "config.pbtxt"
+        config.write_text(
+            config.read_text(encoding="utf-8").replace(f'name: "{raw}"', f'name: "{name}"', 1),
+            encoding="utf-8",
+        )
+        workload.models[CONTROL] = name
+        added.append(workload.name)
+    return added
+
+
+def noise_floor(cells: Sequence[Any]) -> List[str]:
+    """One line per workload and concurrency with a control: its throughput and server CPU per
+    inference as ratios to raw (``cells``: the run's :class:`benchmarks.run.Cell` list)."""
+    by = {(c.workload, c.variant, c.concurrency): c for c in cells}
+    lines = []
+    for cell in cells:
+        if cell.variant != CONTROL:
+            continue
+        raw = by.get((cell.workload, "raw", cell.concurrency))
+        if raw is None or not raw.throughput or not raw.server_cpu_ms:
+            continue
+        lines.append(
+            f"{cell.workload} c={cell.concurrency}: control (a copy of raw) "
+            f"{cell.throughput / raw.throughput:.2f}x throughput, "
+            f"{cell.server_cpu_ms / raw.server_cpu_ms:.2f}x server CPU/inf"
+        )
+    return lines
