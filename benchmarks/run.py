@@ -42,6 +42,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 from benchmarks.control import add_control_models, noise_floor
 from benchmarks.inprocess import run_inprocess
 from benchmarks.loadgen import grpc_infer_once, wait_model_ready
+from benchmarks.machine import cpu_times, steal_percent
 from benchmarks.report import Cell, Target, evaluate_targets, render_inprocess, render_table
 from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository, expected_equal
 from tritonpy.perf._cpu import server_seconds, window_sample
@@ -308,7 +309,9 @@ def run(args: argparse.Namespace) -> int:
             problems = _check_outputs(workloads, endpoints)
             for problem in problems:
                 say(f"WARNING: {problem}")
+            measuring = cpu_times()
             cells = _measure_all(workloads, concurrencies, endpoints, args, say)
+            steal = steal_percent(measuring, cpu_times())
         inprocess = (
             []
             if args.no_inprocess
@@ -333,6 +336,11 @@ def run(args: argparse.Namespace) -> int:
         print("this close to 1 is not a measured difference):")
         for line in floor:
             print(f"  {line}")
+    if steal is not None:
+        print(
+            f"\nCPU steal while measuring: {steal:.0f} % (CPU time the hypervisor gave to other "
+            f"guests; every figure of the run moves with it)"
+        )
     failed = sum(not t.passed for t in targets)
     elapsed = time.monotonic() - started
     print(
@@ -365,6 +373,7 @@ def run(args: argparse.Namespace) -> int:
             ],
             "targets": [asdict(t) for t in targets],
             "noise_floor": floor,
+            "steal_percent": steal,
             "elapsed_s": elapsed,
         }
         args.json.write_text(json.dumps(document, indent=2, default=str), encoding="utf-8")

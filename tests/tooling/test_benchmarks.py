@@ -321,3 +321,16 @@ def test_stub_probe_model_holds_both_variants_and_its_settings(tmp_path: Path) -
     assert f'name: "{name}"' in config and "max_batch_size: 0" in config
     for key, value in (("probe_calls", "500"), ("probe_profile", "1")):
         assert f'key: "{key}" value {{ string_value: "{value}" }}' in config
+
+
+def test_steal_is_read_from_proc_stat(tmp_path: Path) -> None:
+    from benchmarks.machine import cpu_times, steal_percent
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 50 0 25 400 5 0 2 18 0 0\n")
+    before = cpu_times(stat)
+    assert before == (35, 1000)
+    stat.write_text("cpu  200 0 100 1500 10 0 5 185 0 0\n")
+    assert steal_percent(before, cpu_times(stat)) == pytest.approx(100.0 * 150 / 1000)
+    assert cpu_times(tmp_path / "missing") is None
+    assert steal_percent(None, before) is None
