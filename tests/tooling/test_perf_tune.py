@@ -4,6 +4,7 @@ writing (no server: the real-server run is in tests/integration/test_perf_serve.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, List
 
 import pytest
 
@@ -182,3 +183,49 @@ def test_plot_without_matplotlib_says_so(tmp_path: Path) -> None:
         result.trials = [Trial(Candidate(1, 0), _report((1, 5.0, 2.0, 0)), 5.0, 2.0)]
         assert plot_trials(result, tmp_path / "t.png") == f"wrote {tmp_path / 't.png'}"
         assert (tmp_path / "t.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_confirmation_measures_abba_and_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    # default, best, best, default: a change of load during the pair falls on both alike
+    from tritonpy.perf import _tune
+
+    default = _tune.Trial(_tune.Candidate(1, 8, 0, (), "default"), None, 100.0, 5.0)
+    best = _tune.Trial(_tune.Candidate(1, 8, 1000), None, 130.0, 6.0)
+    result = _tune.TuneResult("m", None, trials=[default, best])
+    order: List[Any] = []
+    scores = iter([90.0, 120.0, 140.0, 110.0])
+
+    def trial(session: Any, candidate: Any, reload: bool) -> Any:
+        order.append(candidate)
+        return _tune.Trial(candidate, None, next(scores), float(len(order)))
+
+    monkeypatch.setattr(_tune, "_trial", trial)
+    session = type("S", (), {"say": staticmethod(lambda line: None)})()
+    _tune._confirm(session, result)  # type: ignore[arg-type]
+    assert order == [default.candidate, best.candidate, best.candidate, default.candidate]
+    assert result.confirmation is not None
+    again_default, again_best = result.confirmation
+    assert (again_default.score, again_best.score) == (100.0, 130.0)
+    assert (again_default.best_p99_ms, again_best.best_p99_ms) == (4.0, 3.0)
+    assert result.gain == pytest.approx(1.3)
+
+
+def test_write_best_writes_nothing_when_the_winner_does_not_hold(tmp_path: Path) -> None:
+    # the sweep's winner measured again next to the default was no faster: noise, not a gain
+    (tmp_path / "config.pbtxt").write_text(CONFIG)
+    default = Trial(Candidate(1, 32, label="default"), None, 100.0)
+    best = Trial(Candidate(2, 32), None, 120.0)
+    result = TuneResult("m", None, trials=[default, best])
+    result.confirmation = (
+        Trial(default.candidate, None, 110.0),
+        Trial(best.candidate, None, 104.0),
+    )
+    assert not result.holds
+    assert write_best(result, tmp_path) is None
+    assert (tmp_path / "config.pbtxt").read_text() == CONFIG
+    assert "did not beat the default when measured again" in result.table()
+    result.confirmation = (
+        Trial(default.candidate, None, 100.0),
+        Trial(best.candidate, None, 115.0),
+    )
+    assert result.holds

@@ -226,7 +226,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 1
     if args.write:
         path = write_best(result, args.model_dir)
-        if path is None:
+        if path is None and not result.holds:
+            print(
+                "the best configuration did not beat the served one when measured again: "
+                "config.pbtxt unchanged"
+            )
+        elif path is None:
             print("the served configuration is the best one measured: config.pbtxt unchanged")
         else:
             print(f"wrote {path}: {result.best.candidate.describe()}")

@@ -162,7 +162,7 @@ class TuneResult:
     latency_budget_ms: Optional[float]
     trials: List[Trial] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
-    #: the default and the best measured again after the sweep, back to back
+    #: the default and the best measured twice more after the sweep (ABBA), pooled
     confirmation: Optional[Tuple[Trial, Trial]] = None
 
     @property
@@ -191,6 +191,12 @@ class TuneResult:
             return None
         return best.score / default.score
 
+    @property
+    def holds(self) -> bool:
+        """Whether the best trial beat the default again when the two were measured once more
+        (True when there was no such confirmation)."""
+        return self.confirmation is None or (self.gain is not None and self.gain > 1.0)
+
     def table(self) -> str:
         """One line per trial; the best marked with ``*``."""
         best = self.best
@@ -210,13 +216,15 @@ class TuneResult:
         if self.confirmation is not None:
             again_default, again_best = self.confirmation
             notes.append(
-                f"measured again back to back: default {again_default.score:.1f} infer/s, "
-                f"best {again_best.score:.1f} infer/s"
+                f"measured again (default, best, best, default; means): default "
+                f"{again_default.score:.1f} infer/s, best {again_best.score:.1f} infer/s"
             )
         if self.best is not None and self.best is self.default:
             notes.append("the served configuration is the best one measured")
         elif self.gain is not None:
             notes.append(f"best / default throughput: {self.gain:.2f}x")
+            if not self.holds:
+                notes.append("the winner did not beat the default when measured again: noise")
         return render_table(
             f"tune {self.model} (p99 budget {budget})",
             ("", "configuration", "infer/s", "p99 ms", "error"),
@@ -358,7 +366,7 @@ def _search(
             break
         session.say(f"[{index + 1}/{len(space)}] {candidate.describe()}")
         result.trials.append(_trial(session, candidate, index > 0))
-    if time.monotonic() + 2 * per_trial <= deadline:
+    if time.monotonic() + 4 * per_trial <= deadline:
         _confirm(session, result)
     elif result.best is not result.default:
         result.notes.append(
@@ -393,27 +401,47 @@ def _trial(session: _Session, candidate: Candidate, reload: bool) -> Trial:
 
 
 def _confirm(session: _Session, result: TuneResult) -> None:
-    """Measure the default and the winner once more, one after the other: on a busy machine
-    two points measured minutes apart differ by more than many real gains, so the gain is
-    stated from this pair."""
+    """Measure the default and the winner twice more, in the order default, winner, winner,
+    default: on a busy machine two points measured minutes apart differ by more than many
+    real gains, and a change of load during the pair falls on both alike this way. The gain
+    is stated from the mean score of each."""
     best, default = result.best, result.default
     if best is None or default is None or best is default:
         return
-    session.say(f"confirming: default, then {best.candidate.describe()}")
-    again_default = _trial(session, default.candidate, True)
-    again_best = _trial(session, best.candidate, True)
-    result.confirmation = (again_default, again_best)
+    session.say(f"confirming: default, {best.candidate.describe()}, the same again reversed")
+    first_default = _trial(session, default.candidate, True)
+    first_best = _trial(session, best.candidate, True)
+    second_best = _trial(session, best.candidate, True)
+    second_default = _trial(session, default.candidate, True)
+    result.confirmation = (
+        _pooled(first_default, second_default),
+        _pooled(first_best, second_best),
+    )
+
+
+def _pooled(first: Trial, second: Trial) -> Trial:
+    """One trial from two measurements of a candidate: the mean score (0 if either failed),
+    the worse p99, the later report."""
+    failed = first.score <= 0 or second.score <= 0
+    return Trial(
+        second.candidate,
+        second.report,
+        0.0 if failed else (first.score + second.score) / 2.0,
+        max(first.best_p99_ms, second.best_p99_ms),
+        first.error or second.error,
+    )
 
 
 def write_best(result: TuneResult, model_dir: Any) -> Optional[Path]:
     """Store the best candidate's settings in ``model_dir/config.pbtxt`` through the config
     tooling: instance count, max_batch_size, dynamic batching delay and preferred sizes; every
     other field of the file is kept. Returns the path, or None when nothing is written: no
-    candidate met the budget, or the served configuration ("default") is the best."""
+    candidate met the budget, the served configuration ("default") is the best, or the best
+    did not beat it when the two were measured again."""
     from .._tooling.pbtxt import load_config, new_config, write_config
 
     best = result.best
-    if best is None or best is result.default:
+    if best is None or best is result.default or not result.holds:
         return None
     path = Path(model_dir) / "config.pbtxt"
     message = load_config(path) if path.is_file() else new_config()
