@@ -101,14 +101,7 @@ def evaluate_targets(cells: Sequence[Cell]) -> List[Target]:
             continue
         where = f"{workload} c={conc}"
         if raw is not None:
-            ratio = tp.throughput / raw.throughput if raw.throughput else math.nan
-            targets.append(
-                Target(
-                    f"{where}: tritonpy throughput >= {THROUGHPUT_MIN}x raw",
-                    ratio >= THROUGHPUT_MIN,
-                    f"{_fmt(tp.throughput, 1)} vs {_fmt(raw.throughput, 1)} infer/s = {ratio:.2f}x",
-                )
-            )
+            targets.append(_throughput_target(where, tp, raw, "raw", THROUGHPUT_MIN))
             limit = raw.server_cpu_ms * CPU_MAX_FACTOR
             targets.append(
                 Target(
@@ -118,25 +111,10 @@ def evaluate_targets(cells: Sequence[Cell]) -> List[Target]:
                 )
             )
             if workload == "image_preprocess" and conc >= IMAGE_MIN_FROM_CONCURRENCY:
-                targets.append(
-                    Target(
-                        f"{where}: tritonpy throughput >= {IMAGE_MIN}x raw",
-                        ratio >= IMAGE_MIN,
-                        f"{_fmt(tp.throughput, 1)} vs {_fmt(raw.throughput, 1)} infer/s "
-                        f"= {ratio:.2f}x",
-                    )
-                )
+                targets.append(_throughput_target(where, tp, raw, "raw", IMAGE_MIN))
         naive = by.get((workload, "naive", conc))
         if naive is not None:
-            ratio = tp.throughput / naive.throughput if naive.throughput else math.nan
-            targets.append(
-                Target(
-                    f"{where}: tritonpy throughput >= {NAIVE_MIN}x naive raw",
-                    ratio >= NAIVE_MIN,
-                    f"{_fmt(tp.throughput, 1)} vs {_fmt(naive.throughput, 1)} infer/s "
-                    f"= {ratio:.2f}x",
-                )
-            )
+            targets.append(_throughput_target(where, tp, naive, "naive raw", NAIVE_MIN))
         pyt = by.get((workload, "pytriton", conc))
         if pyt is not None and workload in PYTRITON_MIN:
             need = PYTRITON_MIN[workload]
@@ -151,6 +129,18 @@ def evaluate_targets(cells: Sequence[Cell]) -> List[Target]:
                 )
             )
     return targets
+
+
+def _throughput_target(
+    where: str, tp: Cell, other: Cell, other_name: str, minimum: float
+) -> Target:
+    """tritonpy's throughput is at least ``minimum`` times ``other``'s."""
+    ratio = tp.throughput / other.throughput if other.throughput else math.nan
+    return Target(
+        f"{where}: tritonpy throughput >= {minimum}x {other_name}",
+        ratio >= minimum,
+        f"{_fmt(tp.throughput, 1)} vs {_fmt(other.throughput, 1)} infer/s = {ratio:.2f}x",
+    )
 
 
 def render_inprocess(results: Sequence[InProcessResult]) -> str:

@@ -103,6 +103,8 @@ class Image(ElementCodec):
                 f"for the usable cores (at most {MAX_THREADS})"
             )
         self.threads = threads
+        # a subclass that overrides decode_element decodes merged rows its own way too
+        self._own_decode = type(self).decode_element is not Image.decode_element
 
     def check_output_declaration(self, name: str) -> None:
         super().check_output_declaration(name)
@@ -134,8 +136,8 @@ class Image(ElementCodec):
 
     def _decode_row(self, name: str, position: int, data: bytes, size: HeaderSize) -> NDArray[Any]:
         try:
-            if type(self).decode_element is not Image.decode_element:
-                return self.decode_element(data)  # a subclass decodes its own way
+            if self._own_decode:
+                return self.decode_element(data)
             return self._decode_screened(data, size)
         except (InputError, ValueError, TypeError) as exc:
             raise self.element_error(name, f"row {position}", data, exc) from None
