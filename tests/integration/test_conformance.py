@@ -125,6 +125,23 @@ def expect_words(results: List[Result]) -> None:
     assert result["COUNT"].tolist() == [3]
 
 
+def expect_text_array(results: List[Result]) -> None:
+    first = ok(results[0])
+    text = "ünïcødé ✓"
+    assert first["FORMS"].tolist() == [
+        [s.encode() for s in (text, text.upper(), text[::-1])],
+        [b"plain", b"PLAIN", b"nialp"],
+    ]
+    assert first["RAW"].tolist() == [[text.encode(), text.upper().encode()], [b"plain", b"PLAIN"]]
+    error(
+        results[1],
+        "INTERNAL",
+        "output 'FORMS', element 0: cannot encode str as UTF-8 text: 'utf-8' codec can't "
+        "encode character '\\udcff' in position 4: surrogates not allowed",
+    )
+    assert ok(results[2])["FORMS"].tolist() == [[b"x", b"X", b"x"]]
+
+
 IMAGE = np.zeros((6, 4, 3), np.uint8)
 IMAGE[..., 0] = 250  # red
 IMAGE[:, :2, 2] = 40  # blue in the left half
@@ -236,6 +253,16 @@ CASES = [
         "cf_words",
         [{"WORDS": np.array([b"pear", b"apple", b"kiwi"], dtype=object)}],
         expect_words,
+    ),
+    Case(
+        "text-arrays-passed-to-the-stub",
+        "cf_text_array",
+        [
+            {"TEXT": column("ünïcødé ✓".encode(), b"plain")},
+            {"TEXT": column(b"bad \xff")},
+            {"TEXT": column(b"x")},
+        ],
+        expect_text_array,
     ),
     Case(
         "image-in-and-out",

@@ -43,11 +43,16 @@ def request_parameters(request: Any) -> Dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def union_requested(members: Sequence[Decoded]) -> Optional[FrozenSet[str]]:
-    """The outputs any member asked for; None when one of them wants every output."""
+def union_requested(
+    wanted: Optional[Sequence[Optional[FrozenSet[str]]]],
+) -> Optional[FrozenSet[str]]:
+    """The outputs any request asked for (``wanted``: each request's, None for every output);
+    None when one of them wants every output."""
+    if wanted is None:
+        return None
     names: Set[str] = set()
-    for member in members:
-        if member.requested is None:
+    for requested in wanted:
+        if requested is None:
             return None
-        names |= member.requested
+        names |= requested
     return frozenset(names)

@@ -38,6 +38,8 @@ class MergedExecution:
     _output_plan: Tuple[Tuple[str, Codec], ...]
     _wants_parameters: ClassVar[bool]
     _merge: bool
+    _merges_directly: bool
+    _may_request_fewer: bool
     batched: bool
     logger: Any
     model_name: str
@@ -45,6 +47,10 @@ class MergedExecution:
     if TYPE_CHECKING:  # defined by Model; declared here for the type checker only
 
         def _decode(self, index: int, request: Any, keyed: bool = True) -> Decoded: ...
+        def _decode_present(
+            self, inputs: Sequence[Any]
+        ) -> Optional[Tuple[Dict[str, Any], int]]: ...
+        def _requested_of(self, request: Any) -> Optional[FrozenSet[str]]: ...
         def _cancelled_response(self) -> Any: ...
         def _refused(self, exc: InputError) -> Any: ...
         def _internal_error(self, exc: BaseException, during: str) -> Any: ...
@@ -59,6 +65,10 @@ class MergedExecution:
 
     def _execute_merged(self, requests: Sequence[Any]) -> List[Any]:
         """Several requests of one ``execute()`` call, merged where they can be."""
+        if self._merges_directly and not self._cancellation_checked():
+            direct = self._merge_directly(requests)
+            if direct is not None:
+                return direct
         responses, ready = self._decode_all(requests)
         if len(ready) > 1:
             for members in groups(ready):
@@ -66,6 +76,43 @@ class MergedExecution:
         else:
             for item in ready:
                 self._run_one(item, responses)
+        return responses
+
+    def _merge_directly(self, requests: Sequence[Any]) -> Optional[List[Any]]:
+        """The usual merged call in one pass, for models whose requests can never be told
+        apart (no ragged grouping, optional inputs or request parameters): every request sends
+        each input once, all of them merge into one ``infer`` call. None as soon as a request
+        is anything else; the general path then decides, and words the errors."""
+        decode_present = self._decode_present
+        decoded: List[Tuple[Dict[str, Any], int]] = []
+        for request in requests:
+            try:
+                one = decode_present(request.inputs())
+            except Exception:
+                return None
+            if one is None:
+                return None
+            decoded.append(one)
+        wanted = [self._requested_of(r) for r in requests] if self._may_request_fewer else None
+        counts = [rows for _, rows in decoded]
+        merged = {
+            name: codec.merge([values[name] for values, _ in decoded])
+            for name, codec in self._input_plan
+        }
+        if self._builtin is not None:
+            self._builtin.batch_rows(sum(counts))
+        responses: List[Any] = [None] * len(requests)
+        try:
+            result = self._timed_infer(merged)
+            self._split(result, counts, wanted, range(len(requests)), responses)
+            return responses
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+        # as _run_group does: each request alone, so that only the bad ones fail
+        responses, ready = self._decode_all(requests)
+        self._log_isolation(len(ready), failure)
+        for item in ready:
+            self._run_one(item, responses)
         return responses
 
     def _decode_all(self, requests: Sequence[Any]) -> Tuple[List[Any], List[Decoded]]:
@@ -115,26 +162,41 @@ class MergedExecution:
         return merged
 
     def _split_group(self, members: List[Decoded], result: Any, responses: List[Any]) -> None:
+        wanted = [m.requested for m in members]
+        self._split(
+            result, [m.rows for m in members], wanted, [m.index for m in members], responses
+        )
+
+    def _split(
+        self,
+        result: Any,
+        counts: List[int],
+        wanted: Optional[List[Optional[FrozenSet[str]]]],
+        indices: Sequence[int],
+        responses: List[Any],
+    ) -> None:
+        """The merged ``result`` of the requests at ``indices`` (``counts`` rows each; the
+        outputs each asked for in ``wanted``, None: all of them) encoded once and split back
+        into one response per request."""
         parameters: Optional[Mapping[str, Any]] = None
         if type(result) is not dict and isinstance(result, Response):
             result, parameters = result.outputs, result.parameters
-        counts = [m.rows for m in members]
-        encoded = self._encode(result, union_requested(members), sum(counts))
-        # each encoded output split once; every member then takes its part of each
+        encoded = self._encode(result, union_requested(wanted), sum(counts))
+        # each encoded output split once; every request then takes its part of each
         columns = [
             (name, codec, codec.split(encoded[name], counts))
             for name, codec in self._output_plan
             if name in encoded
         ]
         pb = self._pb
-        for position, member in enumerate(members):
-            requested = member.requested
+        for position, index in enumerate(indices):
+            requested = None if wanted is None else wanted[position]
             tensors = [
                 codec.to_tensor(name, parts[position], pb)
                 for name, codec, parts in columns
                 if requested is None or name in requested
             ]
-            responses[member.index] = (
+            responses[index] = (
                 make_inference_response(pb, tensors, parameters)
                 if parameters
                 else pb.InferenceResponse(output_tensors=tensors)

@@ -49,13 +49,16 @@ class RequestDecoding:
                 _ABSENT if values[name] is None else codec.group_key(values[name])
                 for name, codec in self._key_inputs
             )
-        requested: Optional[FrozenSet[str]] = None  # None: every output (the usual case)
-        if self._may_request_fewer:
-            names = request.requested_output_names()
-            if names and len(names) < len(self._output_plan):
-                requested = frozenset(names)
+        requested = self._requested_of(request) if self._may_request_fewer else None
         parameters = request_parameters(request) if self._wants_parameters else None
         return Decoded(index, values, rows, requested, key, parameters)
+
+    def _requested_of(self, request: Any) -> Optional[FrozenSet[str]]:
+        """The outputs a request asked for; None for every output (the usual case)."""
+        names = request.requested_output_names()
+        if names and len(names) < len(self._output_plan):
+            return frozenset(names)
+        return None
 
     def _decode_present(self, inputs: Sequence[Any]) -> Optional[Tuple[Dict[str, Any], int]]:
         """The usual request, every declared input there once (with the same number of rows),

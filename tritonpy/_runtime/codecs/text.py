@@ -4,10 +4,43 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .base import MISSING, ElementCodec
+import numpy as np
+
+from .base import MISSING, ElementCodec, shape_matches
+
+#: the element types pb_utils.Tensor serialises by itself: bytes as they are, str as UTF-8
+#: (the real stub's serialize_byte_tensor, run when the tensor is built)
+_WIRE_TYPES = frozenset((str, bytes))
 
 
-class Text(ElementCodec):
+class _PassesStrings(ElementCodec):
+    """An element codec whose ``encode_element`` gives the same bytes as the stub for str and
+    bytes: an object array of those, already shaped as declared (``labels[ids]``), goes to
+    ``pb_utils.Tensor`` as it is instead of being encoded twice."""
+
+    def encode(self, name: str, value: Any, batched: bool) -> Any:
+        if (
+            type(value) is np.ndarray
+            and value.dtype == object
+            and value.flags.c_contiguous
+            and shape_matches(value.shape[1:] if batched else value.shape, self.dims)
+            and set(map(type, value.flat)) <= _WIRE_TYPES
+        ):
+            return value
+        return super().encode(name, value, batched)
+
+    def to_tensor(self, name: str, part: Any, pb: Any) -> Any:
+        try:
+            return pb.Tensor(name, part)
+        except Exception:
+            # a str the stub cannot encode (a lone surrogate, from errors="surrogateescape"):
+            # encoding here names the element in the error
+            if part.dtype != object:
+                raise
+            return pb.Tensor(name, self._encode_flat(name, part))
+
+
+class Text(_PassesStrings):
     """UTF-8 text: each TYPE_STRING element becomes a ``str``; ``str`` values go back out as
     UTF-8. Invalid UTF-8 in a request is an ``INVALID_ARG`` naming the input and element.
 
@@ -45,7 +78,7 @@ class Text(ElementCodec):
         raise TypeError(f"expected str, got {type(value).__name__}")
 
 
-class Bytes(ElementCodec):
+class Bytes(_PassesStrings):
     """Raw bytes: each TYPE_STRING element as ``bytes``, exactly as sent (trailing NULs kept).
     Outputs accept ``bytes``, ``bytearray``, ``memoryview`` and ``str`` (encoded as UTF-8)."""
 

@@ -86,6 +86,10 @@ def _check_tensor_array(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     # the same 'S' array back from as_numpy()
     if array.dtype.kind != "S" and numpy_to_triton_type(array.dtype) is None:
         raise TritonModelException("NumPy dtype is not supported.")
+    if array.dtype == np.object_:
+        # the real Tensor serialises BYTES elements when it is built (str as UTF-8), so what
+        # cannot be encoded (a str with a lone surrogate) raises here, not in the client
+        serialize_byte_tensor(array)
     # The real Tensor stores data in C order; a strided view is made contiguous.
     # (np.ascontiguousarray would also turn a 0-d array into a 1-d one)
     return array if array.flags.c_contiguous else np.ascontiguousarray(array)
