@@ -10,6 +10,11 @@ that stub, so the figure is the per-request cost of the Python code, not of the 
 
     python benchmarks/stub_probe.py                         # add_sub, 3,000 calls per variant
     python benchmarks/stub_probe.py --workload image_preprocess --calls 200 --profile
+    python benchmarks/stub_probe.py --workload digits_postprocess --requests 4
+
+``digits_preprocess``, ``digits_classifier`` and ``digits_postprocess`` are the members of the
+ensemble workload (the templates against the hand-written members); ``--requests N`` hands
+each ``execute()`` N copies of the request, as the dynamic batcher does under load.
 """
 
 from __future__ import annotations
@@ -30,7 +35,10 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     __package__ = "benchmarks"
 
 from benchmarks.loadgen import grpc_infer_once
-from benchmarks.workloads import _SIMPLE, MODELS_DIR, _raw_config
+from benchmarks.workloads import _SIMPLE, MODELS_DIR, _raw_config, build_repository
+
+#: the ensemble's members, probed one at a time
+MEMBERS = ("digits_preprocess", "digits_classifier", "digits_postprocess")
 
 __all__ = ["PROBE_MODEL", "main", "run_probe"]
 
@@ -110,6 +118,7 @@ class TritonPythonModel:
         self.out = params["probe_output"]["string_value"]
         self.calls = int(params["probe_calls"]["string_value"])
         self.profile = params["probe_profile"]["string_value"] == "1"
+        self.copies = int(params["probe_requests"]["string_value"])
         self.variants = {}
         for name in ("raw", "tritonpy"):
             model = _load("variant_" + name)()
@@ -119,7 +128,8 @@ class TritonPythonModel:
         if os.path.isdir(baseline):
             self.variants["baseline"] = _load_baseline(baseline, args)
 
-    def execute(self, requests):
+    def execute(self, received):
+        requests = list(received) * self.copies
         rounds = 40
         per_round = max(1, self.calls // rounds)
         samples = {name: [] for name in self.variants}
@@ -150,7 +160,7 @@ class TritonPythonModel:
             report["profile"] = text.getvalue()
         with open(self.out, "w") as handle:
             json.dump(report, handle)
-        return self.variants["raw"].execute(requests)
+        return self.variants["raw"].execute(received)
 '''
 
 
@@ -161,16 +171,34 @@ def build_probe(
     calls: int,
     profile: bool,
     baseline: Optional[str] = None,
+    requests: int = 1,
 ) -> str:
     """Write ``<workload>_probe`` into ``repo``; return its name. ``baseline``: a git commit
-    whose tritonpy is timed too (its package is extracted beside the probe)."""
-    _, max_batch_size, (inputs, outputs), _, _ = _SIMPLE[workload]
+    whose tritonpy is timed too (its package is extracted beside the probe); ``requests``:
+    copies of the request each ``execute()`` gets."""
     name = f"{workload}_probe"
     version = repo / name / "1"
     version.mkdir(parents=True, exist_ok=True)
     (version / "model.py").write_text(PROBE_MODEL, encoding="utf-8")
-    for variant in ("raw", "tritonpy"):
-        shutil.copyfile(MODELS_DIR / f"{workload}_{variant}.py", version / f"variant_{variant}.py")
+    parameters = {
+        "probe_output": str(output),
+        "probe_calls": str(calls),
+        "probe_profile": str(int(profile)),
+        "probe_requests": str(requests),
+    }
+    if workload in MEMBERS:
+        config = _member_probe(repo, workload, name, parameters)
+    else:
+        _, max_batch_size, (inputs, outputs), _, _ = _SIMPLE[workload]
+        for variant in ("raw", "tritonpy"):
+            source = MODELS_DIR / f"{workload}_{variant}.py"
+            shutil.copyfile(source, version / f"variant_{variant}.py")
+        extra = "".join(
+            f'parameters {{ key: "{key}" value {{ string_value: "{value}" }} }}\n'
+            for key, value in parameters.items()
+        )
+        config = _raw_config(name, max_batch_size, inputs, outputs, extra=extra)
+    (repo / name / "config.pbtxt").write_text(config, encoding="utf-8")
     if baseline:
         archive = subprocess.run(
             ["git", "archive", baseline, "tritonpy"],
@@ -180,17 +208,50 @@ def build_probe(
         ).stdout
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(version / "baseline")
-    parameters = "".join(
-        f'parameters {{ key: "{key}" value {{ string_value: "{value}" }} }}\n'
-        for key, value in (
-            ("probe_output", output),
-            ("probe_calls", calls),
-            ("probe_profile", int(profile)),
-        )
-    )
-    config = _raw_config(name, max_batch_size, inputs, outputs, extra=parameters)
-    (repo / name / "config.pbtxt").write_text(config, encoding="utf-8")
     return name
+
+
+def _member_probe(repo: Path, workload: str, name: str, parameters: Dict[str, str]) -> str:
+    """The probe of one ensemble member: both variants' code and files (weights, labels)
+    beside it; the hand-written member's configuration with the template's parameters
+    added."""
+    from tritonpy.config import format_config, parse_config, set_parameter
+
+    role = workload.split("_", 1)[1]
+    source = repo.parent / "members"
+    build_repository(source, ["ensemble"])
+    members = {variant: source / f"ensemble_{variant}_{role}" for variant in ("raw", "tritonpy")}
+    version = repo / name / "1"
+    for variant, member in members.items():
+        shutil.copyfile(member / "1" / "model.py", version / f"variant_{variant}.py")
+        for path in member.rglob("*"):
+            if path.is_file() and path.name not in ("model.py", "config.pbtxt"):
+                inside = version if path.parent.name == "1" else repo / name
+                shutil.copyfile(path, inside / path.name)
+    config = parse_config((members["raw"] / "config.pbtxt").read_text(encoding="utf-8"))
+    template = parse_config((members["tritonpy"] / "config.pbtxt").read_text(encoding="utf-8"))
+    config.name = name
+    for key, value in template.parameters.items():
+        if key not in config.parameters:
+            set_parameter(config, key, value.string_value)
+    for key, value in parameters.items():
+        set_parameter(config, key, value)
+    return str(format_config(config))
+
+
+def _member_payload(workload: str) -> Dict[str, Any]:
+    """One request for an ensemble member: a held-out digit, 8x8 pixels or ten logits."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    if workload == "digits_preprocess":
+        from tritonpy.templates import digits_holdout
+
+        images, _ = digits_holdout()
+        return {"IMAGE": np.array([[images[0]]], dtype=object)}
+    if workload == "digits_classifier":
+        return {"PIXELS": rng.random((1, 1, 8, 8), dtype=np.float32)}
+    return {"LOGITS": rng.random((1, 10), dtype=np.float32)}
 
 
 def run_probe(
@@ -198,45 +259,53 @@ def run_probe(
     calls: int = 3000,
     profile: bool = False,
     baseline: Optional[str] = None,
+    requests: int = 1,
 ) -> Any:
     """Start a server with the probe of ``workload``, send it one request, return the report
-    (``{"raw": {"min_us", "median_us"}, "tritonpy": {...}, "profile": text}``)."""
+    (``{"raw": {"min_us", "median_us"}, "tritonpy": {...}, "profile": text}``; the figures
+    are per ``execute()`` call of ``requests`` requests)."""
     from tritonpy.server import TritonServer
 
-    _, _, _, _, payloads = _SIMPLE[workload]
+    payload = _member_payload(workload) if workload in MEMBERS else _SIMPLE[workload][4]()[0]
     with tempfile.TemporaryDirectory(prefix="tritonpy-probe-") as tmp:
         repo, output = Path(tmp) / "repo", Path(tmp) / "probe.json"
-        name = build_probe(repo, workload, output, calls, profile, baseline)
+        name = build_probe(repo, workload, output, calls, profile, baseline, requests)
         with TritonServer(repo, startup_timeout=300.0) as server:
-            grpc_infer_once(server.grpc_url, name, payloads()[0])
+            grpc_infer_once(server.grpc_url, name, payload)
         return json.loads(output.read_text(encoding="utf-8"))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workload", default="add_sub", choices=sorted(_SIMPLE))
+    parser.add_argument("--workload", default="add_sub", choices=[*sorted(_SIMPLE), *MEMBERS])
     parser.add_argument("--calls", type=int, default=3000, help="calls per variant")
+    parser.add_argument(
+        "--requests", type=int, default=1, help="copies of the request per execute() call"
+    )
     parser.add_argument("--profile", action="store_true", help="print a cProfile of tritonpy")
     parser.add_argument(
         "--baseline", metavar="COMMIT", help="also time the tritonpy of this git commit"
     )
     args = parser.parse_args(argv)
-    report: Dict[str, Any] = run_probe(args.workload, args.calls, args.profile, args.baseline)
+    report: Dict[str, Any] = run_probe(
+        args.workload, args.calls, args.profile, args.baseline, args.requests
+    )
+    per = f"per call of {args.requests} requests" if args.requests > 1 else "per request"
     for variant in ("raw", "tritonpy", "baseline"):
         if variant not in report:
             continue
         figures = report[variant]
         print(
             f"{args.workload} {variant:<9} execute(): {figures['min_us']:8.1f} us min, "
-            f"{figures['median_us']:8.1f} us median per request"
+            f"{figures['median_us']:8.1f} us median {per}"
         )
     for name, micros in report.get("primitives", {}).items():
         print(f"  {name:<40} {micros:6.2f} us")
     gap = report["tritonpy"]["min_us"] - report["raw"]["min_us"]
-    print(f"tritonpy - raw: {gap:+.1f} us per request (min of rounds)")
+    print(f"tritonpy - raw: {gap:+.1f} us {per} (min of rounds)")
     if "baseline" in report:
         gap = report["baseline"]["min_us"] - report["raw"]["min_us"]
-        print(f"baseline ({args.baseline}) - raw: {gap:+.1f} us per request (min of rounds)")
+        print(f"baseline ({args.baseline}) - raw: {gap:+.1f} us {per} (min of rounds)")
     if "profile" in report:
         print(report["profile"])
     return 0

@@ -56,8 +56,10 @@ def to_chw_batch(
         out if out is not None else np.empty((len(images), channels, height, width), np.float32)
     )
     a, b = _coefficients(scale, mean, std, channels)
+    ready = (height, width, channels)
     for index, image in enumerate(images):
-        image = _sized(index, image, channels, (width, height), size is not None, interpolation)
+        if image.shape != ready:  # (an Image codec with size= gives them ready)
+            image = _sized(index, image, channels, (width, height), size is not None, interpolation)
         for channel in range(channels):
             plane = result[index, channel]
             np.multiply(image[:, :, channel], a[channel], out=plane, casting="unsafe")

@@ -163,6 +163,42 @@ def test_bytes_keep_everything_including_non_utf8_and_trailing_nuls() -> None:
     assert out.ravel().tolist() == raw
 
 
+def test_text_arrays_of_str_and_bytes_go_to_the_tensor_as_they_are() -> None:
+    from tritonpy.testing import fake_pb_utils as pb
+
+    labels = np.array([["cat", b"dog", "\u00e9t\u00e9"]], dtype=object)
+    for codec in (tp.Text(dims=[3]), tp.Bytes(dims=[3])):
+        assert codec.encode("L", labels, batched=True) is labels  # no second encoding
+        # what the client gets: the stub encodes str as UTF-8 when the tensor is built
+        tensor = codec.to_tensor("L", labels, pb)
+        assert pb.serialize_byte_tensor(tensor.as_numpy()) == pb.serialize_byte_tensor(
+            np.array([[b"cat", b"dog", "\u00e9t\u00e9".encode()]], dtype=object)
+        )
+    # anything else is encoded by the codec: other element types, other shapes
+    mixed = np.array([["cat", 7, "x"]], dtype=object)
+    with pytest.raises(tp.OutputError, match="element 1: cannot encode int"):
+        tp.Text(dims=[3]).encode("L", mixed, batched=True)
+    column_of_rows = np.array(["a", "b"], dtype=object)
+    encoded = tp.Text().encode("L", column_of_rows, batched=True)
+    assert encoded.shape == (2, 1) and encoded.ravel().tolist() == [b"a", b"b"]
+
+
+def test_text_with_a_lone_surrogate_names_the_output_and_element() -> None:
+    from tritonpy.testing import fake_pb_utils as pb
+
+    # Text(errors="surrogateescape") turns invalid UTF-8 into such a str
+    labels = np.array([["fine", "bad \udcff"]], dtype=object)
+    codec = tp.Text(dims=[2])
+    with pytest.raises(UnicodeEncodeError):
+        pb.Tensor("L", labels)  # as the real Tensor does when it is built
+    part = codec.encode("L", labels, batched=True)
+    with pytest.raises(tp.OutputError) as caught:
+        codec.to_tensor("L", part, pb)
+    assert str(caught.value).startswith(
+        "output 'L', element 1: cannot encode str as UTF-8 text: 'utf-8' codec can't encode"
+    )
+
+
 def test_text_output_refuses_non_strings_with_the_position() -> None:
     class Bad(tp.Model):
         inputs = {"X": tp.Tensor("INT32", [1])}

@@ -184,6 +184,25 @@ def test_only_requested_outputs_are_returned() -> None:
     assert list(out) == ["DIFF"]
 
 
+def test_merged_requests_each_get_the_outputs_they_asked_for() -> None:
+    from tritonpy.testing import fake_pb_utils as pb
+
+    def request(n: int, wanted: List[str]) -> Any:
+        return pb.InferenceRequest(
+            inputs=[pb.Tensor("A", rows(n)), pb.Tensor("B", rows(n))],
+            requested_output_names=wanted,
+        )
+
+    with ModelHarness(AddSub) as harness:
+        responses = harness.model.execute(
+            [request(1, ["DIFF"]), request(2, ["SUM", "DIFF"]), request(1, ["SUM"])]
+        )
+        assert harness.model.calls == [4]  # one merged infer() call
+    names = [[t.name() for t in response.output_tensors()] for response in responses]
+    assert names == [["DIFF"], ["SUM", "DIFF"], ["SUM"]]
+    np.testing.assert_array_equal(responses[1].output_tensors()[0].as_numpy(), rows(2) * 2)
+
+
 # -- ragged rows ----------------------------------------------------------------------------
 
 

@@ -323,6 +323,31 @@ def test_stub_probe_model_holds_both_variants_and_its_settings(tmp_path: Path) -
         assert f'key: "{key}" value {{ string_value: "{value}" }}' in config
 
 
+def test_stub_probe_of_an_ensemble_member_carries_its_files_and_parameters(
+    tmp_path: Path,
+) -> None:
+    from benchmarks.stub_probe import build_probe
+    from tritonpy.config import parse_config
+
+    repo = tmp_path / "repo"
+    name = build_probe(repo, "digits_postprocess", tmp_path / "out.json", 500, False, requests=4)
+    version = repo / name / "1"
+    assert {"model.py", "variant_raw.py", "variant_tritonpy.py"} <= {
+        p.name for p in version.iterdir()
+    }
+    assert (repo / name / "labels.txt").read_text().split() == [str(d) for d in range(10)]
+    config = parse_config((repo / name / "config.pbtxt").read_text())
+    assert config.name == name and config.max_batch_size == 64
+    parameters = {key: value.string_value for key, value in config.parameters.items()}
+    assert parameters["top_k"] == "3" and parameters["probe_requests"] == "4"
+    assert "import tritonpy" in (version / "variant_tritonpy.py").read_text()
+
+    name = build_probe(repo, "digits_preprocess", tmp_path / "out.json", 500, False)
+    config = parse_config((repo / name / "config.pbtxt").read_text())
+    assert config.parameters["size"].string_value == "8x8"
+    assert config.parameters["color"].string_value == "GRAY"
+
+
 def test_steal_is_read_from_proc_stat(tmp_path: Path) -> None:
     from benchmarks.machine import cpu_times, steal_percent
 

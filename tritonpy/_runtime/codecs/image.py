@@ -105,6 +105,9 @@ class Image(ElementCodec):
         self.threads = threads
         # a subclass that overrides decode_element decodes merged rows its own way too
         self._own_decode = type(self).decode_element is not Image.decode_element
+        # (imread flag, convert BGR to RGB after decoding, resize interpolation): worked out
+        # on the first image, when OpenCV is imported
+        self._reading: Optional[Tuple[int, bool, int]] = None
 
     def check_output_declaration(self, name: str) -> None:
         super().check_output_declaration(name)
@@ -164,7 +167,7 @@ class Image(ElementCodec):
         """``data`` decoded, once :meth:`_screen` has passed it and read its ``size``."""
         cv2 = _cv2()
         buffer = np.frombuffer(data, dtype=np.uint8)
-        flag = self._flag(cv2)
+        flag, to_rgb, interpolation = self._reading or self._plan_reading(cv2)
         if (
             self.size is not None
             and self.reduced_decode
@@ -187,13 +190,18 @@ class Image(ElementCodec):
                 f"{self.max_pixels} pixels; send a smaller image or raise Image(max_pixels=...)"
             )
         if self.size is not None and (image.shape[1], image.shape[0]) != self.size:
-            flag = cv2.INTER_LINEAR if self.interpolation is None else self.interpolation
-            image = cv2.resize(image, self.size, interpolation=flag)
-        if self.color == "RGB" and self._flag(cv2) == cv2.IMREAD_COLOR:
+            image = cv2.resize(image, self.size, interpolation=interpolation)
+        if to_rgb:
             image = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
         elif self.color == "GRAY":
             image = image[:, :, None]
         return image  # type: ignore[no-any-return]
+
+    def _plan_reading(self, cv2: Any) -> Tuple[int, bool, int]:
+        flag = self._flag(cv2)
+        interpolation = cv2.INTER_LINEAR if self.interpolation is None else self.interpolation
+        self._reading = (flag, self.color == "RGB" and flag == cv2.IMREAD_COLOR, interpolation)
+        return self._reading
 
     def _flag(self, cv2: Any) -> int:
         if self.color == "GRAY":

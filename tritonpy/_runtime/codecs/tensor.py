@@ -80,13 +80,22 @@ class Tensor(Codec):
             axis + 1 for axis, d in enumerate(self.dims) if d == -1
         )
         self._pads = ragged == "pad" and bool(self.variable_axes)
-        # the hot path compares tuples when no dim varies
-        self._fits = self.dims.__eq__ if -1 not in self.dims else self._fits_variable
+        # the hot path compares tuples when no dim varies, and only the rank when all do
+        self._fits = (
+            self.dims.__eq__
+            if -1 not in self.dims
+            else self._fits_rank
+            if set(self.dims) == {-1}
+            else self._fits_variable
+        )
         # encode() returns an array of the declared numeric dtype whose shape fits, in C
         # order, as is
         self._passes_as_is = not self.dtype.is_bytes
         # the sizes a variable shape must have: (axis, size) of every fixed dim
         self._fixed_axes = tuple((axis, d) for axis, d in enumerate(self.dims) if d != -1)
+
+    def _fits_rank(self, shape: Tuple[int, ...]) -> bool:
+        return len(shape) == len(self.dims)
 
     def _fits_variable(self, shape: Tuple[int, ...]) -> bool:
         if len(shape) != len(self.dims):
