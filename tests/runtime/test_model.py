@@ -360,6 +360,60 @@ def test_poison_request_fails_alone_with_invalid_arg() -> None:
     assert results[2]["LENGTH"].tolist() == [[4]]
 
 
+def _outcome(result: Any) -> Any:
+    if isinstance(result, tp.TritonRequestError):
+        return (result.code, result.message)
+    return {name: value.tolist() for name, value in result.items()}
+
+
+@pytest.mark.parametrize(
+    "requests",
+    [
+        [text(b"ok"), text(b"poison", b"x"), text(b"fine")],
+        [text(b"crash"), text(b"abc")],
+        [text(b"\xff\xfe"), text(b"abc"), text(b"de")],
+        [text(b"a"), text(b"bb", b"ccc"), text(b"dddd")],
+    ],
+    ids=["poison", "crash", "undecodable", "all-good"],
+)
+def test_the_one_pass_merge_answers_like_the_general_path(requests: List[Any]) -> None:
+    """check_cancellation=False lets a merged call take the one-pass path (_merge_directly);
+    True sends it through the general one. Same responses, same infer() calls."""
+    outcomes, calls = [], []
+    for check in (True, False):
+
+        class Variant(Picky):
+            check_cancellation = check
+
+        with ModelHarness(Variant) as harness:
+            outcomes.append([_outcome(r) for r in harness.infer_requests(requests)])
+            calls.append(harness.model.batch_sizes)
+    assert outcomes[0] == outcomes[1]
+    assert calls[0] == calls[1]
+
+
+def test_an_image_that_fails_to_decode_when_merged_fails_alone() -> None:
+    cv2 = pytest.importorskip("cv2", reason="tp.Image needs OpenCV: pip install 'tritonpy[image]'")
+    png = cv2.imencode(".png", np.zeros((4, 6, 3), np.uint8))[1].tobytes()
+
+    class Shapes(tp.Model):
+        inputs = {"IMAGE": tp.Image(color="RGB")}
+        outputs = {"SHAPE": tp.Tensor("INT32", [3])}
+        max_batch_size = 8
+        check_cancellation = False  # the one-pass merge
+
+        def infer(self, IMAGE: List[np.ndarray]) -> Dict[str, Any]:
+            return {"SHAPE": np.array([image.shape for image in IMAGE], np.int32)}
+
+    column = [np.array([[png]], dtype=object), np.array([[b"not an image"]], dtype=object)]
+    with ModelHarness(Shapes) as harness:
+        results = harness.infer_requests([{"IMAGE": column[0]}, {"IMAGE": column[1]}] * 2)
+    assert [_outcome(r) for r in results[::2]] == [{"SHAPE": [[4, 6, 3]]}] * 2
+    for failed in results[1::2]:
+        assert isinstance(failed, tp.TritonRequestError) and failed.code == "INVALID_ARG"
+        assert failed.message.endswith("(OpenCV could not decode it)")
+
+
 def test_unexpected_exception_is_internal_and_logged_with_traceback() -> None:
     from tritonpy.testing import fake_pb_utils
 

@@ -95,14 +95,15 @@ class MergedExecution:
             decoded.append(one)
         wanted = [self._requested_of(r) for r in requests] if self._may_request_fewer else None
         counts = [rows for _, rows in decoded]
-        merged = {
-            name: codec.merge([values[name] for values, _ in decoded])
-            for name, codec in self._input_plan
-        }
-        if self._builtin is not None:
-            self._builtin.batch_rows(sum(counts))
         responses: List[Any] = [None] * len(requests)
         try:
+            # merging may fail for one request (an Image decodes its rows here)
+            merged = {
+                name: codec.merge([values[name] for values, _ in decoded])
+                for name, codec in self._input_plan
+            }
+            if self._builtin is not None:
+                self._builtin.batch_rows(sum(counts))
             result = self._timed_infer(merged)
             self._split(result, counts, wanted, range(len(requests)), responses)
             return responses
