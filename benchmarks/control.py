@@ -23,23 +23,40 @@ CONTROL = "control"
 
 def add_control_models(repo: Path, workloads: Sequence[Workload]) -> List[str]:
     """Copy each workload's raw model to ``<raw model>_control`` in ``repo`` and add it to the
-    workload as the ``control`` variant (not for ensembles, whose members would need copies
-    too); return the workloads that got one."""
+    workload as the ``control`` variant; an ensemble's copy runs copies of its members, so
+    that no stub is shared with raw. Return the workloads that got one."""
     added = []
     for workload in workloads:
         raw = workload.models.get("raw")
-        if raw is None or workload.name == "ensemble":
+        if raw is None:
             continue
-        name = f"{raw}_control"
-        shutil.copytree(repo / raw, repo / name, dirs_exist_ok=True)
-        config = repo / name / "config.pbtxt"
-        config.write_text(
-            config.read_text(encoding="utf-8").replace(f'name: "{raw}"', f'name: "{name}"', 1),
-            encoding="utf-8",
-        )
+        name = _copy_model(repo, raw)
+        if workload.name == "ensemble":
+            _point_steps_at_copies(repo, name)
         workload.models[CONTROL] = name
         added.append(workload.name)
     return added
+
+
+def _copy_model(repo: Path, model: str) -> str:
+    name = f"{model}_control"
+    shutil.copytree(repo / model, repo / name, dirs_exist_ok=True)
+    config = repo / name / "config.pbtxt"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(f'name: "{model}"', f'name: "{name}"', 1),
+        encoding="utf-8",
+    )
+    return name
+
+
+def _point_steps_at_copies(repo: Path, ensemble: str) -> None:
+    from tritonpy.config import format_config, parse_config
+
+    path = repo / ensemble / "config.pbtxt"
+    config = parse_config(path.read_text(encoding="utf-8"))
+    for step in config.ensemble_scheduling.step:
+        step.model_name = _copy_model(repo, step.model_name)
+    path.write_text(format_config(config), encoding="utf-8")
 
 
 def noise_floor(cells: Sequence[Any]) -> List[str]:

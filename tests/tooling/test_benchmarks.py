@@ -170,6 +170,25 @@ def test_control_copies_raw_and_reports_the_noise_floor(tmp_path: Path) -> None:
     assert all("control" not in t.description for t in evaluate_targets(cells))
 
 
+def test_the_ensemble_control_runs_copies_of_the_members(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="the ensemble workload trains the digits MLP in torch")
+    from benchmarks.control import CONTROL, add_control_models
+    from tritonpy.config import parse_config
+
+    workloads = build_repository(tmp_path, ["ensemble"])
+    assert add_control_models(tmp_path, workloads) == ["ensemble"]
+    copy = workloads[0].models[CONTROL]
+    config = parse_config((tmp_path / copy / "config.pbtxt").read_text())
+    steps = [step.model_name for step in config.ensemble_scheduling.step]
+    assert steps == [
+        f"ensemble_raw_{role}_control" for role in ("preprocess", "classifier", "postprocess")
+    ]
+    for step in steps:
+        assert parse_config((tmp_path / step / "config.pbtxt").read_text()).name == step
+    assert (tmp_path / "ensemble_raw_classifier_control" / "1" / "model.pt").is_file()
+    assert (tmp_path / "ensemble_raw_postprocess_control" / "labels.txt").is_file()
+
+
 # -- the workloads' models agree ---------------------------------------------------------------
 
 
