@@ -879,6 +879,7 @@ EXAMPLE_REPOSITORIES: Dict[str, List[str]] = {
         "cf_ragged",
         "cf_strings",
         "cf_tensor",
+        "cf_text_array",
         "cf_torch",
         "cf_unbatched",
         "cf_words",
