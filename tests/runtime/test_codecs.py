@@ -183,6 +183,16 @@ def test_text_arrays_of_str_and_bytes_go_to_the_tensor_as_they_are() -> None:
     assert encoded.shape == (2, 1) and encoded.ravel().tolist() == [b"a", b"b"]
 
 
+def test_a_text_subclass_with_its_own_encoding_encodes_arrays_too() -> None:
+    class Shouting(tp.Text):
+        def encode_element(self, value: Any) -> bytes:
+            return str(value).upper().encode()
+
+    labels = np.array([["cat", "dog"]], dtype=object)
+    encoded = Shouting(dims=[2]).encode("L", labels, batched=True)
+    assert encoded.tolist() == [[b"CAT", b"DOG"]]
+
+
 def test_text_with_a_lone_surrogate_names_the_output_and_element() -> None:
     from tritonpy.testing import fake_pb_utils as pb
 

@@ -16,11 +16,20 @@ _WIRE_TYPES = frozenset((str, bytes))
 class _PassesStrings(ElementCodec):
     """An element codec whose ``encode_element`` gives the same bytes as the stub for str and
     bytes: an object array of those, already shaped as declared (``labels[ids]``), goes to
-    ``pb_utils.Tensor`` as it is instead of being encoded twice."""
+    ``pb_utils.Tensor`` as it is instead of being encoded twice. A subclass with its own
+    ``encode_element`` gets every element through it."""
+
+    def __init__(self, dims: Sequence[int] = (1,), **kwargs: Any) -> None:
+        super().__init__(dims, **kwargs)
+        self._stub_encodes = type(self).encode_element in (
+            Text.encode_element,
+            Bytes.encode_element,
+        )
 
     def encode(self, name: str, value: Any, batched: bool) -> Any:
         if (
-            type(value) is np.ndarray
+            self._stub_encodes
+            and type(value) is np.ndarray
             and value.dtype == object
             and value.flags.c_contiguous
             and shape_matches(value.shape[1:] if batched else value.shape, self.dims)
