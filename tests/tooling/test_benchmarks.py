@@ -42,7 +42,7 @@ def test_closed_loop_counts_requests_per_worker_and_samples_the_window() -> None
         return call
 
     result = run_closed_loop(
-        make, concurrency=3, warmup=0.02, duration=0.1, sample=lambda: next(samples)
+        make, concurrency=3, warmup=0.02, duration=0.4, sample=lambda: next(samples)
     )
     assert result.concurrency == 3
     assert set(calls) == {0, 1, 2}
