@@ -218,6 +218,35 @@ def expect_unbatched(results: List[Result]) -> None:
     )
 
 
+def plain_request(mode: int) -> Inputs:
+    return {"X": np.array([1.5, -2.0, 4.0], np.float32), "MODE": np.array([mode], np.int32)}
+
+
+def expect_plain(results: List[Result]) -> None:
+    arrays, converted = ok(results[0]), ok(results[1])
+    assert arrays["Y"].tolist() == [3.0, -4.0, 8.0]
+    assert arrays["EVEN"].tolist() == [0, 2, 4]
+    assert arrays["COUNT"].tolist() == [3]
+    assert converted["Y"].dtype == np.float32 and converted["Y"].tolist() == [0.75, -1.0, 2.0]
+    assert converted["EVEN"].dtype == np.int64 and converted["COUNT"].tolist() == [3]
+    error(
+        results[2],
+        "INTERNAL",
+        "Plain.infer() did not return output 'COUNT'; it returned ['EVEN', 'Y']",
+    )
+    error(
+        results[3],
+        "INTERNAL",
+        "output 'Y': expected shape [-1], got [1, 3]; reshape the value returned by infer()",
+    )
+
+
+def expect_plain_some_outputs(results: List[Result]) -> None:
+    for result in results:  # COUNT was not asked for: leaving it out is fine
+        assert sorted(ok(result)) == ["EVEN", "Y"]
+        assert ok(result)["Y"].tolist() == [3.0, -4.0, 8.0]
+
+
 def expect_missing_input(results: List[Result]) -> None:
     assert isinstance(results[0], TritonRequestError)
     assert results[0].code == "INVALID_ARG"
@@ -321,6 +350,19 @@ CASES = [
             {"TEXT": column(b"fine!", b"x")},
         ],
         expect_picky,
+    ),
+    Case(
+        "plain-tensors",
+        "cf_plain",
+        [plain_request(mode) for mode in range(4)],
+        expect_plain,
+    ),
+    Case(
+        "plain-tensors-some-outputs",
+        "cf_plain",
+        [plain_request(0), plain_request(2)],
+        expect_plain_some_outputs,
+        outputs=["Y", "EVEN"],
     ),
     Case(
         "unbatched",

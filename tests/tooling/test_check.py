@@ -876,6 +876,7 @@ EXAMPLE_REPOSITORIES: Dict[str, List[str]] = {
         "cf_metrics_twin",
         "cf_optional",
         "cf_picky",
+        "cf_plain",
         "cf_ragged",
         "cf_strings",
         "cf_tensor",

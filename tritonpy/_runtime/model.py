@@ -48,8 +48,9 @@ from ._declarations import (
 )
 from ._decoded import Decoded
 from ._merged import MergedExecution, rows_error
+from ._plain import PlainOutputs, PlainTensorPath
 from ._request_decoding import RequestDecoding
-from .codecs.base import Codec
+from .codecs.base import Codec, PlainArray, plain_fits
 from .errors import DeclarationError, InputError, OutputError, TritonPyError
 from .metrics import bind_metrics
 from .response import Response, make_inference_response
@@ -58,7 +59,7 @@ from .response import Response, make_inference_response
 AUTO_CANCELLATION_SECONDS = 0.002
 
 
-class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
+class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTensorPath):
     """Base class of a tritonpy model. Subclass it, declare ``inputs`` and ``outputs``, write
     ``infer``, and bind the class to the name Triton looks for.
 
@@ -233,6 +234,10 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
         self._output_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.outputs.items())
         self._output_names: FrozenSet[str] = frozenset(self.outputs)
         self._input_codecs: Dict[str, Codec] = dict(self._input_plan)
+        # outputs that are plain Tensors are checked and wrapped without a codec call
+        self._output_entries: Tuple[Tuple[str, Codec, Optional[PlainArray]], ...] = tuple(
+            (name, codec, codec._plain_array()) for name, codec in self._output_plan
+        )
         # the inputs that can keep two requests apart (the others' group key is always None)
         self._key_inputs = tuple(
             (name, codec)
@@ -249,8 +254,11 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
         self._plain = not cls.decoupled and cls._infer_kind == INFER_SYNC
         self._error_codes = self._pb.TritonError
         self._check_cancellation = cancellation_policy(cls)
-        # typical infer() seconds per call (see _timed_infer); "auto" checks until it is known
+        # typical infer() seconds per call (see _record_seconds); "auto" checks until it is
+        # known
         self._infer_seconds = AUTO_CANCELLATION_SECONDS
+        #: whether requests are asked if they were cancelled, kept by _record_seconds
+        self._checks_cancelled = self._check_cancellation is not False
         # the inputs whose value for a request alone is not the decoded one (ragged="pad"
         # gives a Padded, an Image decodes its rows when merged)
         self._merged_alone: Tuple[Tuple[str, Codec], ...] = tuple(
@@ -261,6 +269,25 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
         self._reshapes_alone = cls._wants_parameters or (
             self.batched and (bool(self._merged_alone) or self._builtin is not None)
         )
+        # a request alone takes the plain-tensor path (see _plain.py) when every input and
+        # output is a plain Tensor and nothing is added to what infer() gets
+        plain_inputs = {
+            name: plain
+            for name, codec, plain in (
+                (name, codec, codec._plain_array()) for name, codec in self._input_plan
+            )
+            if plain is not None and not codec.optional
+        }
+        self._plain_outputs: PlainOutputs = tuple(
+            (name, *plain) for name, _, plain in self._output_entries if plain is not None
+        )
+        qualifies = (
+            len(plain_inputs) == len(self._input_plan)
+            and len(self._plain_outputs) == len(self._output_plan)
+            and not self._reshapes_alone
+            and self._builtin is None
+        )
+        self._plain_inputs = plain_inputs if qualifies else None
 
     def execute(self, requests: Sequence[Any]) -> Any:
         """Serve one batch of requests: one response per request, in order. A streaming
@@ -271,6 +298,10 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
             return self._execute_special(requests)
         if not self._merge or len(requests) == 1:
             # the hot path of most calls: nothing to merge, each request straight through
+            if self._plain_inputs is not None:
+                if len(requests) == 1:
+                    return [self._serve_plain(0, requests[0])]
+                return [self._serve_plain(index, r) for index, r in enumerate(requests)]
             return [self._serve_alone(index, request) for index, request in enumerate(requests)]
         return self._execute_merged(requests)
 
@@ -287,11 +318,12 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
     def _serve_alone(self, index: int, request: Any) -> Any:
         """One request on its own, from its inputs to its response (the same steps and errors
         as a merged group, with no merge or split in between)."""
-        check = self._check_cancellation
-        if check is None:
-            check = self._infer_seconds >= AUTO_CANCELLATION_SECONDS
-        if check and request.is_cancelled():
+        if self._checks_cancelled and request.is_cancelled():
             return self._cancelled_response()
+        return self._compute_alone(index, request)
+
+    def _compute_alone(self, index: int, request: Any) -> Any:
+        """:meth:`_serve_alone` once the request is known not to be cancelled."""
         try:
             item = self._decode(index, request, keyed=False)
         except InputError as exc:
@@ -318,11 +350,18 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
         self._check_result(result)
         pb, requested, batched = self._pb, item.requested, self.batched
         tensors = []
-        for name, codec in self._output_plan:
+        for name, codec, plain in self._output_entries:
             if name not in result:
                 self._check_not_needed(name, requested, result)
                 continue
-            value = codec.encode(name, result[name], batched)
+            value = result[name]
+            if plain is not None and plain_fits(value, plain, batched):
+                if batched and len(value) != item.rows:
+                    raise rows_error(name, item.rows, value)
+                if requested is None or name in requested:
+                    tensors.append(pb.Tensor(name, value))
+                continue
+            value = codec.encode(name, value, batched)
             if batched and len(value) != item.rows:
                 raise rows_error(name, item.rows, value)
             if requested is None or name in requested:
@@ -354,8 +393,7 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
     def _cancellation_checked(self) -> bool:
         """Whether this call asks its requests if they were cancelled (see
         ``check_cancellation``)."""
-        check = self._check_cancellation
-        return self._infer_seconds >= AUTO_CANCELLATION_SECONDS if check is None else check
+        return self._checks_cancelled
 
     def _timed_infer(self, values: Dict[str, Any]) -> Any:
         started = perf_counter()
@@ -367,7 +405,11 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution):
         # A slowly rising minimum, not an average: under CPU contention a fast call is now and
         # then descheduled for milliseconds, which must not switch the checks on; a model that
         # really is slow reaches its duration within a few dozen calls (+10 % a call).
-        self._infer_seconds = min(elapsed, self._infer_seconds * 1.1)
+        # (a comparison, not min(): this runs once per infer() call)
+        rising = self._infer_seconds * 1.1
+        self._infer_seconds = seconds = elapsed if elapsed < rising else rising
+        if self._check_cancellation is None:
+            self._checks_cancelled = seconds >= AUTO_CANCELLATION_SECONDS
         if self._builtin is not None:
             self._builtin.infer_seconds(elapsed)
 

@@ -17,7 +17,7 @@ Write a custom codec by subclassing :class:`ElementCodec` (one Python object per
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,6 +33,23 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+
+#: what ``Codec._plain_array`` gives: (numpy dtype, the dims when none varies else None, a
+#: test of a shape against the dims); shapes without the row dimension of a batched model
+PlainArray = Tuple["np.dtype[Any]", Optional[Tuple[int, ...]], Callable[[Tuple[int, ...]], bool]]
+
+
+def plain_fits(value: Any, plain: PlainArray, batched: bool) -> bool:
+    """Whether ``value`` goes to ``pb_utils.Tensor`` as it is, for a codec whose
+    :meth:`Codec._plain_array` is ``plain``: an ndarray of that dtype and shape."""
+    if type(value) is not np.ndarray or value.dtype != plain[0]:
+        return False
+    shape = value.shape
+    if batched:
+        if not shape:
+            return False
+        shape = shape[1:]
+    return plain[2](shape)
 
 
 def _check_dims(owner: str, dims: Sequence[int]) -> Tuple[int, ...]:
@@ -156,6 +173,14 @@ class Codec(ABC):
     def to_tensor(self, name: str, part: Any, pb: Any) -> Any:
         """Wrap one request's share of an encoded output into a ``pb_utils.Tensor``."""
         return pb.Tensor(name, part)
+
+    def _plain_array(self) -> Optional[PlainArray]:
+        """``(numpy dtype, dims, shape test)`` when the value of this codec is the tensor's
+        numpy array itself: ``decode`` is ``as_numpy()`` and a check of its dtype and shape,
+        ``encode`` passes an array that meets them as it is, ``to_tensor`` is
+        ``pb_utils.Tensor`` and ``rows`` is ``len``. ``Model`` then does those steps inline
+        (no call per input and output). None, the default, runs the codec's methods."""
+        return None
 
 
 class ElementCodec(Codec):

@@ -9,7 +9,7 @@ from numpy.typing import NDArray
 
 from ..batching import Padded, merge_rows, pad_rows, trim_padded
 from ..errors import DeclarationError, InputError, OutputError
-from .base import MISSING, Codec, format_shape
+from .base import MISSING, Codec, PlainArray, format_shape
 
 #: how a batched Tensor input with rows of different shapes is handled
 RaggedPolicy = Literal["group", "pad"]
@@ -199,6 +199,19 @@ class Tensor(Codec):
         if isinstance(part, Padded):
             part = np.ascontiguousarray(trim_padded(part))
         return pb.Tensor(name, part)
+
+    def _plain_array(self) -> Optional[PlainArray]:
+        own = type(self)
+        if (
+            self._pads
+            or self.dtype.is_bytes  # BYTES outputs are checked element by element
+            or own.decode is not Tensor.decode
+            or own.encode is not Tensor.encode
+            or own.to_tensor is not Tensor.to_tensor
+            or own.rows is not Codec.rows
+        ):
+            return None
+        return self.numpy_dtype, (None if -1 in self.dims else self.dims), self._fits
 
     # -- helpers -----------------------------------------------------------------------------
     def _as_declared_dtype(self, name: str, value: Any) -> NDArray[Any]:

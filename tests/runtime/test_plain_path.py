@@ -1,0 +1,191 @@
+"""The plain-tensor path (tritonpy/_runtime/_plain.py): a request alone of a model whose
+inputs and outputs are all plain ``tp.Tensor`` answers exactly as the general path does,
+whatever the request holds and whatever ``infer`` returns.
+
+The requests are built with the fake pb_utils and handed to ``execute()`` directly, so that
+inputs the server would refuse (wrong data type, shape, names) reach the model too."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Type
+
+import numpy as np
+import pytest
+
+import tritonpy as tp
+from tritonpy.testing import ModelHarness
+from tritonpy.testing import fake_pb_utils as pb
+
+Returns = Callable[[np.ndarray, np.ndarray], Any]
+
+
+def _model(batch: int, returns: Returns) -> Type[tp.Model]:
+    class AddSub(tp.Model):
+        inputs = {"A": tp.Tensor("FP32", [4]), "B": tp.Tensor("FP32", [-1])}
+        outputs = {"SUM": tp.Tensor("FP32", [4]), "DIFF": tp.Tensor("FP32", [-1])}
+        max_batch_size = batch
+        check_cancellation = False
+
+        def infer(self, A: np.ndarray, B: np.ndarray) -> Any:
+            return returns(A, B)
+
+    return AddSub
+
+
+def _answer(response: Any) -> Any:
+    if response.has_error():
+        error = response.error()
+        return ("error", int(error.code()), error.message())
+    arrays = {t.name(): t.as_numpy() for t in response.output_tensors()}
+    return {name: (array.dtype.str, array.tolist()) for name, array in arrays.items()}
+
+
+def _both(model: Type[tp.Model], requests: List[Any]) -> List[List[Any]]:
+    """The answers of the plain path and of the general path to the same requests."""
+    answers = []
+    for plain in (True, False):
+        with ModelHarness(model) as harness:
+            assert harness.model._plain_inputs is not None  # the model qualifies
+            if not plain:
+                harness.model._plain_inputs = None  # execute() takes the general path
+            # one request per execute(): a batched model merges several
+            answers.append([_answer(harness.model.execute([r])[0]) for r in requests])
+    return answers
+
+
+def _request(requested: Optional[List[str]] = None, **arrays: Any) -> Any:
+    tensors = [pb.Tensor(name, np.asarray(value)) for name, value in arrays.items()]
+    return pb.InferenceRequest(
+        model_name="m", inputs=tensors, requested_output_names=requested or []
+    )
+
+
+F4 = np.arange(4, dtype=np.float32)
+F3 = np.arange(3, dtype=np.float32)
+
+REQUESTS: Dict[str, Any] = {
+    "good": _request(A=F4, B=F4),
+    "inputs-in-another-order": pb.InferenceRequest(
+        model_name="m", inputs=[pb.Tensor("B", F4), pb.Tensor("A", F4)]
+    ),
+    "wrong-dtype": _request(A=F4.astype(np.float64), B=F4),
+    "wrong-shape": _request(A=F3, B=F4),
+    "wrong-rank-of-a-variable-input": _request(A=F4, B=F4.reshape(2, 2)),
+    "missing-input": _request(A=F4),
+    "unknown-input": _request(A=F4, C=F4),
+    "repeated-input": pb.InferenceRequest(
+        model_name="m", inputs=[pb.Tensor("A", F4), pb.Tensor("A", F4)]
+    ),
+    "one-output-asked-for": _request(["DIFF"], A=F4, B=F4),
+}
+
+RETURNS: Dict[str, Returns] = {
+    "arrays": lambda a, b: {"SUM": a + b, "DIFF": a - b},
+    "float64-to-cast": lambda a, b: {"SUM": (a + b).astype(np.float64), "DIFF": a - b},
+    "int-to-refuse": lambda a, b: {"SUM": (a + b).astype(np.int32), "DIFF": a - b},
+    "a-list": lambda a, b: {"SUM": (a + b).tolist(), "DIFF": a - b},
+    "strided": lambda a, b: {"SUM": np.repeat(a + b, 2)[::2], "DIFF": a - b},
+    "wrong-shape": lambda a, b: {"SUM": a[:3], "DIFF": a - b},
+    "output-missing": lambda a, b: {"DIFF": a - b},
+    "output-unknown": lambda a, b: {"SUM": a + b, "DIFF": a - b, "OTHER": a},
+    "a-response": lambda a, b: tp.Response({"SUM": a + b, "DIFF": a - b}),
+    "not-a-dict": lambda a, b: [a + b, a - b],
+    "input-error": lambda a, b: (_ for _ in ()).throw(tp.InputError("input 'A': bad")),
+    "crash": lambda a, b: 1 / 0,
+}
+
+
+@pytest.mark.parametrize("returns", list(RETURNS), ids=list(RETURNS))
+def test_unbatched_answers_match_the_general_path(returns: str) -> None:
+    plain, general = _both(_model(0, RETURNS[returns]), list(REQUESTS.values()))
+    assert plain == general
+    if returns == "arrays":  # the good requests are answered, the others refused
+        assert plain[0]["SUM"] == ("<f4", [0.0, 2.0, 4.0, 6.0])
+        assert [isinstance(a, dict) for a in plain] == [True, True, *[False] * 6, True]
+
+
+ROWS2 = np.arange(8, dtype=np.float32).reshape(2, 4)
+
+BATCHED_REQUESTS = [
+    _request(A=ROWS2, B=ROWS2),
+    _request(A=ROWS2, B=ROWS2[:1]),  # inputs disagree on rows
+    _request(A=np.float32(1.0), B=ROWS2),  # no row dimension
+    _request(A=F4, B=ROWS2),  # one row of A missing its row dimension
+    _request(A=ROWS2, B=np.zeros((2, 0), np.float32)),  # zero-length variable dim
+]
+
+BATCHED_RETURNS: Dict[str, Returns] = {
+    "arrays": lambda a, b: {"SUM": a + b, "DIFF": a - b},
+    "rows-lost": lambda a, b: {"SUM": (a + b)[:1], "DIFF": a - b},
+    "one-value-per-row": lambda a, b: {"SUM": a + b, "DIFF": (a - b)[:, 0]},
+    "float64-to-cast": lambda a, b: {"SUM": (a + b).astype(np.float64), "DIFF": a - b},
+}
+
+
+@pytest.mark.parametrize("returns", list(BATCHED_RETURNS), ids=list(BATCHED_RETURNS))
+def test_batched_request_alone_answers_match_the_general_path(returns: str) -> None:
+    plain, general = _both(_model(8, BATCHED_RETURNS[returns]), BATCHED_REQUESTS)
+    assert plain == general
+    if returns == "arrays":
+        assert plain[0]["DIFF"] == ("<f4", [[0.0] * 4, [0.0] * 4])
+
+
+def test_infer_sees_the_arrays_it_was_sent() -> None:
+    seen: List[Any] = []
+
+    def keep(a: np.ndarray, b: np.ndarray) -> Dict[str, Any]:
+        seen.append((a, b))
+        return {"SUM": a * 2, "DIFF": b - b}
+
+    with ModelHarness(_model(0, keep)) as harness:
+        outputs = harness.infer({"A": F4, "B": F3})
+    assert outputs["DIFF"].tolist() == [0.0, 0.0, 0.0]
+    assert seen[0][0].dtype == np.float32 and seen[0][1].shape == (3,)
+
+
+class _Shout(tp.Tensor):
+    def decode(self, name: str, tensor: Any, batched: bool) -> Any:
+        return super().decode(name, tensor, batched) * 2
+
+
+@pytest.mark.parametrize(
+    ("inputs", "outputs", "batch", "builtin"),
+    [
+        ({"X": tp.Text()}, {"Y": tp.Tensor("FP32", [1])}, 0, False),
+        ({"X": tp.Tensor("FP32", [1])}, {"Y": tp.Text()}, 0, False),
+        ({"X": tp.Tensor("BYTES", [1])}, {"Y": tp.Tensor("FP32", [1])}, 0, False),
+        ({"X": tp.Tensor("FP32", [1], optional=True)}, {"Y": tp.Tensor("FP32", [1])}, 0, False),
+        ({"X": tp.Tensor("FP32", [-1], ragged="pad")}, {"Y": tp.Tensor("FP32", [1])}, 4, False),
+        ({"X": _Shout("FP32", [1])}, {"Y": tp.Tensor("FP32", [1])}, 0, False),
+        ({"X": tp.Tensor("FP32", [1])}, {"Y": tp.Tensor("FP32", [1])}, 4, True),
+    ],
+    ids=["text-in", "text-out", "bytes", "optional", "padded", "subclass", "builtin-metrics"],
+)
+def test_only_plain_tensor_models_take_the_path(
+    inputs: Dict[str, Any], outputs: Dict[str, Any], batch: int, builtin: bool
+) -> None:
+    def infer(self: tp.Model, X: Any) -> Dict[str, Any]:
+        return {"Y": X}
+
+    def model(inputs: Dict[str, Any], outputs: Dict[str, Any], builtin: bool) -> Any:
+        namespace = {"inputs": inputs, "outputs": outputs, "infer": infer}
+        namespace.update(max_batch_size=batch, builtin_metrics=builtin)
+        return type("Other", (tp.Model,), namespace)
+
+    with ModelHarness(model(inputs, outputs, builtin)) as harness:
+        assert harness.model._plain_inputs is None
+    plain = {"X": tp.Tensor("FP32", [1])}, {"Y": tp.Tensor("FP32", [1])}
+    with ModelHarness(model(*plain, False)) as harness:
+        assert harness.model._plain_inputs is not None
+
+
+def test_a_subclass_codec_is_still_called_on_the_general_path() -> None:
+    class Doubling(tp.Model):
+        inputs = {"X": _Shout("FP32", [2])}
+        outputs = {"Y": tp.Tensor("FP32", [2])}
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            return {"Y": X + 1}
+
+    with ModelHarness(Doubling) as harness:
+        assert harness.infer({"X": np.array([1, 2], np.float32)})["Y"].tolist() == [3.0, 5.0]
