@@ -189,3 +189,87 @@ def test_a_subclass_codec_is_still_called_on_the_general_path() -> None:
 
     with ModelHarness(Doubling) as harness:
         assert harness.infer({"X": np.array([1, 2], np.float32)})["Y"].tolist() == [3.0, 5.0]
+
+
+# -- several requests of one call, merged ----------------------------------------------------
+
+
+def _merging_model(returns: Returns) -> Type[tp.Model]:
+    class Merging(tp.Model):
+        inputs = {"A": tp.Tensor("FP32", [4]), "B": tp.Tensor("INT64", [2])}
+        outputs = {"SUM": tp.Tensor("FP32", [4]), "FIRST": tp.Tensor("INT64", [1])}
+        max_batch_size = 16
+        check_cancellation = False  # requests merge in one pass
+
+        def setup(self) -> None:
+            self.rows_seen: List[int] = []
+
+        def infer(self, A: np.ndarray, B: np.ndarray) -> Any:
+            self.rows_seen.append(len(A))
+            if (A == 666).any():
+                raise tp.InputError("input 'A': 666 is refused")
+            return returns(A, B)
+
+    return Merging
+
+
+def _merged_both(model: Type[tp.Model], calls: List[List[Any]]) -> List[Any]:
+    """(answers, rows infer saw) of the plain and the general merged path, one execute() per
+    call."""
+    seen = []
+    for plain in (True, False):
+        with ModelHarness(model) as harness:
+            assert harness.model._plain_inputs is not None and harness.model._merges_directly
+            if not plain:
+                harness.model._plain_inputs = None
+            answers = [[_answer(r) for r in harness.model.execute(call)] for call in calls]
+            seen.append((answers, harness.model.rows_seen))
+    return seen
+
+
+def _rows(n: int, start: float = 0.0) -> Any:
+    a = np.arange(n * 4, dtype=np.float32).reshape(n, 4) + start
+    return {"A": a, "B": np.arange(n * 2, dtype=np.int64).reshape(n, 2)}
+
+
+MERGED_CALLS: Dict[str, List[Any]] = {
+    "all-good": [_request(**_rows(1)), _request(**_rows(3, 10)), _request(**_rows(2, 20))],
+    "one-poison": [_request(**_rows(1)), _request(**_rows(1, 666)), _request(**_rows(2))],
+    "one-wrong-dtype": [_request(**_rows(1)), _request(A=_rows(1)["A"], B=np.zeros((1, 2)))],
+    "one-missing-input": [_request(**_rows(2)), _request(A=_rows(1)["A"])],
+    "one-repeated-input": [
+        _request(**_rows(1)),
+        pb.InferenceRequest(
+            model_name="m", inputs=[pb.Tensor("A", _rows(1)["A"]), pb.Tensor("A", _rows(1)["A"])]
+        ),
+    ],
+    "rows-disagree": [_request(**_rows(1)), _request(A=_rows(2)["A"], B=_rows(1)["B"])],
+    "one-wrong-shape": [_request(**_rows(1)), _request(A=_rows(1)["A"][:, :3], B=_rows(1)["B"])],
+    "one-asks-for-one-output": [_request(**_rows(1)), _request(["FIRST"], **_rows(2))],
+}
+
+MERGED_RETURNS: Dict[str, Returns] = {
+    "arrays": lambda a, b: {"SUM": a + 1, "FIRST": b[:, :1]},
+    "float64-to-cast": lambda a, b: {"SUM": (a + 1).astype(np.float64), "FIRST": b[:, :1]},
+    "one-value-per-row": lambda a, b: {"SUM": a + 1, "FIRST": b[:, 0]},
+    "rows-lost": lambda a, b: {"SUM": a[:1], "FIRST": b[:, :1]},
+    "output-missing": lambda a, b: {"SUM": a + 1},
+    "not-a-dict": lambda a, b: (a, b),
+}
+
+
+@pytest.mark.parametrize("returns", list(MERGED_RETURNS), ids=list(MERGED_RETURNS))
+def test_merged_answers_match_the_general_path(returns: str) -> None:
+    calls = list(MERGED_CALLS.values())
+    plain, general = _merged_both(_merging_model(MERGED_RETURNS[returns]), calls)
+    assert plain == general
+    if returns == "arrays":
+        answers, rows_seen = plain
+        first = answers[0]  # all good: one infer() of 6 rows, each request its own rows
+        assert [a["SUM"][1] for a in first] == [
+            [[1.0, 2.0, 3.0, 4.0]],
+            [[11.0 + i * 4 + j for j in range(4)] for i in range(3)],
+            [[21.0 + i * 4 + j for j in range(4)] for i in range(2)],
+        ]
+        assert rows_seen[0] == 6
+        assert sorted(answers[-1][1]) == ["FIRST"]  # the request that asked for one output

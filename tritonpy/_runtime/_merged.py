@@ -62,11 +62,18 @@ class MergedExecution:
             self, name: str, needed: Optional[FrozenSet[str]], result: Mapping[str, Any]
         ) -> None: ...
         def _cancellation_checked(self) -> bool: ...
+        def _merge_plain(self, requests: Sequence[Any]) -> Optional[List[Any]]: ...
+
+    _plain_inputs: Optional[Dict[str, Any]]
 
     def _execute_merged(self, requests: Sequence[Any]) -> List[Any]:
         """Several requests of one ``execute()`` call, merged where they can be."""
         if self._merges_directly and not self._cancellation_checked():
-            direct = self._merge_directly(requests)
+            direct = None
+            if self._plain_inputs is not None:
+                direct = self._merge_plain(requests)
+            if direct is None:
+                direct = self._merge_directly(requests)
             if direct is not None:
                 return direct
         responses, ready = self._decode_all(requests)
@@ -108,8 +115,11 @@ class MergedExecution:
             self._split(result, counts, wanted, range(len(requests)), responses)
             return responses
         except Exception as exc:
-            failure = f"{type(exc).__name__}: {exc}"
-        # as _run_group does: each request alone, so that only the bad ones fail
+            return self._isolate(requests, f"{type(exc).__name__}: {exc}")
+
+    def _isolate(self, requests: Sequence[Any], failure: str) -> List[Any]:
+        """After a merged call of all ``requests`` failed: as _run_group does, each request
+        alone, so that only the bad ones fail."""
         responses, ready = self._decode_all(requests)
         self._log_isolation(len(ready), failure)
         for item in ready:

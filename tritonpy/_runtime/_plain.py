@@ -1,10 +1,11 @@
-"""The plain-tensor path of ``Model.execute``: one request alone, for a model whose every input
-and output is a plain :class:`~tritonpy.Tensor` (numpy arrays in and out, no padding,
-subclass or optional input).
+"""The plain-tensor paths of ``Model.execute``, for a model whose every input and output is a
+plain :class:`~tritonpy.Tensor` (numpy arrays in and out, no padding, subclass or optional
+input): one request alone (``_serve_plain``), and the requests of one call merged
+(``_merge_plain``).
 
-It takes the steps of ``Model._serve_alone`` with the codec checks written out (see
-``Codec._plain_array``): no codec call, ``Decoded`` record or result check per request. It
-gives the same answers: anything it does not expect (an input missing, unknown or repeated, a
+They take the steps of the general paths with the codec checks written out (see
+``Codec._plain_array``): no codec call, ``Decoded`` record or result check per request. They
+give the same answers: anything they do not expect (an input missing, unknown or repeated, a
 data type or shape that does not fit, ``infer`` returning anything but the declared arrays, a
 request that asks for some outputs only) goes to the general path, which words the errors.
 """
@@ -12,7 +13,7 @@ request that asks for some outputs only) goes to the general path, which words t
 from __future__ import annotations
 
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -46,6 +47,16 @@ class PlainTensorPath:
         def _refused(self, exc: InputError) -> Any: ...
         def _internal_error(self, exc: BaseException, during: str) -> Any: ...
         def infer(self, *args: Any, **inputs: Any) -> Any: ...
+        def _timed_infer(self, values: Dict[str, Any]) -> Any: ...
+        def _isolate(self, requests: Sequence[Any], failure: str) -> List[Any]: ...
+        def _split(
+            self,
+            result: Any,
+            counts: List[int],
+            wanted: Optional[List[Optional[FrozenSet[str]]]],
+            indices: Sequence[int],
+            responses: List[Any],
+        ) -> None: ...
 
     def _serve_plain(self, index: int, request: Any) -> Any:
         """One request alone, from its input arrays to its response."""
@@ -110,3 +121,83 @@ class PlainTensorPath:
             return self._refused(exc)
         except Exception as exc:
             return self._internal_error(exc, "running infer()")
+
+    def _merge_plain(self, requests: Sequence[Any]) -> Optional[List[Any]]:
+        """The requests of one call merged into one ``infer`` call (the model merges requests
+        and none of its inputs can keep two apart), their outputs sliced back. None as soon as
+        a request is anything but the usual; the general merged path then decides."""
+        checks = self._plain_inputs
+        assert checks is not None  # execute() comes here only for a model that qualifies
+        columns: Dict[str, List[Any]] = {name: [] for name in checks}
+        counts: List[int] = []
+        for request in requests:
+            inputs = request.inputs()
+            if len(inputs) != len(checks):
+                return None
+            rows = -1
+            for tensor in inputs:
+                name = tensor.name()
+                plain = checks.get(name)
+                if plain is None:
+                    return None
+                value = tensor.as_numpy()
+                dtype, dims, fits = plain
+                shape = value.shape
+                if not shape or (rows != shape[0] and rows != -1):
+                    return None
+                rows, shape = shape[0], shape[1:]
+                if value.dtype != dtype or (shape != dims if dims is not None else not fits(shape)):
+                    return None
+                columns[name].append(value)
+            counts.append(rows)
+        for column in columns.values():
+            if len(column) != len(requests):  # an input repeated (and so another missing)
+                return None
+        outputs = self._plain_outputs
+        every_output = True
+        if self._may_request_fewer:
+            for request in requests:
+                if 0 < len(request.requested_output_names()) < len(outputs):
+                    every_output = False
+                    break
+        try:
+            result = self._timed_infer(
+                {
+                    name: column[0] if len(column) == 1 else np.concatenate(column)
+                    for name, column in columns.items()
+                }
+            )
+            if type(result) is dict and every_output and len(result) == len(outputs):
+                total = sum(counts)
+                arrays = []
+                for name, dtype, dims, fits in outputs:
+                    value = result.get(name)
+                    if type(value) is not np.ndarray or value.dtype != dtype:
+                        break
+                    shape = value.shape
+                    if not shape or shape[0] != total:
+                        break
+                    if shape[1:] != dims if dims is not None else not fits(shape[1:]):
+                        break
+                    arrays.append((name, value))
+                else:
+                    return self._sliced(arrays, counts)
+            # the general way: values to convert, outputs missing or asked for by some only
+            responses: List[Any] = [None] * len(requests)
+            wanted = [self._requested_of(r) for r in requests] if self._may_request_fewer else None
+            self._split(result, counts, wanted, range(len(requests)), responses)
+            return responses
+        except Exception as exc:
+            return self._isolate(requests, f"{type(exc).__name__}: {exc}")
+
+    def _sliced(self, arrays: List[Tuple[str, Any]], counts: List[int]) -> List[Any]:
+        """One response per request: its rows of every output array."""
+        Tensor, InferenceResponse = self._pb.Tensor, self._pb.InferenceResponse
+        responses = []
+        start = 0
+        for rows in counts:
+            stop = start + rows
+            tensors = [Tensor(name, value[start:stop]) for name, value in arrays]
+            responses.append(InferenceResponse(output_tensors=tensors))
+            start = stop
+        return responses
