@@ -392,6 +392,67 @@ def test_the_one_pass_merge_answers_like_the_general_path(requests: List[Any]) -
     assert calls[0] == calls[1]
 
 
+class Ragged(tp.Model):
+    """Rows of -1 length: requests merge only with requests of the same length."""
+
+    inputs = {"SEQ": tp.Tensor("FP32", [-1])}
+    outputs = {"TOTAL": tp.Tensor("FP32", [1]), "NOTE": tp.Text()}
+    max_batch_size = 8
+
+    def setup(self) -> None:
+        self.shapes: List[Any] = []
+
+    def infer(self, SEQ: np.ndarray) -> Dict[str, Any]:
+        self.shapes.append(SEQ.shape)
+        if (SEQ == 666).any():
+            raise tp.InputError("input 'SEQ': 666 is refused")
+        return {"TOTAL": SEQ.sum(axis=1), "NOTE": [f"{len(row)} values" for row in SEQ]}
+
+
+class RaggedPlain(Ragged):
+    """The same with plain tensors only (the plain-tensor path)."""
+
+    outputs = {"TOTAL": tp.Tensor("FP32", [1]), "NOTE": tp.Tensor("INT64", [1])}
+
+    def infer(self, SEQ: np.ndarray) -> Dict[str, Any]:
+        result = super().infer(SEQ)
+        return {"TOTAL": result["TOTAL"], "NOTE": np.full((len(SEQ), 1), SEQ.shape[1])}
+
+
+def seq(*rows: List[float]) -> Dict[str, Any]:
+    return {"SEQ": np.array(rows, np.float32)}
+
+
+@pytest.mark.parametrize("model", [Ragged, RaggedPlain], ids=["general-codecs", "plain"])
+@pytest.mark.parametrize(
+    ("requests", "infer_shapes"),
+    [
+        ([seq([1, 2]), seq([3, 4], [5, 6]), seq([7, 8])], [(4, 2)]),
+        ([seq([1, 2]), seq([1, 2, 3]), seq([4, 5]), seq([9])], [(2, 2), (1, 3), (1, 1)]),
+        (
+            [seq([1, 2]), seq([666, 2]), seq([1, 2, 3]), seq([3, 4])],
+            [(3, 2), (1, 2), (1, 2), (1, 2), (1, 3)],  # the group fails, then each alone
+        ),
+    ],
+    ids=["one-length", "three-lengths", "poison-in-a-group"],
+)
+def test_ragged_requests_merged_in_one_pass_answer_like_the_general_path(
+    model: Any, requests: List[Any], infer_shapes: List[Any]
+) -> None:
+    """The one-pass paths group requests by their row shapes as the general path does."""
+    outcomes, shapes = [], []
+    for check in (True, False):  # True: the general path; False: the one-pass paths
+
+        class Variant(model):  # type: ignore[valid-type,misc]
+            check_cancellation = check
+
+        with ModelHarness(Variant) as harness:
+            outcomes.append([_outcome(r) for r in harness.infer_requests(requests)])
+            shapes.append(harness.model.shapes)
+    assert outcomes[0] == outcomes[1]
+    assert shapes[0] == shapes[1] == infer_shapes
+
+
 def test_an_image_that_fails_to_decode_when_merged_fails_alone() -> None:
     cv2 = pytest.importorskip("cv2", reason="tp.Image needs OpenCV: pip install 'tritonpy[image]'")
     png = cv2.imencode(".png", np.zeros((4, 6, 3), np.uint8))[1].tobytes()

@@ -14,6 +14,7 @@ from typing import (
     ClassVar,
     Dict,
     FrozenSet,
+    Hashable,
     List,
     Mapping,
     Optional,
@@ -39,6 +40,7 @@ class MergedExecution:
     _wants_parameters: ClassVar[bool]
     _merge: bool
     _merges_directly: bool
+    _key_inputs: Tuple[Tuple[str, Codec], ...]
     _may_request_fewer: bool
     batched: bool
     logger: Any
@@ -86,12 +88,14 @@ class MergedExecution:
         return responses
 
     def _merge_directly(self, requests: Sequence[Any]) -> Optional[List[Any]]:
-        """The usual merged call in one pass, for models whose requests can never be told
-        apart (no ragged grouping, optional inputs or request parameters): every request sends
-        each input once, all of them merge into one ``infer`` call. None as soon as a request
-        is anything else; the general path then decides, and words the errors."""
+        """The usual merged call in one pass, for models whose requests carry no parameters:
+        every request sends each input once, all of them merge into one ``infer`` call (or,
+        when their ragged shapes differ, one per group). None as soon as a request is anything
+        else; the general path then decides, and words the errors."""
         decode_present = self._decode_present
         decoded: List[Tuple[Dict[str, Any], int]] = []
+        key_inputs = self._key_inputs
+        keys: List[Hashable] = []
         for request in requests:
             try:
                 one = decode_present(request.inputs())
@@ -100,7 +104,12 @@ class MergedExecution:
             if one is None:
                 return None
             decoded.append(one)
+            if key_inputs:  # (every input is there: the key of _decode without absent ones)
+                values = one[0]
+                keys.append(tuple([codec.group_key(values[name]) for name, codec in key_inputs]))
         wanted = [self._requested_of(r) for r in requests] if self._may_request_fewer else None
+        if keys and keys.count(keys[0]) != len(keys):
+            return self._run_groups(decoded, keys, wanted)
         counts = [rows for _, rows in decoded]
         responses: List[Any] = [None] * len(requests)
         try:
@@ -116,6 +125,23 @@ class MergedExecution:
             return responses
         except Exception as exc:
             return self._isolate(requests, f"{type(exc).__name__}: {exc}")
+
+    def _run_groups(
+        self,
+        decoded: List[Tuple[Dict[str, Any], int]],
+        keys: List[Hashable],
+        wanted: Optional[List[Optional[FrozenSet[str]]]],
+    ) -> List[Any]:
+        """Decoded requests whose group keys differ: one merged call per group, as the general
+        path runs them."""
+        ready = [
+            Decoded(index, values, rows, None if wanted is None else wanted[index], keys[index])
+            for index, (values, rows) in enumerate(decoded)
+        ]
+        responses: List[Any] = [None] * len(ready)
+        for members in groups(ready):
+            self._run_group(members, responses)
+        return responses
 
     def _isolate(self, requests: Sequence[Any], failure: str) -> List[Any]:
         """After a merged call of all ``requests`` failed: as _run_group does, each request

@@ -123,13 +123,14 @@ class PlainTensorPath:
             return self._internal_error(exc, "running infer()")
 
     def _merge_plain(self, requests: Sequence[Any]) -> Optional[List[Any]]:
-        """The requests of one call merged into one ``infer`` call (the model merges requests
-        and none of its inputs can keep two apart), their outputs sliced back. None as soon as
-        a request is anything but the usual; the general merged path then decides."""
+        """The requests of one call merged into one ``infer`` call, their outputs sliced back.
+        None as soon as a request is anything but the usual (or the requests' ragged shapes
+        differ); the one-pass or general merged path then decides."""
         checks = self._plain_inputs
         assert checks is not None  # execute() comes here only for a model that qualifies
         columns: Dict[str, List[Any]] = {name: [] for name in checks}
         counts: List[int] = []
+        row_shapes: Dict[str, Tuple[int, ...]] = {}  # of the inputs with a -1 dim
         for request in requests:
             inputs = request.inputs()
             if len(inputs) != len(checks):
@@ -146,7 +147,12 @@ class PlainTensorPath:
                 if not shape or (rows != shape[0] and rows != -1):
                     return None
                 rows, shape = shape[0], shape[1:]
-                if value.dtype != dtype or (shape != dims if dims is not None else not fits(shape)):
+                if dims is None:  # requests merge only when their rows are of one shape
+                    if value.dtype != dtype or row_shapes.setdefault(name, shape) != shape:
+                        return None
+                    if not fits(shape):
+                        return None
+                elif value.dtype != dtype or shape != dims:
                     return None
                 columns[name].append(value)
             counts.append(rows)
@@ -197,7 +203,9 @@ class PlainTensorPath:
         start = 0
         for rows in counts:
             stop = start + rows
-            tensors = [Tensor(name, value[start:stop]) for name, value in arrays]
+            tensors = []
+            for name, value in arrays:  # (a loop: a comprehension is a call before 3.12)
+                tensors.append(Tensor(name, value[start:stop]))
             responses.append(InferenceResponse(output_tensors=tensors))
             start = stop
         return responses

@@ -248,8 +248,8 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
         self._may_request_fewer = len(self._output_plan) > 1
         # streams never merge: each request gets its own generator
         self._merge = self.batched and cls.merge_requests and not cls.decoupled
-        # nothing can keep two requests apart: a call merges in one pass (see _merged.py)
-        self._merges_directly = self._merge and not self._key_inputs and not cls._wants_parameters
+        # a call merges in one pass unless requests carry parameters (see _merged.py)
+        self._merges_directly = self._merge and not cls._wants_parameters
         # execute() leaves the plain path only for streams and async infer (one check a call)
         self._plain = not cls.decoupled and cls._infer_kind == INFER_SYNC
         self._error_codes = self._pb.TritonError
