@@ -22,9 +22,11 @@ from typing import (
     Tuple,
 )
 
+import numpy as np
+
 from ._declarations import PARAMETERS_ARGUMENT
 from ._decoded import Decoded, groups, union_requested
-from .codecs.base import Codec
+from .codecs.base import Codec, PlainArray
 from .errors import InputError, OutputError
 from .response import Response, make_inference_response
 
@@ -37,6 +39,7 @@ class MergedExecution:
     _builtin: Any
     _input_plan: Tuple[Tuple[str, Codec], ...]
     _output_plan: Tuple[Tuple[str, Codec], ...]
+    _output_entries: Tuple[Tuple[str, Codec, Optional[PlainArray]], ...]
     _wants_parameters: ClassVar[bool]
     _merge: bool
     _merges_directly: bool
@@ -219,20 +222,26 @@ class MergedExecution:
         if type(result) is not dict and isinstance(result, Response):
             result, parameters = result.outputs, result.parameters
         encoded = self._encode(result, union_requested(wanted), sum(counts))
-        # each encoded output split once; every request then takes its part of each
+        # each encoded output split once; every request then takes its part of each (a plain
+        # Tensor's part goes to pb_utils.Tensor without the codec call)
         columns = [
-            (name, codec, codec.split(encoded[name], counts))
-            for name, codec in self._output_plan
+            (name, codec, plain is not None, codec.split(encoded[name], counts))
+            for name, codec, plain in self._output_entries
             if name in encoded
         ]
         pb = self._pb
+        Tensor = pb.Tensor
         for position, index in enumerate(indices):
             requested = None if wanted is None else wanted[position]
-            tensors = [
-                codec.to_tensor(name, parts[position], pb)
-                for name, codec, parts in columns
-                if requested is None or name in requested
-            ]
+            tensors = []
+            for name, codec, plain, parts in columns:  # (a loop: no comprehension call)
+                if requested is None or name in requested:
+                    part = parts[position]
+                    tensors.append(
+                        Tensor(name, part)
+                        if plain and type(part) is np.ndarray
+                        else codec.to_tensor(name, part, pb)
+                    )
             responses[index] = (
                 make_inference_response(pb, tensors, parameters)
                 if parameters

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Dict, FrozenSet, Hashable, List, Optional, Seq
 
 from ._declarations import PARAMETERS_ARGUMENT
 from ._decoded import Decoded, request_parameters
-from .codecs.base import Codec
+from .codecs.base import Codec, PlainArray
 from .errors import InputError
 
 #: the group key of an optional input a request left out (its value is None)
@@ -25,7 +25,8 @@ class RequestDecoding:
     batched: bool
     _builtin: Any
     _input_plan: Tuple[Tuple[str, Codec], ...]
-    _input_codecs: Dict[str, Codec]
+    #: name -> (codec, Codec._plain_array of it)
+    _input_entries: Dict[str, Tuple[Codec, Optional[PlainArray]]]
     _key_inputs: Tuple[Tuple[str, Codec], ...]
     _output_plan: Tuple[Tuple[str, Codec], ...]
     _merge: bool
@@ -64,20 +65,30 @@ class RequestDecoding:
         """The usual request, every declared input there once (with the same number of rows),
         decoded in one pass over its tensors: (values, rows); None for anything else, which
         the general path decides (and words the errors of)."""
-        codecs = self._input_codecs
-        if len(inputs) != len(codecs):
+        entries = self._input_entries
+        if len(inputs) != len(entries):
             return None
         batched = self.batched
         values: Dict[str, Any] = {}
         rows = -1
         for tensor in inputs:
             name = tensor.name()
-            codec = codecs.get(name)
-            if codec is None or name in values:
+            entry = entries.get(name)
+            if entry is None or name in values:
                 return None
-            value = values[name] = codec.decode(name, tensor, batched)
+            codec, plain = entry
+            if plain is None:
+                value = codec.decode(name, tensor, batched)
+            else:  # a plain Tensor: what its decode() checks, without the call
+                value = tensor.as_numpy()
+                shape = value.shape
+                if value.dtype != plain[0] or not (
+                    (bool(shape) and plain[2](shape[1:])) if batched else plain[2](shape)
+                ):
+                    value = codec.decode(name, tensor, batched)  # raises, saying what is wrong
+            values[name] = value
             if batched:
-                count = codec.rows(value)
+                count = len(value) if plain is not None else codec.rows(value)
                 if rows != count and rows != -1:
                     return None
                 rows = count

@@ -233,8 +233,10 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
         self._input_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.inputs.items())
         self._output_plan: Tuple[Tuple[str, Codec], ...] = tuple(self.outputs.items())
         self._output_names: FrozenSet[str] = frozenset(self.outputs)
-        self._input_codecs: Dict[str, Codec] = dict(self._input_plan)
-        # outputs that are plain Tensors are checked and wrapped without a codec call
+        # plain Tensors are checked and wrapped without a codec call (Codec._plain_array)
+        self._input_entries: Dict[str, Tuple[Codec, Optional[PlainArray]]] = {
+            name: (codec, codec._plain_array()) for name, codec in self._input_plan
+        }
         self._output_entries: Tuple[Tuple[str, Codec, Optional[PlainArray]], ...] = tuple(
             (name, codec, codec._plain_array()) for name, codec in self._output_plan
         )
@@ -273,9 +275,7 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
         # output is a plain Tensor and nothing is added to what infer() gets
         plain_inputs = {
             name: plain
-            for name, codec, plain in (
-                (name, codec, codec._plain_array()) for name, codec in self._input_plan
-            )
+            for name, (codec, plain) in self._input_entries.items()
             if plain is not None and not codec.optional
         }
         self._plain_outputs: PlainOutputs = tuple(
