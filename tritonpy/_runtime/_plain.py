@@ -27,13 +27,13 @@ PlainOutputs = Tuple[Tuple[str, "np.dtype[Any]", Optional[Tuple[int, ...]], Any]
 
 
 class PlainTensorPath:
-    """Mixin of :class:`tritonpy.Model`: :meth:`_serve_plain`."""
+    """Mixin of :class:`tritonpy.Model`: :meth:`_serve_plain` and :meth:`_merge_plain`."""
 
     _pb: Any
     batched: bool
     _may_request_fewer: bool
     _checks_cancelled: bool
-    #: name -> (dtype, shape test) of every input; None when the model does not qualify
+    #: name -> Codec._plain_array of every input; None when the model does not qualify
     _plain_inputs: Optional[Dict[str, PlainArray]]
     _plain_outputs: PlainOutputs
 
