@@ -92,27 +92,17 @@ class PlainTensorPath:
             0 < len(request.requested_output_names()) < len(outputs)
         )
         try:
-            started = perf_counter()
+            started = perf_counter()  # (_timed_infer, without its call)
             result = self.infer(**values)
             self._record_seconds(perf_counter() - started)
-            if type(result) is dict and every_output and len(result) == len(outputs):
+            arrays = self._declared_arrays(result, rows if batched else None)
+            if arrays is not None and every_output:
                 Tensor = self._pb.Tensor
                 tensors = []
-                for name, dtype, dims, fits in outputs:
-                    value = result.get(name)
-                    if type(value) is not np.ndarray or value.dtype != dtype:
-                        break
-                    shape = value.shape
-                    if batched:
-                        if not shape or shape[0] != rows:
-                            break
-                        shape = shape[1:]
-                    if shape != dims if dims is not None else not fits(shape):
-                        break
+                for name, value in arrays:  # (a loop: a comprehension is a call before 3.12)
                     # (the stub itself makes a strided array contiguous, as tp.Tensor would)
                     tensors.append(Tensor(name, value))
-                else:
-                    return self._pb.InferenceResponse(output_tensors=tensors)
+                return self._pb.InferenceResponse(output_tensors=tensors)
             # a value to convert, an output missing or unknown, some outputs asked for: the
             # general way (which raises the OutputError that says what is wrong)
             requested = self._requested_of(request)
@@ -173,21 +163,9 @@ class PlainTensorPath:
                     for name, column in columns.items()
                 }
             )
-            if type(result) is dict and every_output and len(result) == len(outputs):
-                total = sum(counts)
-                arrays = []
-                for name, dtype, dims, fits in outputs:
-                    value = result.get(name)
-                    if type(value) is not np.ndarray or value.dtype != dtype:
-                        break
-                    shape = value.shape
-                    if not shape or shape[0] != total:
-                        break
-                    if shape[1:] != dims if dims is not None else not fits(shape[1:]):
-                        break
-                    arrays.append((name, value))
-                else:
-                    return self._sliced(arrays, counts)
+            arrays = self._declared_arrays(result, sum(counts))
+            if arrays is not None and every_output:
+                return self._sliced(arrays, counts)
             # the general way: values to convert, outputs missing or asked for by some only
             responses: List[Any] = [None] * len(requests)
             wanted = [self._requested_of(r) for r in requests] if self._may_request_fewer else None
@@ -195,6 +173,29 @@ class PlainTensorPath:
             return responses
         except Exception as exc:
             return self._isolate(requests, f"{type(exc).__name__}: {exc}")
+
+    def _declared_arrays(self, result: Any, rows: Optional[int]) -> Optional[List[Tuple[str, Any]]]:
+        """``(name, array)`` of every output when ``infer`` returned exactly the declared
+        outputs as arrays of the declared dtype and shape (``rows`` rows each when batched,
+        None without batching); None for anything else."""
+        outputs = self._plain_outputs
+        if type(result) is not dict or len(result) != len(outputs):
+            return None
+        arrays = []
+        for name, dtype, dims, fits in outputs:
+            value = result.get(name)
+            if type(value) is not np.ndarray or value.dtype != dtype:
+                return None
+            shape = value.shape
+            if rows is not None:
+                if not shape or shape[0] != rows:
+                    return None
+                shape = shape[1:]
+            # a tuple comparison where no dim varies: cheaper than a call
+            if shape != dims if dims is not None else not fits(shape):
+                return None
+            arrays.append((name, value))
+        return arrays
 
     def _sliced(self, arrays: List[Tuple[str, Any]], counts: List[int]) -> List[Any]:
         """One response per request: its rows of every output array."""
