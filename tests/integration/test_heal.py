@@ -134,6 +134,36 @@ def _stub_pid(server: TritonServer, model: str) -> Optional[int]:
     return stubs[0] if len(stubs) == 1 else None
 
 
+def _diagnosis(server: TritonServer, load: Load, lines: List[str], killed: float) -> str:
+    """What the healer and the clients saw around a kill, for a failure message."""
+    assert server.healer is not None and server.pid is not None
+    since = [o for o in list(load.outcomes) if o.done >= killed - 1]
+    errors: Dict[str, int] = {}
+    for o in since:
+        if not o.ok:
+            key = f"{o.model}: {o.error.splitlines()[0][:100] if o.error else '?'}"
+            errors[key] = errors.get(key, 0) + 1
+    now = time.monotonic()
+    return "\n".join(
+        [
+            f"heal lines: {lines}",
+            "heal events: "
+            + str(
+                [(e.kind, e.model, e.cause, round(e.at - killed, 3)) for e in server.healer.events]
+            ),
+            f"stubs the healer knows: {server.healer.stubs}",
+            f"live stubs now: {live_stubs(server.pid)}",
+            f"models ready: {server.models_ready()}",
+            f"since the kill ({now - killed:.1f} s): "
+            f"{sum(o.ok for o in since)} answers, errors {errors}",
+            f"last dbl outcome: {[o for o in load.outcomes if o.model == 'dbl'][-1:]}",
+            f"threads of the server: {len(os.listdir(f'/proc/{server.pid}/task'))}",
+            "the end of the server's log:",
+            server.log_tail(30),
+        ]
+    )
+
+
 def test_killed_stub_is_reloaded_under_load(
     triton_server_factory: Callable[..., TritonServer], tmp_path: Path
 ) -> None:
@@ -165,7 +195,10 @@ def test_killed_stub_is_reloaded_under_load(
                 ]
                 return min(later) if later else None
 
-            back = _wait_for(recovered, RECOVERY_LIMIT_S * 3, f"dbl to answer after {sig.name}")
+            try:
+                back = _wait_for(recovered, RECOVERY_LIMIT_S * 3, f"dbl to answer after {sig.name}")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{_diagnosis(server, load, lines, killed)}") from None
             time.sleep(0.5)  # steady load on the new instance before the next kill
             failed = [o for o in list(load.outcomes) if o.model == "dbl" and not o.ok]
             failed_now = [o for o in failed if o.sent >= killed - CLIENT_TIMEOUT_S]

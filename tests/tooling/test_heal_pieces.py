@@ -236,6 +236,40 @@ def test_a_refused_reload_is_reported_and_retried_after_a_pause(tmp_path: Path) 
     assert lines[-1].startswith("[dbl] reloaded in ")
 
 
+def test_a_death_while_the_last_reload_is_ending_is_healed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker that has decided to end is still an alive thread for a moment. A stub killed in
+    # that moment must start a new reload: simulated by threads that never look finished.
+    alive = threading.Thread.is_alive
+    monkeypatch.setattr(
+        threading.Thread,
+        "is_alive",
+        lambda self: self.name.startswith("tritonpy-heal-dbl") or alive(self),
+    )
+    write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
+    reload, lines = FakeReload(), cast(List[str], [])
+    healer = healer_on(tmp_path, reload, lines)
+    healer.scan()
+    write_proc(tmp_path, 10, (), state="Z", exit_status=9)
+    healer.scan()
+    healer.scan()
+    assert reload.done.wait(5)
+    first = healer._workers.get("dbl")
+    if first is not None:  # wait for the first worker to decide, not for its thread to end
+        first.join(5)
+    reload.done.clear()
+    write_proc(tmp_path, 12, stub_argv("dbl", "dbl_0"))  # the reloaded instance
+    healer.scan()
+    write_proc(tmp_path, 12, (), state="Z", exit_status=11)
+    healer.scan()
+    healer.scan()
+    assert reload.done.wait(5), f"the second death was not healed: {lines}"
+    healer.stop()
+    assert reload.calls == ["dbl", "dbl"]
+    assert [e.kind for e in healer.events] == ["died", "reloaded", "died", "reloaded"]
+
+
 # ------------------------------------------------------------------ server death (keeper)
 class FakeServer:
     """What serve_until_exit uses of a TritonServer: it dies with ``codes`` in turn; starts

@@ -164,7 +164,7 @@ class StubHealer:
         self._suspects: Set[int] = set()
         self._retired: Set[int] = set()
         self._backoff: Dict[str, Backoff] = {}
-        self._workers: Dict[str, threading.Thread] = {}
+        self._workers: Dict[str, threading.Thread] = {}  # the reloading worker of a model
         self._again: Set[str] = set()
         self._lock = threading.Lock()
         self._poller = Poller(self._tick, interval=interval, name="tritonpy-heal")
@@ -230,8 +230,9 @@ class StubHealer:
         delay = backoff.record(now) or 0.0
         self.events.append(HealEvent("died", stub.model, stub.instance, cause, 0.0, delay, now))
         self.report(death_line(stub.model, stub.instance, cause, delay, backoff.recent(now)))
-        worker = self._workers.get(stub.model)
-        if worker is not None and worker.is_alive():
+        # a model's worker leaves _workers under the lock when it decides to end (not when
+        # its thread ends: a death in between would be left unhealed)
+        if stub.model in self._workers:
             self._again.add(stub.model)
             return
         worker = threading.Thread(
@@ -242,6 +243,14 @@ class StubHealer:
         worker.start()
 
     def _heal(self, model: str, delay: float) -> None:
+        try:
+            self._reload_until_healed(model, delay)
+        finally:
+            with self._lock:
+                if self._workers.get(model) is threading.current_thread():
+                    del self._workers[model]
+
+    def _reload_until_healed(self, model: str, delay: float) -> None:
         while not self._stopping.wait(delay):
             with self._lock:
                 # the model's other stubs end with the unload: not deaths
@@ -264,5 +273,6 @@ class StubHealer:
             self.report(reloaded_line(model, seconds))
             with self._lock:
                 if model not in self._again:
+                    del self._workers[model]  # from now on a death starts a new worker
                     return
             delay = 0.0
