@@ -128,6 +128,44 @@ def test_child_processes_and_live_stubs_from_a_fake_proc(tmp_path: Path) -> None
     ]
 
 
+def test_child_watch_reads_only_new_pids_and_the_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tritonpy.server._stubwatch as stubwatch
+
+    read: List[str] = []
+    real = stubwatch._read_child
+    monkeypatch.setattr(
+        stubwatch,
+        "_read_child",
+        lambda entry, parent: read.append(entry.name) or real(entry, parent),
+    )
+    write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
+    write_proc(tmp_path, 13, stub_argv("other", "other_0"), ppid=1)  # another server's
+    write_proc(tmp_path, 14, ["/usr/bin/sleep", "10"], ppid=1)
+    watch = stubwatch.ChildWatch(SERVER, tmp_path, full_every=5)
+    assert [c.pid for c in watch.children()] == [10] and sorted(read) == ["10", "13", "14"]
+    read.clear()
+    write_proc(tmp_path, 11, stub_argv("add_sub", "add_sub_0_0"))  # a new stub
+    write_proc(tmp_path, 10, (), state="Z", exit_status=9)
+    children = watch.children()
+    assert [(c.pid, c.dead) for c in children] == [(10, True), (11, False)]
+    assert sorted(read) == ["10", "11"]  # 13 and 14 are not read again
+    read.clear()
+    for entry in (tmp_path / "14").iterdir():  # 14 ends, and its number is reused by a child
+        entry.unlink()
+    (tmp_path / "14").rmdir()
+    assert [c.pid for c in watch.children()] == [10, 11]
+    write_proc(tmp_path, 14, stub_argv("echo", "echo_0"))
+    read.clear()
+    assert [c.pid for c in watch.children()] == [10, 11, 14]
+    assert sorted(read) == ["10", "11", "14"]  # 14 was forgotten when it left the listing
+    read.clear()
+    assert [c.pid for c in watch.children()] == [10, 11, 14]  # the 5th look reads all again
+    assert sorted(read) == ["10", "11", "13", "14"]
+    assert watch.children() == child_processes(SERVER, tmp_path)
+
+
 @pytest.mark.parametrize(
     ("status", "text"),
     [(9, "SIGKILL"), (11, "SIGSEGV"), (11 | 0x80, "SIGSEGV, core dumped"), (256, "exit code 1")],

@@ -22,7 +22,7 @@ import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Set, Tuple, Union
 
 STUB_EXECUTABLE = "triton_python_backend_stub"
 _INSTANCE_ARG = 8  # argv index of the instance name
@@ -100,6 +100,54 @@ def child_processes(parent: int, proc_root: Union[str, Path] = "/proc") -> List[
         return []
     found = [c for c in (_read_child(e, parent) for e in entries) if c is not None]
     return sorted(found, key=lambda c: c.pid)
+
+
+class ChildWatch:
+    """The children of one process, looked at again and again (the healer's tick) without
+    reading every process's ``stat`` each time.
+
+    A process that is not a child of ``parent`` never becomes one (Linux gives a process a
+    new parent only when its own parent dies, and then init or a subreaper), so each look
+    lists ``/proc`` and reads the ``stat`` of new pids and of known children only. A pid that
+    leaves the listing is forgotten (its number may be reused); every ``full_every`` looks,
+    all pids are read again, for a pid reused between two looks.
+
+    Example::
+
+        watch = ChildWatch(server.pid)
+        watch.children()    # the same list as child_processes(server.pid)
+    """
+
+    def __init__(
+        self, parent: int, proc_root: Union[str, Path] = "/proc", *, full_every: int = 100
+    ) -> None:
+        self.parent = parent
+        self.root = Path(proc_root)
+        self.full_every = full_every
+        self._others: Set[str] = set()  # pids seen not to be children
+        self._looks = 0
+
+    def children(self) -> List[ChildProcess]:
+        """The children of ``parent`` now, zombies included, sorted by pid."""
+        try:
+            names = [n for n in os.listdir(self.root) if n.isdigit()]
+        except OSError:
+            return []
+        self._looks += 1
+        if self._looks % self.full_every == 0:
+            self._others.clear()
+        else:
+            self._others.intersection_update(names)
+        found: List[ChildProcess] = []
+        for name in names:
+            if name in self._others:
+                continue
+            child = _read_child(self.root / name, self.parent)
+            if child is None:
+                self._others.add(name)
+            else:
+                found.append(child)
+        return sorted(found, key=lambda c: c.pid)
 
 
 def live_stubs(server_pid: int, proc_root: Union[str, Path] = "/proc") -> List[StubProcess]:

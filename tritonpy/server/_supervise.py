@@ -36,7 +36,7 @@ from typing import Callable, Dict, List, Literal, Optional, Set, Union
 from ._backoff import Backoff
 from ._polling import Poller, join
 from ._readiness import repository_index
-from ._stubwatch import StubProcess, child_processes, describe_exit, stub_of
+from ._stubwatch import ChildWatch, StubProcess, describe_exit, stub_of
 
 Report = Callable[[str], None]
 
@@ -156,6 +156,9 @@ class StubHealer:
         self.http_url = http_url
         self.report = report
         self.proc_root = proc_root
+        # a look lists /proc and reads the new pids and the server's children only: reading
+        # every process 10 times a second cost a busy host a good part of a core
+        self._children = ChildWatch(server_pid, proc_root)
         self.clock = clock
         self._reload = reload or (lambda m: reload_model(http_url, m, timeout=reload_timeout))
         self._policy = policy
@@ -195,7 +198,7 @@ class StubHealer:
 
     def scan(self) -> List[StubProcess]:
         """One look at the server's children; returns the stubs found dead (and handled)."""
-        children = {c.pid: c for c in child_processes(self.server_pid, self.proc_root)}
+        children = {c.pid: c for c in self._children.children()}
         died: List[StubProcess] = []
         with self._lock:
             for live in children.values():
