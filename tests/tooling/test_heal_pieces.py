@@ -135,11 +135,13 @@ def test_child_watch_reads_only_new_pids_and_the_children(
 
     read: List[str] = []
     real = stubwatch._read_child
-    monkeypatch.setattr(
-        stubwatch,
-        "_read_child",
-        lambda entry, parent: read.append(entry.name) or real(entry, parent),
-    )
+
+    def counted(entry: Path, parent: int) -> Optional[stubwatch.ChildProcess]:
+        if entry.parent == tmp_path:  # not the looks of other servers' healers in this process
+            read.append(entry.name)
+        return real(entry, parent)
+
+    monkeypatch.setattr(stubwatch, "_read_child", counted)
     write_proc(tmp_path, 10, stub_argv("dbl", "dbl_0"))
     write_proc(tmp_path, 13, stub_argv("other", "other_0"), ppid=1)  # another server's
     write_proc(tmp_path, 14, ["/usr/bin/sleep", "10"], ppid=1)
