@@ -219,6 +219,13 @@ class FakeReload:
         self.done.set()
 
 
+def die(root: Path, healer: StubHealer, pid: int, status: int) -> None:
+    """Stub ``pid`` becomes a zombie that stays for two looks: a death the healer handles."""
+    write_proc(root, pid, (), state="Z", exit_status=status)
+    healer.scan()
+    healer.scan()
+
+
 def healer_on(root: Path, reload: FakeReload, lines: List[str]) -> StubHealer:
     clock = iter(float(t) for t in range(1000))
     return StubHealer(
@@ -265,9 +272,7 @@ def test_a_refused_reload_is_reported_and_retried_after_a_pause(tmp_path: Path) 
     reload, lines = FakeReload(fail=1), cast(List[str], [])
     healer = healer_on(tmp_path, reload, lines)
     healer.scan()
-    write_proc(tmp_path, 10, (), state="Z", exit_status=11)
-    healer.scan()
-    healer.scan()
+    die(tmp_path, healer, 10, 11)
     assert reload.done.wait(5)
     healer.stop()
     assert reload.calls == ["dbl", "dbl"]
@@ -291,19 +296,15 @@ def test_a_death_while_the_last_reload_is_ending_is_healed(
     reload, lines = FakeReload(), cast(List[str], [])
     healer = healer_on(tmp_path, reload, lines)
     healer.scan()
-    write_proc(tmp_path, 10, (), state="Z", exit_status=9)
-    healer.scan()
-    healer.scan()
+    die(tmp_path, healer, 10, 9)
     assert reload.done.wait(5)
     first = healer._workers.get("dbl")
-    if first is not None:  # wait for the first worker to decide, not for its thread to end
+    if first is not None:  # let the first worker end (is_alive would still say it runs)
         first.join(5)
     reload.done.clear()
     write_proc(tmp_path, 12, stub_argv("dbl", "dbl_0"))  # the reloaded instance
     healer.scan()
-    write_proc(tmp_path, 12, (), state="Z", exit_status=11)
-    healer.scan()
-    healer.scan()
+    die(tmp_path, healer, 12, 11)
     assert reload.done.wait(5), f"the second death was not healed: {lines}"
     healer.stop()
     assert reload.calls == ["dbl", "dbl"]

@@ -92,14 +92,9 @@ def _read_child(entry: Path, parent: int) -> Optional[ChildProcess]:
 
 
 def child_processes(parent: int, proc_root: Union[str, Path] = "/proc") -> List[ChildProcess]:
-    """The children of ``parent``, zombies included, sorted by pid."""
-    root = Path(proc_root)
-    try:
-        entries = [e for e in root.iterdir() if e.name.isdigit()]
-    except OSError:
-        return []
-    found = [c for c in (_read_child(e, parent) for e in entries) if c is not None]
-    return sorted(found, key=lambda c: c.pid)
+    """The children of ``parent``, zombies included, sorted by pid (one look: every pid is
+    read; :class:`ChildWatch` for repeated looks)."""
+    return ChildWatch(parent, proc_root).children()
 
 
 class ChildWatch:
