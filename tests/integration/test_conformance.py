@@ -247,6 +247,35 @@ def expect_plain_some_outputs(results: List[Result]) -> None:
         assert ok(result)["Y"].tolist() == [3.0, -4.0, 8.0]
 
 
+def scores_request(*best: int) -> Inputs:
+    """One row per id in ``best``, each scoring that id highest and the next id second."""
+    scores = np.zeros((len(best), 5), np.float32)
+    for row, index in enumerate(best):
+        scores[row, index] = 2.0
+        scores[row, (index + 1) % 5] = 1.0
+    return {"SCORES": scores}
+
+
+def expect_labels(results: List[Result]) -> None:
+    first = ok(results[0])
+    assert first["IDS"].tolist() == [[0, 1], [4, 0]]
+    assert first["NAMES"].tolist() == [[b"zero", "ünï".encode()], [b"four", b"zero"]]
+    assert first["FIRST"].tolist() == [[b"id 0"], [b"id 4"]]
+    error(
+        results[1],
+        "INTERNAL",
+        "output 'NAMES', element 0: cannot encode str as UTF-8 text: 'utf-8' codec can't "
+        "encode character '\\udcff' in position 4: surrogates not allowed",
+    )
+    assert ok(results[2])["NAMES"].tolist() == [["ünï".encode(), b"two"]] * 2
+
+
+def expect_labels_some_outputs(results: List[Result]) -> None:
+    for result in results:  # asked for NAMES only: the stub dropped IDS and FIRST
+        assert sorted(ok(result)) == ["NAMES"]
+    assert ok(results[0])["NAMES"].tolist() == [["ünï".encode(), b"two"]]
+
+
 def expect_missing_input(results: List[Result]) -> None:
     assert isinstance(results[0], TritonRequestError)
     assert results[0].code == "INVALID_ARG"
@@ -363,6 +392,19 @@ CASES = [
         [plain_request(0), plain_request(2)],
         expect_plain_some_outputs,
         outputs=["Y", "EVEN"],
+    ),
+    Case(
+        "plain-tensor-in-text-out",
+        "cf_labels",
+        [scores_request(0, 4), scores_request(3), scores_request(1, 1)],
+        expect_labels,
+    ),
+    Case(
+        "plain-tensor-in-text-out-some-outputs",
+        "cf_labels",
+        [scores_request(1), scores_request(4, 0)],
+        expect_labels_some_outputs,
+        outputs=["NAMES"],
     ),
     Case(
         "unbatched",

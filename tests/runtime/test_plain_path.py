@@ -1,9 +1,11 @@
 """The plain-tensor path (tritonpy/_runtime/_plain.py): a request alone of a model whose
-inputs and outputs are all plain ``tp.Tensor`` answers exactly as the general path does,
-whatever the request holds and whatever ``infer`` returns.
+inputs are all plain ``tp.Tensor`` (and outputs plain Tensors or text the stub encodes) answers
+exactly as the general path does, whatever the request holds and whatever ``infer`` returns.
 
 The requests are built with the fake pb_utils and handed to ``execute()`` directly, so that
-inputs the server would refuse (wrong data type, shape, names) reach the model too."""
+inputs the server would refuse (wrong data type, shape, names) reach the model too. An answer
+is what the client gets: the outputs the request asked for (the stub drops the others from a
+response, python_backend's ``PruneOutputTensors``)."""
 
 from __future__ import annotations
 
@@ -32,12 +34,25 @@ def _model(batch: int, returns: Returns) -> Type[tp.Model]:
     return AddSub
 
 
-def _answer(response: Any) -> Any:
+def _answer(response: Any, request: Any) -> Any:
+    """What the client of ``request`` receives from ``response``."""
     if response.has_error():
         error = response.error()
         return ("error", int(error.code()), error.message())
-    arrays = {t.name(): t.as_numpy() for t in response.output_tensors()}
-    return {name: (array.dtype.str, array.tolist()) for name, array in arrays.items()}
+    wanted = request.requested_output_names()  # (empty: all of them)
+    arrays = {
+        t.name(): t.as_numpy()
+        for t in response.output_tensors()
+        if not wanted or t.name() in wanted
+    }
+    return {name: (array.dtype.str, _wire(array.tolist())) for name, array in arrays.items()}
+
+
+def _wire(value: Any) -> Any:
+    """The client's view of a tensor's elements: the stub encodes ``str`` as UTF-8."""
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value.encode() if isinstance(value, str) else value
 
 
 def _both(model: Type[tp.Model], requests: List[Any]) -> List[List[Any]]:
@@ -49,7 +64,7 @@ def _both(model: Type[tp.Model], requests: List[Any]) -> List[List[Any]]:
             if not plain:
                 harness.model._plain_inputs = None  # execute() takes the general path
             # one request per execute(): a batched model merges several
-            answers.append([_answer(harness.model.execute([r])[0]) for r in requests])
+            answers.append([_answer(harness.model.execute([r])[0], r) for r in requests])
     return answers
 
 
@@ -143,6 +158,11 @@ def test_infer_sees_the_arrays_it_was_sent() -> None:
     assert seen[0][0].dtype == np.float32 and seen[0][1].shape == (3,)
 
 
+class _Quoted(tp.Text):
+    def encode_element(self, value: Any) -> bytes:
+        return b'"' + super().encode_element(value) + b'"'
+
+
 class _Shout(tp.Tensor):
     def decode(self, name: str, tensor: Any, batched: bool) -> Any:
         return super().decode(name, tensor, batched) * 2
@@ -152,14 +172,22 @@ class _Shout(tp.Tensor):
     ("inputs", "outputs", "batch", "builtin"),
     [
         ({"X": tp.Text()}, {"Y": tp.Tensor("FP32", [1])}, 0, False),
-        ({"X": tp.Tensor("FP32", [1])}, {"Y": tp.Text()}, 0, False),
+        ({"X": tp.Tensor("FP32", [1])}, {"Y": _Quoted()}, 0, False),
         ({"X": tp.Tensor("BYTES", [1])}, {"Y": tp.Tensor("FP32", [1])}, 0, False),
         ({"X": tp.Tensor("FP32", [1], optional=True)}, {"Y": tp.Tensor("FP32", [1])}, 0, False),
         ({"X": tp.Tensor("FP32", [-1], ragged="pad")}, {"Y": tp.Tensor("FP32", [1])}, 4, False),
         ({"X": _Shout("FP32", [1])}, {"Y": tp.Tensor("FP32", [1])}, 0, False),
         ({"X": tp.Tensor("FP32", [1])}, {"Y": tp.Tensor("FP32", [1])}, 4, True),
     ],
-    ids=["text-in", "text-out", "bytes", "optional", "padded", "subclass", "builtin-metrics"],
+    ids=[
+        "text-in",
+        "own-text-encoding-out",
+        "bytes",
+        "optional",
+        "padded",
+        "subclass",
+        "builtin-metrics",
+    ],
 )
 def test_only_plain_tensor_models_take_the_path(
     inputs: Dict[str, Any], outputs: Dict[str, Any], batch: int, builtin: bool
@@ -174,9 +202,9 @@ def test_only_plain_tensor_models_take_the_path(
 
     with ModelHarness(model(inputs, outputs, builtin)) as harness:
         assert harness.model._plain_inputs is None
-    plain = {"X": tp.Tensor("FP32", [1])}, {"Y": tp.Tensor("FP32", [1])}
-    with ModelHarness(model(*plain, False)) as harness:
-        assert harness.model._plain_inputs is not None
+    for output in (tp.Tensor("FP32", [1]), tp.Text(), tp.Bytes(dims=[-1])):
+        with ModelHarness(model({"X": tp.Tensor("FP32", [1])}, {"Y": output}, False)) as harness:
+            assert harness.model._plain_inputs is not None, output
 
 
 def test_a_subclass_codec_is_still_called_on_the_general_path() -> None:
@@ -222,7 +250,9 @@ def _merged_both(model: Type[tp.Model], calls: List[List[Any]]) -> List[Any]:
             assert harness.model._plain_inputs is not None and harness.model._merges_directly
             if not plain:
                 harness.model._plain_inputs = None
-            answers = [[_answer(r) for r in harness.model.execute(call)] for call in calls]
+            answers = [
+                [_answer(r, q) for r, q in zip(harness.model.execute(call), call)] for call in calls
+            ]
             seen.append((answers, harness.model.rows_seen))
     return seen
 
@@ -273,3 +303,126 @@ def test_merged_answers_match_the_general_path(returns: str) -> None:
         ]
         assert rows_seen[0] == 6
         assert sorted(answers[-1][1]) == ["FIRST"]  # the request that asked for one output
+
+
+# -- text outputs the stub encodes --------------------------------------------------------------
+
+
+def _labelling_model(batch: int, returns: Returns) -> Type[tp.Model]:
+    class Labelling(tp.Model):
+        inputs = {"A": tp.Tensor("FP32", [4]), "B": tp.Tensor("INT64", [2])}
+        outputs = {
+            "IDS": tp.Tensor("INT64", [2]),
+            "NAMES": tp.Text(dims=[-1]),
+            "RAW": tp.Bytes(dims=[1]),
+        }
+        max_batch_size = batch
+        check_cancellation = False
+
+        def setup(self) -> None:
+            self.rows_seen: List[int] = []
+
+        def infer(self, A: np.ndarray, B: np.ndarray) -> Any:
+            self.rows_seen.append(len(A))
+            return returns(A, B)
+
+    return Labelling
+
+
+NAMES = np.array(["zero", "ünï", "two", "bad \udcff", b"four"], dtype=object)
+
+
+def _raw(b: np.ndarray) -> np.ndarray:
+    raw = np.empty((len(b), 1), dtype=object)
+    raw[:, 0] = [f"id {i}".encode() for i in b[:, 0]]
+    return raw
+
+
+LABEL_RETURNS: Dict[str, Returns] = {
+    "arrays": lambda a, b: {"IDS": b, "NAMES": NAMES[b], "RAW": _raw(b)},
+    "str-for-bytes": lambda a, b: {"IDS": b, "NAMES": NAMES[b], "RAW": _raw(b).astype(str)},
+    "lists": lambda a, b: {"IDS": b, "NAMES": NAMES[b].tolist(), "RAW": _raw(b).tolist()},
+    "an-int-among-the-names": lambda a, b: {
+        "IDS": b,
+        "NAMES": np.where(b == 2, 7, NAMES[b]),
+        "RAW": _raw(b),
+    },
+    "names-of-the-wrong-rank": lambda a, b: {"IDS": b, "NAMES": NAMES[b[:, 0]], "RAW": _raw(b)},
+    "strided-names": lambda a, b: {
+        "IDS": b,
+        "NAMES": np.repeat(NAMES[b], 2, axis=1)[:, ::2],
+        "RAW": _raw(b),
+    },
+}
+
+
+def _ids(*rows: List[int]) -> Any:
+    a = np.zeros((len(rows), 4), np.float32)
+    return _request(A=a, B=np.array(rows, np.int64))
+
+
+def _ids_asking(requested: List[str], *rows: List[int]) -> Any:
+    a = np.zeros((len(rows), 4), np.float32)
+    return _request(requested, A=a, B=np.array(rows, np.int64))
+
+
+LABEL_CALLS: Dict[str, List[Any]] = {
+    "good": [_ids([0, 1]), _ids([2, 0], [1, 1]), _ids([4, 2])],
+    "a-str-the-stub-cannot-encode": [_ids([0, 1]), _ids([3, 0]), _ids([1, 2])],
+    "some-outputs-asked-for": [_ids_asking(["NAMES"], [0, 1]), _ids_asking(["IDS", "RAW"], [2, 2])],
+}
+
+
+@pytest.mark.parametrize("returns", list(LABEL_RETURNS), ids=list(LABEL_RETURNS))
+def test_text_outputs_alone_match_the_general_path(returns: str) -> None:
+    requests = [r for call in LABEL_CALLS.values() for r in call]
+    plain, general = _both(_labelling_model(8, LABEL_RETURNS[returns]), requests)
+    assert plain == general
+    if returns == "arrays":
+        assert plain[0]["NAMES"] == ("|O", [[b"zero", "ünï".encode()]])
+        assert plain[0]["RAW"] == ("|O", [[b"id 0"]])
+        assert plain[4][0] == "error" and "element 0" in plain[4][2]  # "bad \udcff"
+        assert sorted(plain[6]) == ["NAMES"] and sorted(plain[7]) == ["IDS", "RAW"]
+
+
+@pytest.mark.parametrize("returns", list(LABEL_RETURNS), ids=list(LABEL_RETURNS))
+def test_text_outputs_merged_match_the_general_path(returns: str) -> None:
+    calls = list(LABEL_CALLS.values())
+    plain, general = _merged_both(_labelling_model(16, LABEL_RETURNS[returns]), calls)
+    assert plain == general
+    if returns == "arrays":
+        answers, rows_seen = plain
+        assert [a["NAMES"][1] for a in answers[0]] == [
+            [[b"zero", "ünï".encode()]],
+            [[b"two", b"zero"], ["ünï".encode()] * 2],
+            [[b"four", b"two"]],
+        ]
+        assert rows_seen[0] == 4  # one infer() for the call
+        # the request whose names hold a lone surrogate fails alone, naming the element
+        assert answers[1][1][0] == "error" and "element 0" in answers[1][1][2]
+        assert isinstance(answers[1][0], dict) and isinstance(answers[1][2], dict)
+        assert sorted(answers[2][0]) == ["NAMES"] and sorted(answers[2][1]) == ["IDS", "RAW"]
+
+
+def test_the_plain_path_does_not_ask_which_outputs_a_request_wants() -> None:
+    """The stub drops unrequested outputs itself: asking (a call into the stub per request)
+    would only cost time when every output is a ready array."""
+    asked: List[int] = []
+
+    class Counting(pb.InferenceRequest):
+        def requested_output_names(self) -> Any:
+            asked.append(1)
+            return super().requested_output_names()
+
+    def counting(rows: int) -> Any:
+        a = np.zeros((rows, 4), np.float32)
+        b = np.zeros((rows, 2), np.int64)
+        return Counting(model_name="m", inputs=[pb.Tensor("A", a), pb.Tensor("B", b)])
+
+    with ModelHarness(_labelling_model(16, LABEL_RETURNS["arrays"])) as harness:
+        responses = harness.model.execute([counting(1)]) + harness.model.execute(
+            [counting(1), counting(2)]
+        )
+    assert all(not r.has_error() for r in responses)
+    assert [len(r.output_tensors()) for r in responses] == [3, 3, 3]
+    assert asked == []

@@ -1,13 +1,19 @@
-"""The plain-tensor paths of ``Model.execute``, for a model whose every input and output is a
-plain :class:`~tritonpy.Tensor` (numpy arrays in and out, no padding, subclass or optional
-input): one request alone (``_serve_plain``), and the requests of one call merged
-(``_merge_plain``).
+"""The plain-tensor paths of ``Model.execute``, for a model whose every input is a plain
+:class:`~tritonpy.Tensor` (numpy arrays in, no padding, subclass or optional input) and every
+output a plain Tensor or a :class:`~tritonpy.Text` / :class:`~tritonpy.Bytes` (an array of
+``str`` or ``bytes``, which the stub encodes itself): one request alone (``_serve_plain``),
+and the requests of one call merged (``_merge_plain``).
 
 They take the steps of the general paths with the codec checks written out (see
 ``Codec._plain_array``): no codec call, ``Decoded`` record or result check per request. They
 give the same answers: anything they do not expect (an input missing, unknown or repeated, a
 data type or shape that does not fit, ``infer`` returning anything but the declared arrays, a
-request that asks for some outputs only) goes to the general path, which words the errors.
+string the stub cannot encode) goes to the general path, which words the errors.
+
+They do not ask a request which outputs it wants (``requested_output_names()``, a call into
+the stub per request): the declared arrays cost nothing to pass along, and the stub drops the
+outputs a request did not ask for from its response (python_backend's ``pb_stub.cc``,
+``PruneOutputTensors``), as the fake ``pb_utils`` of ``tritonpy.testing`` does.
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ import numpy as np
 
 from ._decoded import Decoded
 from .codecs.base import PlainArray
+from .codecs.text import STUB_ENCODED_TYPES
 from .errors import InputError
 
-#: (output name, numpy dtype, dims or None, shape test) of every output, in order (see
-#: Codec._plain_array)
-PlainOutputs = Tuple[Tuple[str, "np.dtype[Any]", Optional[Tuple[int, ...]], Any], ...]
+#: (output name, numpy dtype, dims or None, shape test, elements are strings) of every output,
+#: in order (see Codec._output_array)
+PlainOutputs = Tuple[Tuple[str, "np.dtype[Any]", Optional[Tuple[int, ...]], Any, bool], ...]
 
 
 class PlainTensorPath:
@@ -86,26 +93,25 @@ class PlainTensorPath:
             if value.dtype != dtype or (shape != dims if dims is not None else not fits(shape)):
                 return self._compute_alone(index, request)
             values[name] = value
-        outputs = self._plain_outputs
-        # a request that asks for some of the outputs only is answered the general way
-        every_output = not self._may_request_fewer or not (
-            0 < len(request.requested_output_names()) < len(outputs)
-        )
         try:
             started = perf_counter()  # (_timed_infer, without its call)
             result = self.infer(**values)
             self._record_seconds(perf_counter() - started)
             arrays = self._declared_arrays(result, rows if batched else None)
-            if arrays is not None and every_output:
+            if arrays is not None:
                 Tensor = self._pb.Tensor
                 tensors = []
-                for name, value in arrays:  # (a loop: a comprehension is a call before 3.12)
-                    # (the stub itself makes a strided array contiguous, as tp.Tensor would)
-                    tensors.append(Tensor(name, value))
-                return self._pb.InferenceResponse(output_tensors=tensors)
-            # a value to convert, an output missing or unknown, some outputs asked for: the
-            # general way (which raises the OutputError that says what is wrong)
-            requested = self._requested_of(request)
+                try:
+                    for name, value in arrays:  # (a loop: a comprehension is a call before 3.12)
+                        # (the stub itself makes a strided array contiguous, as tp.Tensor would)
+                        tensors.append(Tensor(name, value))
+                except Exception:  # a str the stub cannot encode: the general way names it
+                    arrays = None
+                if arrays is not None:
+                    return self._pb.InferenceResponse(output_tensors=tensors)
+            # a value to convert, an output missing or unknown: the general way (which raises
+            # the OutputError that says what is wrong)
+            requested = self._requested_of(request) if self._may_request_fewer else None
             return self._respond(Decoded(index, values, max(rows, 0), requested, ()), result)
         except InputError as exc:
             return self._refused(exc)
@@ -149,13 +155,6 @@ class PlainTensorPath:
         for column in columns.values():
             if len(column) != len(requests):  # an input repeated (and so another missing)
                 return None
-        outputs = self._plain_outputs
-        every_output = True
-        if self._may_request_fewer:
-            for request in requests:
-                if 0 < len(request.requested_output_names()) < len(outputs):
-                    every_output = False
-                    break
         try:
             result = self._timed_infer(
                 {
@@ -164,9 +163,11 @@ class PlainTensorPath:
                 }
             )
             arrays = self._declared_arrays(result, sum(counts))
-            if arrays is not None and every_output:
-                return self._sliced(arrays, counts)
-            # the general way: values to convert, outputs missing or asked for by some only
+            if arrays is not None:
+                sliced = self._sliced(arrays, counts)
+                if sliced is not None:
+                    return sliced
+            # the general way: values to convert, outputs missing, a string the stub refused
             responses: List[Any] = [None] * len(requests)
             wanted = [self._requested_of(r) for r in requests] if self._may_request_fewer else None
             self._split(result, counts, wanted, range(len(requests)), responses)
@@ -182,9 +183,11 @@ class PlainTensorPath:
         if type(result) is not dict or len(result) != len(outputs):
             return None
         arrays = []
-        for name, dtype, dims, fits in outputs:
+        for name, dtype, dims, fits, strings in outputs:
             value = result.get(name)
             if type(value) is not np.ndarray or value.dtype != dtype:
+                return None
+            if strings and not set(map(type, value.flat)) <= STUB_ENCODED_TYPES:
                 return None
             shape = value.shape
             if rows is not None:
@@ -197,16 +200,20 @@ class PlainTensorPath:
             arrays.append((name, value))
         return arrays
 
-    def _sliced(self, arrays: List[Tuple[str, Any]], counts: List[int]) -> List[Any]:
-        """One response per request: its rows of every output array."""
+    def _sliced(self, arrays: List[Tuple[str, Any]], counts: List[int]) -> Optional[List[Any]]:
+        """One response per request: its rows of every output array; None when the stub
+        refuses a string (the general way then names it)."""
         Tensor, InferenceResponse = self._pb.Tensor, self._pb.InferenceResponse
         responses = []
         start = 0
-        for rows in counts:
-            stop = start + rows
-            tensors = []
-            for name, value in arrays:  # (a loop: a comprehension is a call before 3.12)
-                tensors.append(Tensor(name, value[start:stop]))
-            responses.append(InferenceResponse(output_tensors=tensors))
-            start = stop
+        try:
+            for rows in counts:
+                stop = start + rows
+                tensors = []
+                for name, value in arrays:  # (a loop: a comprehension is a call before 3.12)
+                    tensors.append(Tensor(name, value[start:stop]))
+                responses.append(InferenceResponse(output_tensors=tensors))
+                start = stop
+        except Exception:
+            return None
         return responses

@@ -271,16 +271,20 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
         self._reshapes_alone = cls._wants_parameters or (
             self.batched and (bool(self._merged_alone) or self._builtin is not None)
         )
-        # a request alone takes the plain-tensor path (see _plain.py) when every input and
-        # output is a plain Tensor and nothing is added to what infer() gets
+        # a request alone takes the plain-tensor path (see _plain.py) when every input is a
+        # plain Tensor, every output a plain Tensor or text the stub encodes itself, and
+        # nothing is added to what infer() gets
         plain_inputs = {
             name: plain
             for name, (codec, plain) in self._input_entries.items()
             if plain is not None and not codec.optional
         }
-        self._plain_outputs: PlainOutputs = tuple(
-            (name, *plain) for name, _, plain in self._output_entries if plain is not None
-        )
+        plain_outputs = []
+        for name, codec in self._output_plan:
+            array = codec._output_array()
+            if array is not None:
+                plain_outputs.append((name, *array, array[0].hasobject))
+        self._plain_outputs: PlainOutputs = tuple(plain_outputs)
         qualifies = (
             len(plain_inputs) == len(self._input_plan)
             and len(self._plain_outputs) == len(self._output_plan)

@@ -67,6 +67,28 @@ def _check_dims(owner: str, dims: Sequence[int]) -> Tuple[int, ...]:
     return result
 
 
+def shape_test(dims: Tuple[int, ...]) -> Callable[[Tuple[int, ...]], bool]:
+    """The cheapest test of a shape against ``dims`` (-1: any size), for the hot path: a
+    tuple comparison when no dim varies, a length comparison when all do, and otherwise the
+    length and the fixed dims only."""
+    if -1 not in dims:
+        return dims.__eq__
+    rank = len(dims)
+    if set(dims) == {-1}:
+        return lambda shape: len(shape) == rank
+    fixed = tuple((axis, size) for axis, size in enumerate(dims) if size != -1)
+
+    def fits(shape: Tuple[int, ...]) -> bool:
+        if len(shape) != rank:
+            return False
+        for axis, size in fixed:  # noqa: SIM110 - a loop: no generator a call
+            if shape[axis] != size:
+                return False
+        return True
+
+    return fits
+
+
 def shape_matches(shape: Sequence[int], dims: Sequence[int]) -> bool:
     """True when ``shape`` fits ``dims`` (where -1 matches any size)."""
     if shape == dims:
@@ -181,6 +203,14 @@ class Codec(ABC):
         ``pb_utils.Tensor`` and ``rows`` is ``len``. ``Model`` then does those steps inline
         (no call per input and output). None, the default, runs the codec's methods."""
         return None
+
+    def _output_array(self) -> Optional[PlainArray]:
+        """``(numpy dtype, dims, shape test)`` of the arrays ``encode`` passes as they are
+        and ``to_tensor`` hands to ``pb_utils.Tensor`` unchanged, when this codec is an output;
+        ``Model`` then skips both calls for such an array. An object dtype means elements of
+        ``str`` or ``bytes`` only (the stub encodes those itself). The default: the plain
+        array of :meth:`_plain_array`."""
+        return self._plain_array()
 
 
 class ElementCodec(Codec):

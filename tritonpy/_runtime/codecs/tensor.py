@@ -9,7 +9,7 @@ from numpy.typing import NDArray
 
 from ..batching import Padded, merge_rows, pad_rows, trim_padded
 from ..errors import DeclarationError, InputError, OutputError
-from .base import MISSING, Codec, PlainArray, format_shape
+from .base import MISSING, Codec, PlainArray, format_shape, shape_test
 
 #: how a batched Tensor input with rows of different shapes is handled
 RaggedPolicy = Literal["group", "pad"]
@@ -81,29 +81,10 @@ class Tensor(Codec):
         )
         self._pads = ragged == "pad" and bool(self.variable_axes)
         # the hot path compares tuples when no dim varies, and only the rank when all do
-        self._fits = (
-            self.dims.__eq__
-            if -1 not in self.dims
-            else self._fits_rank
-            if set(self.dims) == {-1}
-            else self._fits_variable
-        )
+        self._fits = shape_test(self.dims)
         # encode() returns an array of the declared numeric dtype whose shape fits, in C
         # order, as is
         self._passes_as_is = not self.dtype.is_bytes
-        # the sizes a variable shape must have: (axis, size) of every fixed dim
-        self._fixed_axes = tuple((axis, d) for axis, d in enumerate(self.dims) if d != -1)
-
-    def _fits_rank(self, shape: Tuple[int, ...]) -> bool:
-        return len(shape) == len(self.dims)
-
-    def _fits_variable(self, shape: Tuple[int, ...]) -> bool:
-        if len(shape) != len(self.dims):
-            return False
-        for axis, size in self._fixed_axes:  # noqa: SIM110 - a loop: no generator a call
-            if shape[axis] != size:
-                return False
-        return True
 
     # -- inputs ------------------------------------------------------------------------------
     def decode(self, name: str, tensor: Any, batched: bool) -> NDArray[Any]:

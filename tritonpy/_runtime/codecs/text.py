@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .base import MISSING, ElementCodec, shape_matches
+from .base import MISSING, ElementCodec, PlainArray, shape_matches, shape_test
 
 #: the element types pb_utils.Tensor serialises by itself: bytes as they are, str as UTF-8
 #: (the real stub's serialize_byte_tensor, run when the tensor is built)
-_WIRE_TYPES = frozenset((str, bytes))
+STUB_ENCODED_TYPES = frozenset((str, bytes))
+_OBJECT: np.dtype[Any] = np.dtype(object)
 
 
 class _PassesStrings(ElementCodec):
@@ -33,10 +34,22 @@ class _PassesStrings(ElementCodec):
             and value.dtype == object
             and value.flags.c_contiguous
             and shape_matches(value.shape[1:] if batched else value.shape, self.dims)
-            and set(map(type, value.flat)) <= _WIRE_TYPES
+            and set(map(type, value.flat)) <= STUB_ENCODED_TYPES
         ):
             return value
         return super().encode(name, value, batched)
+
+    def _output_array(self) -> Optional[PlainArray]:
+        own = type(self)
+        if (
+            not self._stub_encodes
+            or own.encode is not _PassesStrings.encode
+            or own.to_tensor is not _PassesStrings.to_tensor
+            or own.split is not ElementCodec.split
+        ):
+            return None
+        dims = self.dims
+        return _OBJECT, (None if -1 in dims else dims), shape_test(dims)
 
     def to_tensor(self, name: str, part: Any, pb: Any) -> Any:
         try:
