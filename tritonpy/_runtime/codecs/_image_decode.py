@@ -87,11 +87,12 @@ _Job = Tuple[str, int, bytes, HeaderSize]
 def decode_rows(
     values: Sequence[Any],
     decode_row: Callable[[str, int, bytes, HeaderSize], Any],
-    threads: int,
+    threads: Optional[int],
 ) -> List[Any]:
     """The rows of ``values`` (each an :class:`Undecoded` request or a list of ready rows, such
     as an optional input's default) as one list, every encoded row decoded by
-    ``decode_row(name, position in its request, data, header size)``. With ``threads`` > 1 and
+    ``decode_row(name, position in its request, data, header size)``. With ``threads`` > 1
+    (None: the usable cores, at most ``MAX_THREADS``) and
     several rows to decode, together at least ``PARALLEL_MIN_BYTES``, they are decoded in
     parallel; the first failure is raised once all are done."""
     if len(values) == 1 and type(values[0]) is Undecoded and len(values[0]) == 1:
@@ -114,6 +115,8 @@ def decode_rows(
         except Exception as exc:  # raised below, in order, once every job has finished
             return _Failed(exc)
 
+    if threads is None:
+        threads = min(MAX_THREADS, usable_cores())
     if threads > 1 and len(jobs) > 1 and sum(len(job[2]) for job in jobs) >= PARALLEL_MIN_BYTES:
         decoded = list(_shared_pool(threads).map(run, jobs))
     else:

@@ -16,7 +16,6 @@ from ._image_decode import (
     Undecoded,
     decode_rows,
     reduced_factor,
-    usable_cores,
 )
 from ._image_size import image_size
 from .base import MISSING, ElementCodec
@@ -134,8 +133,7 @@ class Image(ElementCodec):
         return Undecoded(name, rows, sizes)
 
     def merge(self, values: Sequence[Any]) -> List[Any]:
-        threads = self.threads if self.threads is not None else min(MAX_THREADS, usable_cores())
-        return decode_rows(values, self._decode_row, threads)
+        return decode_rows(values, self._decode_row, self.threads)
 
     def _decode_row(self, name: str, position: int, data: bytes, size: HeaderSize) -> NDArray[Any]:
         try:
