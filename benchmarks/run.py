@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import math
 import os
@@ -31,7 +32,7 @@ import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO
 
 import numpy as np
 
@@ -40,6 +41,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     __package__ = "benchmarks"
 
 from benchmarks.control import add_control_models, noise_floor
+from benchmarks.fresh import SERVER_ARGS, restart_stubs
 from benchmarks.inprocess import run_inprocess
 from benchmarks.loadgen import grpc_infer_once, wait_model_ready
 from benchmarks.machine import cpu_times, steal_percent
@@ -234,6 +236,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="add a copy of each raw model, measured like the others: the run's noise floor",
     )
+    parser.add_argument(
+        "--fresh-stubs",
+        action="store_true",
+        help="reload every variant's model before each round, so that each round runs on new "
+        "stub processes (the median is then over several placements; ~3 s per model a round)",
+    )
     parser.add_argument("--no-inprocess", action="store_true", help="skip the in-process limit")
     parser.add_argument("--json", type=Path, help="write the results to this JSON file")
     parser.add_argument(
@@ -287,11 +295,24 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.ExitStack() as stack:
             say("starting tritonserver ...")
             server = stack.enter_context(
-                TritonServer(repo, startup_timeout=300.0, log_file=workdir / "tritonserver.log")
+                TritonServer(
+                    repo,
+                    startup_timeout=300.0,
+                    log_file=workdir / "tritonserver.log",
+                    # no healer thread in this process beside the load generator; with
+                    # --fresh-stubs the reloads need explicit model control
+                    heal=False,
+                    extra_args=SERVER_ARGS if args.fresh_stubs else (),
+                )
             )
             assert server.pid is not None
             say(f"tritonserver ready in {time.monotonic() - started:.0f} s (pid {server.pid})")
             endpoints: Dict[str, Any] = {"server": (server.grpc_url, server.pid)}
+            restart = (
+                functools.partial(restart_stubs, server.http_url, repo)
+                if args.fresh_stubs
+                else None
+            )
             if args.with_pytriton:
                 served = [w.name for w in workloads if w.pytriton]
                 if served:
@@ -310,7 +331,7 @@ def run(args: argparse.Namespace) -> int:
             for problem in problems:
                 say(f"WARNING: {problem}")
             measuring = cpu_times()
-            cells = _measure_all(workloads, concurrencies, endpoints, args, say)
+            cells = _measure_all(workloads, concurrencies, endpoints, args, say, restart)
             steal = steal_percent(measuring, cpu_times())
         inprocess = (
             []
@@ -364,6 +385,7 @@ def run(args: argparse.Namespace) -> int:
                 "with_pytriton": bool(args.with_pytriton),
                 "control": bool(args.control),
                 "slices": args.slices,
+                "fresh_stubs": bool(args.fresh_stubs),
             },
             "output_check_problems": problems,
             "cells": [asdict(c) for c in cells],
@@ -414,13 +436,20 @@ def _measure_all(
     endpoints: Dict[str, Any],
     args: argparse.Namespace,
     say: Any,
+    restart: Optional[Callable[[List[str]], float]] = None,
 ) -> List[Cell]:
+    """Every workload and concurrency measured in ``--repeat`` rounds; ``restart`` (for
+    ``--fresh-stubs``) reloads the given models before each round and returns the seconds."""
     cells: List[Cell] = []
     for workload in workloads:
         variants = [v for v in VARIANT_ORDER if v in workload.models]
         for conc in concurrencies:
             rounds: Dict[str, List[Dict[str, Any]]] = {v: [] for v in variants}
             for index in range(args.repeat):
+                if restart is not None:
+                    served = [workload.models[v] for v in variants if v != "pytriton"]
+                    seconds = restart(served)
+                    say(f"  {workload.name:<17} new stubs: {len(served)} models, {seconds:.1f} s")
                 for variant, figures in _measure_round(
                     workload, variants, conc, endpoints, args, reverse=index % 2 == 1
                 ).items():

@@ -305,6 +305,8 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
             "--quick",
             "--workloads=add_sub",
             "--concurrency=1",
+            "--repeat=2",
+            "--fresh-stubs",
             "--no-inprocess",
             f"--json={out}",
         ],
@@ -320,6 +322,44 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
     assert {c["variant"] for c in document["cells"]} == {"raw", "tritonpy"}
     assert all(c["errors"] == 0 and c["completed"] > 0 for c in document["cells"])
     assert document["output_check_problems"] == []
+    # --fresh-stubs: both rounds on new stubs of both variants
+    assert document["settings"]["fresh_stubs"] is True
+    assert proc.stderr.count("add_sub           new stubs: 2 models") == 2, proc.stderr[-2000:]
+    assert all(len(c["rounds"]) == 2 for c in document["cells"])
+
+
+def test_fresh_stubs_reload_the_members_of_an_ensemble(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks.fresh import restart_stubs, stub_models
+
+    def model(name: str, steps: List[str] = []) -> None:  # noqa: B006 - read only
+        (tmp_path / name).mkdir()
+        text = f'name: "{name}"\nbackend: "python"\n'
+        if steps:
+            text = f'name: "{name}"\nplatform: "ensemble"\nensemble_scheduling {{\n'
+            for step in steps:
+                text += f'  step {{ model_name: "{step}" model_version: -1 }}\n'
+            text += "}\n"
+        (tmp_path / name / "config.pbtxt").write_text(text)
+
+    for name in ("pre", "net", "post"):
+        model(name)
+    model("inner", ["net", "post"])
+    model("outer", ["pre", "inner", "post"])
+    assert stub_models(tmp_path, "pre") == ["pre"]
+    assert stub_models(tmp_path, "outer") == ["pre", "net", "post"]
+
+    reloaded: List[str] = []
+
+    def reload_model(url: str, name: str) -> List[str]:
+        assert url == "http://h:1"
+        reloaded.append(name)
+        return []
+
+    monkeypatch.setattr("tritonpy.server._supervise.reload_model", reload_model)
+    assert restart_stubs("http://h:1", tmp_path, ["outer", "post", "pre"]) >= 0.0
+    assert reloaded == ["pre", "net", "post"]  # each model once
 
 
 # -- the in-stub probe ---------------------------------------------------------------------------
