@@ -4,7 +4,9 @@
   (or another ``source``) into ``dest``; a ``model.py.txt`` becomes ``model.py`` (models that
   must not parse are stored that way so linters skip them).
 - ``triton_server_factory``: ``start(repository, **TritonServer kwargs) -> TritonServer``; every
-  server it started is stopped at the end of the session.
+  server it started is stopped once the module's tests are done (not at the end of the
+  session: a dozen servers, their stubs and healer threads running beside every later test
+  slowed the suite and made its timing tests flaky).
 - ``triton_server``: one session server on ``add_sub`` (FP32 [4]) and ``echo_text`` (batched
   BYTES).
 
@@ -47,10 +49,10 @@ def make_repository(
     return dest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def triton_server_factory() -> Iterator[StartServer]:
     """``start(repository, **kwargs)`` starts a :class:`TritonServer` and returns it once all
-    models are ready; all are stopped when the session ends."""
+    models are ready; all are stopped when the module's tests are done."""
     started: List[TritonServer] = []
 
     def start(repository: Union[str, Path], **kwargs: Any) -> TritonServer:
@@ -64,12 +66,11 @@ def triton_server_factory() -> Iterator[StartServer]:
 
 
 @pytest.fixture(scope="session")
-def triton_server(
-    triton_server_factory: StartServer, tmp_path_factory: pytest.TempPathFactory
-) -> TritonServer:
+def triton_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     """A session-wide server on ``add_sub`` and ``echo_text``."""
     repo = make_repository(tmp_path_factory.mktemp("repo"), "add_sub", "echo_text")
-    return triton_server_factory(repo)
+    with TritonServer(repo) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
