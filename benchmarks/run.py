@@ -240,7 +240,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fresh-stubs",
         action="store_true",
         help="reload every variant's model before each round, so that each round runs on new "
-        "stub processes (the median is then over several placements; ~3 s per model a round)",
+        "stub processes (the median is then over several placements; ~1.5 s per model a round)",
     )
     parser.add_argument("--no-inprocess", action="store_true", help="skip the in-process limit")
     parser.add_argument("--json", type=Path, help="write the results to this JSON file")
