@@ -34,6 +34,7 @@ from typing import (
     Tuple,
 )
 
+from . import _malloc
 from ._calls import ModelCalls
 from ._context import ModelContext
 from ._declarations import (
@@ -94,7 +95,11 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
       server, so ``"auto"`` (default) checks while ``infer`` takes 2 ms or more per call on
       average (there a check costs under 2 % and can save real work) and skips it for fast
       models (Triton itself already drops requests cancelled while they wait in its queue);
-      ``True`` always checks, ``False`` never.
+      ``True`` always checks, ``False`` never;
+    * ``tune_malloc``: True (default) raises glibc's trim and mmap thresholds in the stub
+      process, so the large buffers each call allocates (decoded images, output batches) are
+      reused by the next call instead of being returned to the kernel and faulted in again
+      (up to 64 MB of freed memory stays with the instance); False keeps glibc's defaults.
 
     Hooks: ``setup()`` once per instance after the configuration is known (it may replace a
     codec on the instance, keeping its data type and dims, e.g.
@@ -127,6 +132,9 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
     #: Triton's decoupled transaction policy (responses sent through the response sender).
     #: None: decided by ``infer``: a generator (``yield``) streams and sets it True
     decoupled: ClassVar[Optional[bool]] = None
+    #: keep freed memory for the next call instead of returning it to the kernel (glibc's
+    #: trim and mmap thresholds raised in the stub process; see ``_malloc.py``)
+    tune_malloc: ClassVar[bool] = True
     _infer_kind: ClassVar[str] = INFER_SYNC
     _wants_parameters: ClassVar[bool] = False
 
@@ -223,6 +231,8 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
         self.batched = configured > 0
         self.logger = self._pb.Logger
         self.metrics, self._builtin = bind_metrics(self)
+        if cls.tune_malloc:
+            _malloc.tune_malloc()
 
         self.setup()
         # setup() may replace codecs on the instance (e.g. an Image color read from a
