@@ -9,15 +9,15 @@ faster on the same core.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._runtime.codecs._normalize import Normalize, coefficients_of, write_chw
 from ._runtime.errors import InputError
 
-__all__ = ["to_chw_batch"]
+__all__ = ["Normalize", "to_chw_batch"]
 
 Size = Tuple[int, int]
 
@@ -55,15 +55,12 @@ def to_chw_batch(
     result = (
         out if out is not None else np.empty((len(images), channels, height, width), np.float32)
     )
-    a, b = _coefficients(scale, mean, std, channels)
+    ab = coefficients_of(scale, mean, std, channels)
     ready = (height, width, channels)
     for index, image in enumerate(images):
         if image.shape != ready:  # (an Image codec with size= gives them ready)
             image = _sized(index, image, channels, (width, height), size is not None, interpolation)
-        for channel in range(channels):
-            plane = result[index, channel]
-            np.multiply(image[:, :, channel], a[channel], out=plane, casting="unsafe")
-            plane += b[channel]
+        write_chw(image, result[index], ab)
     return result
 
 
@@ -97,43 +94,6 @@ def _sized(
     flag = cv2.INTER_LINEAR if interpolation is None else interpolation
     resized: NDArray[Any] = cv2.resize(image, (width, height), interpolation=flag)
     return resized[:, :, None] if resized.ndim == 2 else resized
-
-
-def _coefficients(
-    scale: float, mean: Any, std: Any, channels: int
-) -> Tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """:func:`_affine` for the arguments as given: hashable ones (numbers, tuples: the usual
-    case) are looked up without converting them first, which cost more than the pixels of a
-    small image; lists and arrays are converted."""
-    try:
-        return _affine_as_given(scale, mean, std, channels)
-    except TypeError:  # unhashable: a list or an array
-        return _affine(float(scale), _floats(mean), _floats(std), channels)
-
-
-@lru_cache(maxsize=64)
-def _affine_as_given(
-    scale: float, mean: Any, std: Any, channels: int
-) -> Tuple[NDArray[np.float32], NDArray[np.float32]]:
-    return _affine(float(scale), _floats(mean), _floats(std), channels)
-
-
-def _floats(values: Union[float, Sequence[float]]) -> Tuple[float, ...]:
-    if isinstance(values, (int, float, np.number)):
-        return (float(values),)
-    return tuple(float(v) for v in np.ravel(values))
-
-
-@lru_cache(maxsize=64)
-def _affine(
-    scale: float, mean: Tuple[float, ...], std: Tuple[float, ...], channels: int
-) -> Tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """(x * scale - mean) / std == x * a + b, per channel: (a, b), computed once per setting
-    (for small images, computing them on every call cost more than the pixels)."""
-    std64 = np.asarray(std, np.float64)
-    a = np.broadcast_to(np.asarray(scale / std64, np.float32), (channels,))
-    b = np.broadcast_to(np.asarray(-np.asarray(mean, np.float64) / std64, np.float32), (channels,))
-    return a, b
 
 
 def _channels(image: NDArray[Any]) -> int:

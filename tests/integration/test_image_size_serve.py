@@ -1,6 +1,7 @@
 """``tp.Image(size=...)`` in a real tritonserver: images decoded straight to the model's size
-(reduced-size JPEG decoding, merged batches on threads) give the same outputs and the same
-per-request errors as in ModelHarness, under concurrent requests the dynamic batcher merges."""
+(reduced-size JPEG decoding, merged batches on threads), and with ``normalize=`` straight into
+a float32 batch, give the same outputs and the same per-request errors as in ModelHarness,
+under concurrent requests the dynamic batcher merges."""
 
 from __future__ import annotations
 
@@ -36,8 +37,28 @@ class Thumbs(tp.Model):
 
 TritonPythonModel = Thumbs
 """
+NORMALIZED = """
+import numpy as np
+import tritonpy as tp
+
+IMAGENET = tp.vision.Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+
+
+class Imagenet(tp.Model):
+    inputs = {"IMAGE": tp.Image(color="RGB", size=(48, 32), normalize=IMAGENET)}
+    outputs = {"PIXELS": tp.Tensor("FP32", [3, 32, 48]), "ROWS": tp.Tensor("INT32", [1])}
+    max_batch_size = 16
+
+    def infer(self, IMAGE):
+        rows = np.full((len(IMAGE), 1), len(IMAGE), np.int32)
+        return {"PIXELS": IMAGE, "ROWS": rows}
+
+
+TritonPythonModel = Imagenet
+"""
+MODELS = {"thumbs": (MODEL, (32, 48, 3)), "imagenet": (NORMALIZED, (3, 32, 48))}
 CONFIG = (
-    'name: "thumbs"\nbackend: "python"\ndynamic_batching { max_queue_delay_microseconds: 20000 }\n'
+    'name: "{}"\nbackend: "python"\ndynamic_batching {{ max_queue_delay_microseconds: 20000 }}\n'
 )
 
 Result = Union[Dict[str, np.ndarray], TritonRequestError]
@@ -67,27 +88,30 @@ REQUESTS = [
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("image_size_repo")
-    (repo / "thumbs" / "1").mkdir(parents=True)
-    (repo / "thumbs" / "1" / "model.py").write_text(MODEL, encoding="utf-8")
-    (repo / "thumbs" / "config.pbtxt").write_text(CONFIG, encoding="utf-8")
-    return repo / "thumbs"
+    for name, (source, _) in MODELS.items():
+        (repo / name / "1").mkdir(parents=True)
+        (repo / name / "1" / "model.py").write_text(source, encoding="utf-8")
+        (repo / name / "config.pbtxt").write_text(CONFIG.format(name), encoding="utf-8")
+    return repo
 
 
 @pytest.fixture(scope="module")
-def server(triton_server_factory: Callable[..., TritonServer], model_dir: Path) -> TritonServer:
-    return triton_server_factory(model_dir.parent)
+def server(triton_server_factory: Callable[..., TritonServer], repo: Path) -> TritonServer:
+    return triton_server_factory(repo)
 
 
-def concurrently(url: str, protocol: str, requests: List[Dict[str, Any]]) -> List[Result]:
+def concurrently(
+    url: str, protocol: str, model: str, requests: List[Dict[str, Any]]
+) -> List[Result]:
     """Each request from its own thread and client, so the dynamic batcher can merge them."""
     results: List[Any] = [None] * len(requests)
 
     def send(index: int) -> None:
         client = InferClient(url, protocol)
         try:
-            outputs = client.infer("thumbs", requests[index])
+            outputs = client.infer(model, requests[index])
             results[index] = {o.name: o.array for o in outputs}
         except TritonRequestError as exc:
             results[index] = exc
@@ -102,14 +126,15 @@ def concurrently(url: str, protocol: str, requests: List[Dict[str, Any]]) -> Lis
     return results
 
 
+@pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_sized_images_agree_with_the_harness(
-    server: TritonServer, model_dir: Path, protocol: str
+    server: TritonServer, repo: Path, protocol: str, model: str
 ) -> None:
-    with ModelHarness(model_dir) as harness:
+    with ModelHarness(repo / model) as harness:
         expected = harness.infer_requests(REQUESTS)
     url = server.http_url if protocol == "http" else server.grpc_url
-    got = concurrently(url, protocol, REQUESTS)
+    got = concurrently(url, protocol, model, REQUESTS)
     for index, (want, have) in enumerate(zip(expected, got)):
         if isinstance(want, TritonRequestError):
             assert isinstance(have, TritonRequestError), (index, have)
@@ -117,7 +142,7 @@ def test_sized_images_agree_with_the_harness(
             continue
         assert not isinstance(have, TritonRequestError), (index, have)
         np.testing.assert_array_equal(have["PIXELS"], want["PIXELS"])
-        assert have["PIXELS"].shape == (len(REQUESTS[index]["IMAGE"]), 32, 48, 3)
+        assert have["PIXELS"].shape == (len(REQUESTS[index]["IMAGE"]), *MODELS[model][1])
     assert isinstance(got[2], TritonRequestError) and got[2].code == "INVALID_ARG"
     assert got[2].message.startswith("input 'IMAGE', row 1: expected an encoded image")
     assert isinstance(got[4], TritonRequestError)

@@ -56,7 +56,7 @@ PINNED: Dict[str, List[str]] = {
         "trim_padded",
         "vision",
     ],
-    "tritonpy.vision": ["to_chw_batch"],
+    "tritonpy.vision": ["Normalize", "to_chw_batch"],
     "tritonpy.parameters": [
         "boolean",
         "floats",

@@ -81,31 +81,33 @@ def _shared_pool(threads: int) -> ThreadPoolExecutor:
         return _pool
 
 
-_Job = Tuple[str, int, bytes, HeaderSize]
+#: (input name, position in its request, encoded bytes, header size, row of the merged batch)
+_Job = Tuple[str, int, bytes, HeaderSize, int]
 
 
 def decode_rows(
     values: Sequence[Any],
-    decode_row: Callable[[str, int, bytes, HeaderSize], Any],
+    decode_row: Callable[[str, int, bytes, HeaderSize, int], Any],
     threads: Optional[int],
 ) -> List[Any]:
     """The rows of ``values`` (each an :class:`Undecoded` request or a list of ready rows, such
     as an optional input's default) as one list, every encoded row decoded by
-    ``decode_row(name, position in its request, data, header size)``. With ``threads`` > 1
+    ``decode_row(name, position in its request, data, header size, row in the merged
+    batch)``. With ``threads`` > 1
     (None: the usable cores, at most ``MAX_THREADS``) and
     several rows to decode, together at least ``PARALLEL_MIN_BYTES``, they are decoded in
     parallel; the first failure is raised once all are done."""
     if len(values) == 1 and type(values[0]) is Undecoded and len(values[0]) == 1:
         # one request of one image (most calls at low load): no job list, no pool
         only = values[0]
-        return [decode_row(only.name, 0, only[0], only.sizes[0])]
+        return [decode_row(only.name, 0, only[0], only.sizes[0], 0)]
     jobs: List[_Job] = []
     slots: List[Any] = []
     for value in values:
         if isinstance(value, Undecoded):
             for position, data in enumerate(value):
                 slots.append(len(jobs))
-                jobs.append((value.name, position, data, value.sizes[position]))
+                jobs.append((value.name, position, data, value.sizes[position], len(slots) - 1))
         else:
             slots.extend(_Ready(row) for row in value)
 

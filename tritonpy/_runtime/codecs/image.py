@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, List, Literal, Optional, Sequence, Tuple, get_args
+from typing import Any, Literal, Optional, Sequence, Tuple, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +18,7 @@ from ._image_decode import (
     reduced_factor,
 )
 from ._image_size import image_size
+from ._normalize import Normalize, write_chw
 from .base import MISSING, ElementCodec
 
 #: the channel orders an Image decodes to and encodes from (case does not matter at run time)
@@ -64,6 +65,16 @@ class Image(ElementCodec):
 
         inputs = {"IMAGE": tp.Image(color="RGB", size=(224, 224))}
 
+    Decoding straight into the tensor the network takes: with ``normalize=`` (a
+    :class:`tp.vision.Normalize <tritonpy.vision.Normalize>`, needs ``size``) each image is
+    also normalised on its decoding thread, straight into its row of a float32 batch, so
+    ``infer`` gets one ``N x C x height x width`` array instead of a list (a single ``C x
+    height x width`` array without batching); the pixels equal those of
+    :func:`tp.vision.to_chw_batch <tritonpy.vision.to_chw_batch>` on the decoded images::
+
+        IMAGENET = tp.vision.Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+        inputs = {"IMAGE": tp.Image(color="RGB", size=(224, 224), normalize=IMAGENET)}
+
     Needs ``opencv-python-headless`` (``pip install 'tritonpy[image]'``).
     """
 
@@ -82,6 +93,7 @@ class Image(ElementCodec):
         interpolation: Optional[int] = None,
         reduced_decode: bool = True,
         threads: Optional[int] = None,
+        normalize: Optional[Normalize] = None,
         optional: bool = False,
         default: Any = MISSING,
     ) -> None:
@@ -102,6 +114,11 @@ class Image(ElementCodec):
                 f"for the usable cores (at most {MAX_THREADS})"
             )
         self.threads = threads
+        self.normalize = normalize
+        self._channels = 1 if self.color == "GRAY" else 3
+        self._coefficients = _checked_normalize(
+            normalize, self.size, self._channels, default is not MISSING and default is not None
+        )
         # a subclass that overrides decode_element decodes merged rows its own way too
         self._own_decode = type(self).decode_element is not Image.decode_element
         # (imread flag, convert BGR to RGB after decoding, resize interpolation): worked out
@@ -110,6 +127,11 @@ class Image(ElementCodec):
 
     def check_output_declaration(self, name: str) -> None:
         super().check_output_declaration(name)
+        if self.normalize is not None:
+            raise DeclarationError(
+                f"output {name!r}: Image(normalize=...) normalises decoded inputs; an output "
+                f"is encoded from uint8 pixels: remove normalize= and size="
+            )
         if self.size is not None:
             raise DeclarationError(
                 f"output {name!r}: Image(size=...) resizes decoded inputs; an output is "
@@ -132,16 +154,47 @@ class Image(ElementCodec):
                 raise self.element_error(name, f"row {position}", data, exc) from None
         return Undecoded(name, rows, sizes)
 
-    def merge(self, values: Sequence[Any]) -> List[Any]:
-        return decode_rows(values, self._decode_row, self.threads)
+    def merge(self, values: Sequence[Any]) -> Any:
+        if self._coefficients is None or not self._single:
+            return decode_rows(values, self._decode_row, self.threads)
+        # every row decoded, resized and normalised on its thread, straight into the batch
+        ab, row_shape = self._coefficients
+        batch = np.empty((sum(len(value) for value in values), *row_shape), np.float32)
 
-    def _decode_row(self, name: str, position: int, data: bytes, size: HeaderSize) -> NDArray[Any]:
+        def decode_into(name: str, position: int, data: bytes, size: HeaderSize, row: int) -> None:
+            if self._own_decode:  # a subclass's decode_element gives the finished row
+                batch[row] = self._decode_row(name, position, data, size, row)
+            else:
+                write_chw(self._decode_pixels(name, position, data, size), batch[row], ab)
+
+        decode_rows(values, decode_into, self.threads)
+        return batch
+
+    def _decode_row(
+        self, name: str, position: int, data: bytes, size: HeaderSize, row: int = 0
+    ) -> NDArray[Any]:
         try:
             if self._own_decode:
                 return self.decode_element(data)
+            return self._normalized(self._decode_screened(data, size))
+        except (InputError, ValueError, TypeError) as exc:
+            raise self.element_error(name, f"row {position}", data, exc) from None
+
+    def _decode_pixels(self, name: str, position: int, data: bytes, size: HeaderSize) -> Any:
+        """The row's uint8 pixels, before normalisation."""
+        try:
             return self._decode_screened(data, size)
         except (InputError, ValueError, TypeError) as exc:
             raise self.element_error(name, f"row {position}", data, exc) from None
+
+    def _normalized(self, image: NDArray[Any]) -> NDArray[Any]:
+        """``image`` as ``normalize`` asks (a new C x H x W float32 array), or itself."""
+        if self._coefficients is None:
+            return image
+        ab, row_shape = self._coefficients
+        out = np.empty(row_shape, np.float32)
+        write_chw(image, out, ab)
+        return out
 
     def _screen(self, data: Any) -> Optional[Tuple[int, int]]:
         """The image's size from its header (None if unknown); refuse empty or huge ones."""
@@ -159,7 +212,7 @@ class Image(ElementCodec):
         return size
 
     def decode_element(self, data: bytes) -> NDArray[Any]:
-        return self._decode_screened(data, self._screen(data))
+        return self._normalized(self._decode_screened(data, self._screen(data)))
 
     def _decode_screened(self, data: bytes, size: HeaderSize) -> NDArray[Any]:
         """``data`` decoded, once :meth:`_screen` has passed it and read its ``size``."""
@@ -250,3 +303,30 @@ def _checked_size(size: Any) -> Optional[Tuple[int, int]]:
             f"e.g. size=(224, 224)"
         )
     return width, height
+
+
+def _checked_normalize(
+    normalize: Optional[Normalize],
+    size: Optional[Tuple[int, int]],
+    channels: int,
+    has_default: bool,
+) -> Any:
+    """The normalisation coefficients of ``Image(normalize=...)`` and the shape of one
+    normalised image (C x height x width); None without normalize."""
+    if normalize is None:
+        return None
+    if not isinstance(normalize, Normalize):
+        raise DeclarationError(
+            f"Image(normalize={normalize!r}): expected a tp.vision.Normalize(mean=..., std=...)"
+        )
+    if size is None:
+        raise DeclarationError(
+            "Image(normalize=...) needs size=(width, height): the images of a batch are "
+            "normalised into one array, so they must all have one size"
+        )
+    if has_default:
+        raise DeclarationError(
+            "Image(normalize=...) with a default image: not supported; declare "
+            "optional=True without default= and handle None in infer()"
+        )
+    return normalize.coefficients(channels), (channels, size[1], size[0])
