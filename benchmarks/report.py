@@ -62,7 +62,7 @@ def render_table(cells: Sequence[Cell]) -> str:
     """The results table: one row per cell; non-raw rows carry their ratio to raw."""
     raw = {(c.workload, c.concurrency): c for c in cells if c.variant == "raw"}
     header = (
-        f"{'workload':<17} {'variant':<9} {'c':>3} {'infer/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'workload':<17} {'variant':<10} {'c':>3} {'infer/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'srv CPU ms/inf':>14} {'thr/raw':>8} {'cpu/raw':>8}"
     )
     lines = [header, "-" * len(header)]
@@ -80,7 +80,7 @@ def render_table(cells: Sequence[Cell]) -> str:
             )
         flag = f"  ({cell.errors} errors: {cell.first_error[:60]})" if cell.errors else ""
         lines.append(
-            f"{cell.workload:<17} {cell.variant:<9} {cell.concurrency:>3} "
+            f"{cell.workload:<17} {cell.variant:<10} {cell.concurrency:>3} "
             f"{_fmt(cell.throughput, 1):>9} {_fmt(cell.p50_ms):>8} {_fmt(cell.p99_ms):>8} "
             f"{_fmt(cell.server_cpu_ms, 3):>14} {thr_ratio:>8} {cpu_ratio:>8}{flag}"
         )

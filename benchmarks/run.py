@@ -53,7 +53,7 @@ from tritonpy.perf._engine import LoadWindow, grpc_caller_factory, run_closed_lo
 __all__ = ["Cell", "Target", "evaluate_targets", "main", "render_table"]
 
 HERE = Path(__file__).resolve().parent
-VARIANT_ORDER = ("raw", "control", "tritonpy", "naive", "pytriton")
+VARIANT_ORDER = ("raw", "control", "raw_malloc", "tritonpy", "naive", "pytriton")
 #: warm-up of every slice after a round's first (new channels, the model already warm)
 SLICE_WARMUP_S = 0.3
 
@@ -455,7 +455,7 @@ def _measure_all(
                 ).items():
                     rounds[variant].append(figures)
                     say(
-                        f"  {workload.name:<17} {variant:<9} c={conc:<3} "
+                        f"  {workload.name:<17} {variant:<10} c={conc:<3} "
                         f"{figures['throughput']:9.1f} infer/s  "
                         f"{figures['server_cpu_ms']:.3f} ms CPU/inf"
                     )

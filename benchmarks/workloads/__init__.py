@@ -1,6 +1,7 @@
 """The benchmark workloads: per workload, the model variants written into a model repository
 (hand-written ``raw``, ``tritonpy``, and where the issue asks for it a ``naive`` hand-written
-one) and the request payloads the load generator sends.
+one; for images also ``raw_malloc``, the raw model with tritonpy's glibc settings) and the
+request payloads the load generator sends.
 
 Model files live in ``benchmarks/workloads/models/`` and are copied into
 ``<repository>/<workload>_<variant>/1/model.py``; the configurations are written here: full
@@ -154,10 +155,27 @@ def _tritonpy_config(name: str) -> str:
     return f'name: "{name}"\nbackend: "python"\n' + _INSTANCE
 
 
+#: appended to a hand-written model for its ``raw_malloc`` variant: the two glibc settings
+#: ``tp.Model.tune_malloc`` makes (tritonpy/_runtime/_malloc.py), so that a run shows how much
+#: of tritonpy's lead is the allocator and how much its decoding
+MALLOC_TUNING = """
+
+# raw_malloc: glibc's mmap and trim thresholds, as tritonpy's tune_malloc sets them
+import ctypes  # noqa: E402
+
+ctypes.CDLL(None).mallopt(-3, 32 * 1024 * 1024)  # M_MMAP_THRESHOLD
+ctypes.CDLL(None).mallopt(-1, 64 * 1024 * 1024)  # M_TRIM_THRESHOLD
+"""
+
+
 def _write_model(repo: Path, name: str, source: str, config: str) -> None:
     version = repo / name / "1"
     version.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(MODELS_DIR / source, version / "model.py")
+    if source.endswith("_raw_malloc.py"):
+        text = (MODELS_DIR / source.replace("_raw_malloc.py", "_raw.py")).read_text("utf-8")
+        (version / "model.py").write_text(text + MALLOC_TUNING, encoding="utf-8")
+    else:
+        shutil.copyfile(MODELS_DIR / source, version / "model.py")
     (repo / name / "config.pbtxt").write_text(config, encoding="utf-8")
 
 
@@ -180,7 +198,7 @@ _SIMPLE: Dict[str, Tuple[str, int, _Spec, Tuple[str, ...], Callable[[], List[Pay
         "JPEG 640x480 -> 224x224 ImageNet-normalised FP32 CHW, max_batch_size 16",
         16,
         ([("IMAGE", "TYPE_STRING", [1])], [("PIXELS", "TYPE_FP32", [3, 224, 224])]),
-        ("raw", "tritonpy", "naive"),
+        ("raw", "raw_malloc", "tritonpy", "naive"),
         _image_payloads,
     ),
     "postprocess": (
