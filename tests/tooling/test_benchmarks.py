@@ -418,3 +418,43 @@ def test_steal_is_read_from_proc_stat(tmp_path: Path) -> None:
     assert steal_percent(before, cpu_times(stat)) == pytest.approx(100.0 * 150 / 1000)
     assert cpu_times(tmp_path / "missing") is None
     assert steal_percent(None, before) is None
+
+
+def test_stub_counters_are_read_from_proc() -> None:
+    import os
+
+    from benchmarks.stub_load import COUNTERS, read_counters
+
+    before = read_counters(os.getpid())
+    sum(range(2_000_000))  # some user CPU
+    after = read_counters(os.getpid())
+    assert set(before) == set(COUNTERS)
+    assert after["user_us"] >= before["user_us"] and after["minor_faults"] >= before["minor_faults"]
+    assert after["voluntary_switches"] >= before["voluntary_switches"] >= 0
+
+
+def test_stub_load_reports_every_stub_of_each_variant() -> None:
+    pytest.importorskip("tritonclient.grpc")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "stub_load.py"),
+            "--workload=add_sub",
+            "--concurrency=2",
+            "--requests=400",
+            "--rounds=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    for variant in ("raw", "tritonpy"):
+        (head,) = [line for line in lines if line.startswith(f"{variant} ")]
+        assert "infer/s" in head and "tritonserver" in head
+        (stub,) = [line for line in lines if line.strip().startswith(f"add_sub_{variant} ")]
+        # CPU time comes in clock ticks (10 ms): 800 requests of ~40 us add up to several
+        user = float(stub.split("user")[1].split()[0])
+        system = float(stub.split("system")[1].split()[0])
+        assert user + system > 0, stub

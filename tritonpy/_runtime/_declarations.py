@@ -10,6 +10,7 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Dict, Literal, Mapping, Optional, Tuple, Union
 
+from ._torch_threads import check_torch_threads
 from .codecs.base import Codec, shape_matches
 from .errors import DeclarationError
 from .metrics import check_metric_declarations
@@ -248,6 +249,7 @@ def validate_declarations(cls: type) -> None:
         _check_infer_signature(cls, infer)
     check_streaming(cls)
     check_metric_declarations(cls)
+    check_torch_threads(cls)
 
 
 def _check_infer_signature(cls: type, infer: Any) -> None:

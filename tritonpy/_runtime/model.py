@@ -51,6 +51,7 @@ from ._decoded import Decoded
 from ._merged import MergedExecution, rows_error
 from ._plain import PlainOutputs, PlainTensorPath
 from ._request_decoding import RequestDecoding
+from ._torch_threads import apply_torch_threads
 from .codecs.base import Codec, PlainArray, plain_fits
 from .errors import DeclarationError, InputError, OutputError, TritonPyError
 from .metrics import bind_metrics
@@ -99,7 +100,10 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
     * ``tune_malloc``: True (default) raises glibc's trim and mmap thresholds in the stub
       process, so the large buffers each call allocates (decoded images, output batches) are
       reused by the next call instead of being returned to the kernel and faulted in again
-      (up to 64 MB of freed memory stays with the instance); False keeps glibc's defaults.
+      (up to 64 MB of freed memory stays with the instance); False keeps glibc's defaults;
+    * ``torch_threads``: torch's intra-op threads in the instance's stub (None: torch's
+      default, one per core). 1 suits a small model in a busy server: torch's idle threads
+      spin after every parallel operation, CPU the server and other stubs lose.
 
     Hooks: ``setup()`` once per instance after the configuration is known (it may replace a
     codec on the instance, keeping its data type and dims, e.g.
@@ -135,6 +139,9 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
     #: keep freed memory for the next call instead of returning it to the kernel (glibc's
     #: trim and mmap thresholds raised in the stub process; see ``_malloc.py``)
     tune_malloc: ClassVar[bool] = True
+    #: torch's intra-op threads in this instance's stub (``torch.set_num_threads``); None
+    #: leaves torch's default, one per core (see ``_torch_threads.py``)
+    torch_threads: ClassVar[Optional[int]] = None
     _infer_kind: ClassVar[str] = INFER_SYNC
     _wants_parameters: ClassVar[bool] = False
 
@@ -233,6 +240,7 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
         self.metrics, self._builtin = bind_metrics(self)
         if cls.tune_malloc:
             _malloc.tune_malloc()
+        apply_torch_threads(cls.torch_threads, self.model_name)
 
         self.setup()
         # setup() may replace codecs on the instance (e.g. an Image color read from a

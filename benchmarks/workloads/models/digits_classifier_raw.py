@@ -11,6 +11,9 @@ from torch.utils.dlpack import from_dlpack, to_dlpack
 
 class TritonPythonModel:
     def initialize(self, args):
+        # one intra-op thread, as the template's torch_threads = 1: idle torch threads spin
+        # after each layer, CPU the server and the other stubs lose
+        torch.set_num_threads(1)
         path = os.path.join(args["model_repository"], args["model_version"], "model.pt")
         state = torch.load(path, map_location="cpu", weights_only=True)
         weights = [value for key, value in state.items() if key.endswith(".weight")]

@@ -27,6 +27,9 @@ class TorchClassifier(tp.Model):
     inputs = {"PIXELS": tp.TorchTensor("FP32", [1, 8, 8])}  # C x H x W from the preprocess
     outputs = {"LOGITS": tp.TorchTensor("FP32", [-1])}  # one score per class
     max_batch_size = 64
+    # a small model: torch's idle threads would spin after each layer, CPU the server and the
+    # other stubs lose (docs/models.md); raise it for a large model alone on a machine
+    torch_threads = 1
 
     def setup(self) -> None:
         path = self.version_dir / "model.pt"

@@ -1,7 +1,7 @@
-"""``tune_malloc`` (tritonpy/_runtime/_malloc.py): glibc's thresholds set once per process when
-a model starts, unless the model opts out, and nothing done on another C library. What the
-setting changes in a real stub (page faults per request) is measured in
-tests/integration/test_malloc_served.py."""
+"""The process-wide settings a model makes in its stub when it starts: ``tune_malloc``
+(tritonpy/_runtime/_malloc.py: glibc's thresholds set once per process unless the model opts
+out, nothing done on another C library) and ``torch_threads`` (_torch_threads.py). What they
+change in a real stub is checked in tests/integration/test_stub_settings_served.py."""
 
 from __future__ import annotations
 
@@ -80,3 +80,58 @@ def test_a_model_tunes_when_it_starts_unless_it_opts_out(
         assert calls == ([1] if tune else [])
         (y,) = harness.infer({"X": np.ones(3, np.float32)}).values()
         np.testing.assert_array_equal(y, [2, 2, 2])
+
+
+# -- torch_threads ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [0, -2, True, 1.5, "1"])
+def test_torch_threads_must_be_a_positive_integer(bad: Any) -> None:
+    with pytest.raises(tp.DeclarationError, match="torch_threads must be a positive integer"):
+
+        class Bad(tp.Model):
+            inputs = {"X": tp.Tensor("FP32", [-1])}
+            outputs = {"Y": tp.Tensor("FP32", [-1])}
+            torch_threads = bad
+
+            def infer(self, X: np.ndarray) -> Any:
+                return {"Y": X}
+
+
+def test_torch_threads_sets_torch_when_the_model_starts() -> None:
+    torch = pytest.importorskip("torch", reason="torch_threads sets PyTorch's threads")
+    before = torch.get_num_threads()
+
+    class Small(tp.Model):
+        inputs = {"X": tp.Tensor("FP32", [-1])}
+        outputs = {"Y": tp.Tensor("FP32", [-1])}
+        torch_threads = 1
+
+        def infer(self, X: np.ndarray) -> Any:
+            return {"Y": X + torch.get_num_threads()}
+
+    try:
+        torch.set_num_threads(2)
+        with ModelHarness(Small) as harness:
+            (y,) = harness.infer({"X": np.zeros(2, np.float32)}).values()
+        np.testing.assert_array_equal(y, [1, 1])
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_torch_threads_without_torch_names_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from tritonpy._runtime import _torch_threads
+
+    real = importlib.import_module
+
+    def no_torch(name: str, *args: Any) -> Any:
+        if name == "torch":
+            raise ImportError("No module named 'torch'")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", no_torch)
+    with pytest.raises(tp.DeclarationError, match=r"classifier: torch_threads = 1 needs PyTorch"):
+        _torch_threads.apply_torch_threads(1, "classifier")
+    _torch_threads.apply_torch_threads(None, "classifier")  # None: torch is not even imported
