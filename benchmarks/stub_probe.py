@@ -49,6 +49,8 @@ PROBE_MODEL = '''
 import cProfile, io, json, pstats, statistics, time
 import importlib.util, os
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -119,6 +121,10 @@ class TritonPythonModel:
         self.calls = int(params["probe_calls"]["string_value"])
         self.profile = params["probe_profile"]["string_value"] == "1"
         self.copies = int(params["probe_requests"]["string_value"])
+        evict = int(params.get("probe_evict_kb", {}).get("string_value", "0"))
+        # written over before every timed call: the caches hold someone else's data, as in
+        # a stub that the server and other stubs ran between its calls
+        self.scratch = np.zeros(evict * 1024, np.uint8) if evict else None
         self.variants = {}
         for name in ("raw", "tritonpy"):
             model = _load("variant_" + name)()
@@ -137,10 +143,18 @@ class TritonPythonModel:
             order = list(self.variants) if index % 2 == 0 else list(self.variants)[::-1]
             for name in order:
                 execute = self.variants[name].execute
-                start = time.perf_counter()
-                for _ in range(per_round):
-                    execute(requests)
-                elapsed = time.perf_counter() - start
+                if self.scratch is None:
+                    start = time.perf_counter()
+                    for _ in range(per_round):
+                        execute(requests)
+                    elapsed = time.perf_counter() - start
+                else:
+                    elapsed = 0.0
+                    for call in range(per_round):
+                        self.scratch.fill(call & 255)
+                        start = time.perf_counter()
+                        execute(requests)
+                        elapsed += time.perf_counter() - start
                 if index:
                     samples[name].append(elapsed * 1e6 / per_round)
         report = {
@@ -172,10 +186,12 @@ def build_probe(
     profile: bool,
     baseline: Optional[str] = None,
     requests: int = 1,
+    evict_kb: int = 0,
 ) -> str:
     """Write ``<workload>_probe`` into ``repo``; return its name. ``baseline``: a git commit
     whose tritonpy is timed too (its package is extracted beside the probe); ``requests``:
-    copies of the request each ``execute()`` gets."""
+    copies of the request each ``execute()`` gets; ``evict_kb``: KB written over before each
+    call (0: calls back to back)."""
     name = f"{workload}_probe"
     version = repo / name / "1"
     version.mkdir(parents=True, exist_ok=True)
@@ -185,6 +201,7 @@ def build_probe(
         "probe_calls": str(calls),
         "probe_profile": str(int(profile)),
         "probe_requests": str(requests),
+        "probe_evict_kb": str(evict_kb),
     }
     if workload in MEMBERS:
         config = _member_probe(repo, workload, name, parameters)
@@ -260,6 +277,7 @@ def run_probe(
     profile: bool = False,
     baseline: Optional[str] = None,
     requests: int = 1,
+    evict_kb: int = 0,
 ) -> Any:
     """Start a server with the probe of ``workload``, send it one request, return the report
     (``{"raw": {"min_us", "median_us"}, "tritonpy": {...}, "profile": text}``; the figures
@@ -269,7 +287,7 @@ def run_probe(
     payload = _member_payload(workload) if workload in MEMBERS else _SIMPLE[workload][4]()[0]
     with tempfile.TemporaryDirectory(prefix="tritonpy-probe-") as tmp:
         repo, output = Path(tmp) / "repo", Path(tmp) / "probe.json"
-        name = build_probe(repo, workload, output, calls, profile, baseline, requests)
+        name = build_probe(repo, workload, output, calls, profile, baseline, requests, evict_kb)
         with TritonServer(repo, startup_timeout=300.0) as server:
             grpc_infer_once(server.grpc_url, name, payload)
         return json.loads(output.read_text(encoding="utf-8"))
@@ -284,11 +302,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     parser.add_argument("--profile", action="store_true", help="print a cProfile of tritonpy")
     parser.add_argument(
+        "--evict-kb",
+        type=int,
+        default=0,
+        help="write over this many KB before each timed call (cold caches, as under load)",
+    )
+    parser.add_argument(
         "--baseline", metavar="COMMIT", help="also time the tritonpy of this git commit"
     )
     args = parser.parse_args(argv)
     report: Dict[str, Any] = run_probe(
-        args.workload, args.calls, args.profile, args.baseline, args.requests
+        args.workload, args.calls, args.profile, args.baseline, args.requests, args.evict_kb
     )
     per = f"per call of {args.requests} requests" if args.requests > 1 else "per request"
     for variant in ("raw", "tritonpy", "baseline"):

@@ -368,7 +368,9 @@ def test_fresh_stubs_reload_the_members_of_an_ensemble(
 def test_stub_probe_model_holds_both_variants_and_its_settings(tmp_path: Path) -> None:
     from benchmarks.stub_probe import build_probe
 
-    name = build_probe(tmp_path, "add_sub", tmp_path / "out.json", calls=500, profile=True)
+    name = build_probe(
+        tmp_path, "add_sub", tmp_path / "out.json", calls=500, profile=True, evict_kb=64
+    )
     version = tmp_path / name / "1"
     assert sorted(p.name for p in version.iterdir()) == [
         "model.py",
@@ -378,7 +380,7 @@ def test_stub_probe_model_holds_both_variants_and_its_settings(tmp_path: Path) -
     compile((version / "model.py").read_text(), "model.py", "exec")  # the probe parses
     config = (tmp_path / name / "config.pbtxt").read_text()
     assert f'name: "{name}"' in config and "max_batch_size: 0" in config
-    for key, value in (("probe_calls", "500"), ("probe_profile", "1")):
+    for key, value in (("probe_calls", "500"), ("probe_profile", "1"), ("probe_evict_kb", "64")):
         assert f'key: "{key}" value {{ string_value: "{value}" }}' in config
 
 
@@ -458,3 +460,12 @@ def test_stub_load_reports_every_stub_of_each_variant() -> None:
         user = float(stub.split("user")[1].split()[0])
         system = float(stub.split("system")[1].split()[0])
         assert user + system > 0, stub
+
+
+def test_stub_probe_times_calls_after_evicting_the_caches() -> None:
+    pytest.importorskip("tritonclient.grpc")
+    from benchmarks.stub_probe import run_probe
+
+    report = run_probe("add_sub", calls=200, evict_kb=256)
+    for variant in ("raw", "tritonpy"):
+        assert 0 < report[variant]["min_us"] <= report[variant]["median_us"], report
