@@ -82,6 +82,19 @@ def test_a_model_tunes_when_it_starts_unless_it_opts_out(
         np.testing.assert_array_equal(y, [2, 2, 2])
 
 
+@pytest.mark.parametrize("bad", ["false", 0, None])
+def test_tune_malloc_must_be_a_bool(bad: Any) -> None:
+    with pytest.raises(tp.DeclarationError, match="tune_malloc must be True or False"):
+
+        class Bad(tp.Model):
+            inputs = {"X": tp.Tensor("FP32", [-1])}
+            outputs = {"Y": tp.Tensor("FP32", [-1])}
+            tune_malloc = bad
+
+            def infer(self, X: np.ndarray) -> Any:
+                return {"Y": X}
+
+
 # -- torch_threads ---------------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Dict, Literal, Mapping, Optional, Tuple, Union
 
-from ._torch_threads import check_torch_threads
+from ._torch_threads import check_torch_threads, check_tune_malloc
 from .codecs.base import Codec, shape_matches
 from .errors import DeclarationError
 from .metrics import check_metric_declarations
@@ -250,6 +250,7 @@ def validate_declarations(cls: type) -> None:
     check_streaming(cls)
     check_metric_declarations(cls)
     check_torch_threads(cls)
+    check_tune_malloc(cls)
 
 
 def _check_infer_signature(cls: type, infer: Any) -> None:

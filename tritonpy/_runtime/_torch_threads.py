@@ -1,4 +1,5 @@
-"""``tp.Model.torch_threads``: torch's intra-op thread count in a model instance's stub.
+"""``tp.Model.torch_threads``: torch's intra-op thread count in a model instance's stub
+(and the check of ``tune_malloc``, the other process-wide setting a model declares).
 
 torch starts one intra-op thread per core, and after each parallel operation those threads
 spin for a while before they sleep. In a stub that serves small batches, that spinning is
@@ -27,6 +28,14 @@ def check_torch_threads(cls: type) -> None:
             f"{cls.__name__}.torch_threads must be a positive integer (1 for a small model "
             f"in a busy server) or None for torch's default, got {value!r}"
         )
+
+
+def check_tune_malloc(cls: type) -> None:
+    """A DeclarationError unless ``cls.tune_malloc`` is True or False (a string such as
+    ``"false"`` would otherwise read as true)."""
+    value: Any = getattr(cls, "tune_malloc", True)
+    if not isinstance(value, bool):
+        raise DeclarationError(f"{cls.__name__}.tune_malloc must be True or False, got {value!r}")
 
 
 def apply_torch_threads(threads: Optional[int], model_name: str) -> None:

@@ -162,10 +162,11 @@ class Image(ElementCodec):
         batch = np.empty((sum(len(value) for value in values), *row_shape), np.float32)
 
         def decode_into(name: str, position: int, data: bytes, size: HeaderSize, row: int) -> None:
+            pixels = self._decode_pixels(name, position, data, size)
             if self._own_decode:  # a subclass's decode_element gives the finished row
-                batch[row] = self._decode_row(name, position, data, size, row)
+                batch[row] = pixels
             else:
-                write_chw(self._decode_pixels(name, position, data, size), batch[row], ab)
+                write_chw(pixels, batch[row], ab)
 
         decode_rows(values, decode_into, self.threads)
         return batch
@@ -173,16 +174,15 @@ class Image(ElementCodec):
     def _decode_row(
         self, name: str, position: int, data: bytes, size: HeaderSize, row: int = 0
     ) -> NDArray[Any]:
+        pixels = self._decode_pixels(name, position, data, size)
+        return pixels if self._own_decode else self._normalized(pixels)
+
+    def _decode_pixels(self, name: str, position: int, data: bytes, size: HeaderSize) -> Any:
+        """The row decoded: by a subclass's ``decode_element`` (its finished value), else the
+        library's uint8 pixels, before any normalisation."""
         try:
             if self._own_decode:
                 return self.decode_element(data)
-            return self._normalized(self._decode_screened(data, size))
-        except (InputError, ValueError, TypeError) as exc:
-            raise self.element_error(name, f"row {position}", data, exc) from None
-
-    def _decode_pixels(self, name: str, position: int, data: bytes, size: HeaderSize) -> Any:
-        """The row's uint8 pixels, before normalisation."""
-        try:
             return self._decode_screened(data, size)
         except (InputError, ValueError, TypeError) as exc:
             raise self.element_error(name, f"row {position}", data, exc) from None
