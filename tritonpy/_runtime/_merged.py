@@ -67,18 +67,12 @@ class MergedExecution:
             self, name: str, needed: Optional[FrozenSet[str]], result: Mapping[str, Any]
         ) -> None: ...
         def _cancellation_checked(self) -> bool: ...
-        def _merge_plain(self, requests: Sequence[Any]) -> Optional[List[Any]]: ...
-
-    _plain_inputs: Optional[Dict[str, Any]]
 
     def _execute_merged(self, requests: Sequence[Any]) -> List[Any]:
         """Several requests of one ``execute()`` call, merged where they can be."""
         if self._merges_directly and not self._cancellation_checked():
-            direct = None
-            if self._plain_inputs is not None:
-                direct = self._merge_plain(requests)
-            if direct is None:
-                direct = self._merge_directly(requests)
+            # (Model.execute has tried _merge_direct first)
+            direct = self._merge_directly(requests)
             if direct is not None:
                 return direct
         responses, ready = self._decode_all(requests)

@@ -48,11 +48,11 @@ from ._declarations import (
     validate_declarations,
 )
 from ._decoded import Decoded
+from ._direct import DirectOutputs, DirectPath
 from ._merged import MergedExecution, rows_error
-from ._plain import PlainOutputs, PlainTensorPath
 from ._request_decoding import RequestDecoding
 from ._torch_threads import apply_torch_threads
-from .codecs.base import Codec, PlainArray, plain_fits
+from .codecs.base import BY_CODEC, Codec, DirectSpec, PlainArray, plain_fits
 from .errors import DeclarationError, InputError, OutputError, TritonPyError
 from .metrics import bind_metrics
 from .response import Response, make_inference_response
@@ -61,7 +61,7 @@ from .response import Response, make_inference_response
 AUTO_CANCELLATION_SECONDS = 0.002
 
 
-class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTensorPath):
+class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, DirectPath):
     """Base class of a tritonpy model. Subclass it, declare ``inputs`` and ``outputs``, write
     ``infer``, and bind the class to the name Triton looks for.
 
@@ -289,27 +289,37 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
         self._reshapes_alone = cls._wants_parameters or (
             self.batched and (bool(self._merged_alone) or self._builtin is not None)
         )
-        # a request alone takes the plain-tensor path (see _plain.py) when every input is a
-        # plain Tensor, every output a plain Tensor or text the stub encodes itself, and
-        # nothing is added to what infer() gets
-        plain_inputs = {
-            name: plain
-            for name, (codec, plain) in self._input_entries.items()
-            if plain is not None and not codec.optional
-        }
-        plain_outputs = []
+        # a request alone, and a merged call, take the direct path (see _direct.py) when
+        # every input and output has one
+        self._direct_inputs, self._direct_outputs = self._direct_plan()
+        # a fast call that is not a new minimum leaves the figures of _record_seconds as they
+        # are (it would keep the checks off), so the direct path calls it only from there
+        self._records_from = AUTO_CANCELLATION_SECONDS if self._builtin is None else 0.0
+
+    def _direct_plan(self) -> Tuple[Optional[Dict[str, DirectSpec]], DirectOutputs]:
+        """The direct path's steps for every input and output (see ``_direct.py``), or None
+        when some input or output has none, or infer() gets more than the inputs' values."""
+        if type(self)._wants_parameters or self._builtin is not None:
+            return None, ()
+        outputs = []
         for name, codec in self._output_plan:
-            array = codec._output_array()
-            if array is not None:
-                plain_outputs.append((name, *array, array[0].hasobject))
-        self._plain_outputs: PlainOutputs = tuple(plain_outputs)
-        qualifies = (
-            len(plain_inputs) == len(self._input_plan)
-            and len(self._plain_outputs) == len(self._output_plan)
-            and not self._reshapes_alone
-            and self._builtin is None
-        )
-        self._plain_inputs = plain_inputs if qualifies else None
+            spec = codec._direct_output()
+            if spec is None:
+                return None, ()
+            outputs.append((name, *spec))
+        inputs: Dict[str, DirectSpec] = {}
+        for name, codec in self._input_plan:
+            spec = codec._direct_input(self.batched)
+            if spec is None:
+                return None, ()
+            # with batching, a codec's own steps must give what merge() would; the plain arrays
+            # of several requests merge only when their shapes agree (else: the general path)
+            if self.batched and (
+                codec._groups_requests() if spec[0] == BY_CODEC else not codec.merge_keeps_one()
+            ):
+                return None, ()
+            inputs[name] = spec
+        return inputs, tuple(outputs)
 
     def execute(self, requests: Sequence[Any]) -> Any:
         """Serve one batch of requests: one response per request, in order. A streaming
@@ -320,11 +330,15 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, PlainTen
             return self._execute_special(requests)
         if not self._merge or len(requests) == 1:
             # the hot path of most calls: nothing to merge, each request straight through
-            if self._plain_inputs is not None:
+            if self._direct_inputs is not None:
                 if len(requests) == 1:
-                    return [self._serve_plain(0, requests[0])]
-                return [self._serve_plain(index, r) for index, r in enumerate(requests)]
+                    return [self._serve_direct(0, requests[0])]
+                return [self._serve_direct(index, r) for index, r in enumerate(requests)]
             return [self._serve_alone(index, request) for index, request in enumerate(requests)]
+        if self._direct_inputs is not None and self._merges_directly and not self._checks_cancelled:
+            merged = self._merge_direct(requests)  # the usual merged call, in one pass
+            if merged is not None:
+                return merged
         return self._execute_merged(requests)
 
     def _execute_special(self, requests: Sequence[Any]) -> Any:

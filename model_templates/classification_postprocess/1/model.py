@@ -29,7 +29,9 @@ class ClassificationPostprocess(tp.Model):
                 f"{self.model_name}: labels file {path} is missing; add it beside "
                 f"config.pbtxt, one class name per line in class-id order"
             )
-        self.labels = np.array(path.read_text(encoding="utf-8").splitlines(), dtype=object)
+        # UTF-8 bytes: the stub sends bytes as they are (a str is encoded on every request)
+        names = path.read_text(encoding="utf-8").splitlines()
+        self.labels = np.array([name.encode("utf-8") for name in names], dtype=object)
 
     def infer(self, LOGITS: NDArray[np.float32]) -> Dict[str, Any]:
         classes = LOGITS.shape[1]

@@ -26,6 +26,9 @@ def _pair(data: bytes, fmt: str, start: int, *, height_first: bool = False) -> S
     return (int(second), int(first)) if height_first else (int(first), int(second))
 
 
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
 def _png(data: bytes) -> Size:
     return _pair(data, ">II", 16)
 
@@ -146,7 +149,7 @@ def _jpeg2000(data: bytes) -> Size:
 
 
 _READERS: List[Tuple[Callable[[bytes], bool], Callable[[bytes], Size]]] = [
-    (lambda d: d[:8] == b"\x89PNG\r\n\x1a\n", _png),
+    (lambda d: d[:8] == _PNG_SIGNATURE, _png),
     (lambda d: d[:2] == b"\xff\xd8", _jpeg),
     (lambda d: d[:2] == b"BM", _bmp),
     (lambda d: d[:1] == b"P" and d[1:2] in b"1234567fF" and len(d) > 2, _pnm),
@@ -167,6 +170,8 @@ def image_size(data: bytes) -> Size:
     >>> image_size(b"GIF89a" + bytes([3, 0, 2, 0]))
     (3, 2)
     """
+    if data[:8] == _PNG_SIGNATURE and len(data) >= 24:  # the usual case, without a call
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     for matches, read in _READERS:
         if matches(data):
             try:

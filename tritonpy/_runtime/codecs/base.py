@@ -39,6 +39,38 @@ MISSING: Any = _Missing()
 PlainArray = Tuple["np.dtype[Any]", Optional[Tuple[int, ...]], Callable[[Tuple[int, ...]], bool]]
 
 
+#: how the direct path of a request alone (``tritonpy/_runtime/_plain.py``) reads an input or
+#: passes an output: the tensor's numpy array, a torch tensor through DLPack, or one call of
+#: the codec that gives the value ``infer`` gets
+AS_NUMPY, AS_TORCH, BY_CODEC = 0, 1, 2
+
+#: ``(how, dtype, dims when none varies else None, rank, test of a shape with fixed and
+#: varying dims or None, callable or None)``: see :func:`direct_spec`
+DirectSpec = Tuple[
+    int,
+    Any,
+    Optional[Tuple[int, ...]],
+    int,
+    Optional[Callable[[Tuple[int, ...]], bool]],
+    Any,
+]
+
+
+def direct_spec(how: int, dtype: Any, dims: Tuple[int, ...], call: Any = None) -> DirectSpec:
+    """What the direct path checks of a value, laid out so that the usual shapes cost no call:
+    a tuple comparison when no dim varies, the rank alone when all do, and a test only for a
+    mix of both. ``call``: ``torch.from_dlpack`` (an ``AS_TORCH`` input), ``(torch.Tensor,
+    to_dlpack)`` (an ``AS_TORCH`` output), or for ``BY_CODEC`` the codec's decoding of a
+    request alone, ``(name, tensor, batched) -> value`` (merged when batched: its ``len`` is
+    the rows), and of the requests of a call, ``(name, tensors) -> (merged value, rows of
+    each)``; both raise for anything unusual (the general path then words the error)."""
+    if -1 not in dims:
+        return how, dtype, dims, len(dims), None, call
+    if set(dims) == {-1}:
+        return how, dtype, None, len(dims), None, call
+    return how, dtype, None, len(dims), shape_test(dims), call
+
+
 def plain_fits(value: Any, plain: PlainArray, batched: bool) -> bool:
     """Whether ``value`` goes to ``pb_utils.Tensor`` as it is, for a codec whose
     :meth:`Codec._plain_array` is ``plain``: an ndarray of that dtype and shape."""
@@ -203,6 +235,24 @@ class Codec(ABC):
         ``pb_utils.Tensor`` and ``rows`` is ``len``. ``Model`` then does those steps inline
         (no call per input and output). None, the default, runs the codec's methods."""
         return None
+
+    def _direct_input(self, batched: bool) -> Optional[DirectSpec]:
+        """How the direct path reads this input for a request alone (see :data:`DirectSpec`):
+        by default the plain array of :meth:`_plain_array`; None keeps the model on the
+        general path. A ``BY_CODEC`` spec decodes the requests in the codec's own way (see
+        :func:`direct_spec`)."""
+        plain = self._plain_array()
+        if plain is None or self.optional:
+            return None
+        return direct_spec(AS_NUMPY, plain[0], self.dims)
+
+    def _direct_output(self) -> Optional[DirectSpec]:
+        """How the direct path passes this output (see :data:`DirectSpec`): by default the
+        array of :meth:`_output_array`, handed to ``pb_utils.Tensor`` as it is."""
+        array = self._output_array()
+        if array is None:
+            return None
+        return direct_spec(AS_NUMPY, array[0], self.dims)
 
     def _output_array(self) -> Optional[PlainArray]:
         """``(numpy dtype, dims, shape test)`` of the arrays ``encode`` passes as they are

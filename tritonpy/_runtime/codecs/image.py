@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Literal, Optional, Sequence, Tuple, get_args
+from typing import Any, List, Literal, Optional, Sequence, Tuple, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -12,6 +12,7 @@ from .._optional import codec_dependency
 from ..errors import DeclarationError, InputError
 from ._image_decode import (
     MAX_THREADS,
+    PARALLEL_MIN_BYTES,
     HeaderSize,
     Undecoded,
     decode_rows,
@@ -19,7 +20,7 @@ from ._image_decode import (
 )
 from ._image_size import image_size
 from ._normalize import Normalize, write_chw
-from .base import MISSING, ElementCodec
+from .base import BY_CODEC, MISSING, DirectSpec, ElementCodec, direct_spec
 
 #: the channel orders an Image decodes to and encodes from (case does not matter at run time)
 ImageColor = Literal["RGB", "BGR", "GRAY"]
@@ -170,6 +171,52 @@ class Image(ElementCodec):
 
         decode_rows(values, decode_into, self.threads)
         return batch
+
+    def _direct_input(self, batched: bool) -> Optional[DirectSpec]:
+        if not (batched and self._single) or self.optional or self._own_decode:
+            return None
+        own = type(self)
+        if own.decode is not Image.decode or own.merge is not Image.merge:
+            return None
+        return direct_spec(BY_CODEC, None, self.dims, (self._decode_alone, self._decode_merged))
+
+    # The direct path of Model (see _direct.py): what decode() and merge() give, in one call;
+    # an error raises and the general path, which words it, takes over
+    def _decode_alone(self, name: str, tensor: Any, batched: bool) -> Any:
+        """``merge([decode(name, tensor, batched)])`` of a batched request alone."""
+        rows = tensor.as_numpy().reshape(-1)
+        if len(rows) != 1:
+            return self._decode_merged(name, [tensor])[0]
+        data = rows[0]  # the usual request: one image
+        pixels = self._decode_screened(data, self._screen(data))
+        if self._coefficients is None:
+            return [pixels]
+        ab, row_shape = self._coefficients
+        batch = np.empty((1, *row_shape), np.float32)
+        write_chw(pixels, batch[0], ab)
+        return batch
+
+    def _decode_merged(self, name: str, tensors: Sequence[Any]) -> Tuple[Any, List[int]]:
+        """``merge([decode(name, tensor, True) for tensor in tensors])`` and the rows of
+        each: small images one after the other on this thread, large ones as merge() does."""
+        flat: List[Any] = []
+        counts: List[int] = []
+        for tensor in tensors:
+            rows = tensor.as_numpy().reshape(-1)
+            counts.append(len(rows))
+            flat.extend(rows)
+        if len(flat) > 1 and sum(map(len, flat)) >= PARALLEL_MIN_BYTES:
+            return self.merge([self.decode(name, tensor, True) for tensor in tensors]), counts
+        if self._coefficients is None:
+            images = []
+            for data in flat:  # (a loop: no comprehension call)
+                images.append(self._decode_screened(data, self._screen(data)))
+            return images, counts
+        ab, row_shape = self._coefficients
+        batch = np.empty((len(flat), *row_shape), np.float32)
+        for row, data in enumerate(flat):
+            write_chw(self._decode_screened(data, self._screen(data)), batch[row], ab)
+        return batch, counts
 
     def _decode_row(
         self, name: str, position: int, data: bytes, size: HeaderSize, row: int = 0

@@ -9,7 +9,15 @@ import numpy as np
 
 from .._optional import codec_dependency
 from ..errors import DeclarationError, InputError, OutputError
-from .base import MISSING, Codec, format_shape, shape_matches
+from .base import (
+    AS_TORCH,
+    MISSING,
+    Codec,
+    DirectSpec,
+    direct_spec,
+    format_shape,
+    shape_matches,
+)
 
 _TORCH_DTYPES = {
     "BOOL": "bool",
@@ -106,6 +114,27 @@ class TorchTensor(Codec):
 
     def group_key(self, value: Any) -> Hashable:
         return tuple(value.shape[1:]) if -1 in self.dims and value is not None else None
+
+    def _direct_input(self, batched: bool) -> Optional[DirectSpec]:
+        # a tensor left where Triton put it: decode() is from_dlpack and a check (a device to
+        # move it to, or a subclass's own steps, take the general path)
+        own = type(self)
+        if (
+            self.optional
+            or self.device is not None
+            or own.decode is not TorchTensor.decode
+            or own.rows is not TorchTensor.rows
+        ):
+            return None
+        return direct_spec(AS_TORCH, self.torch_dtype, self.dims, _torch().from_dlpack)
+
+    def _direct_output(self) -> Optional[DirectSpec]:
+        # a CPU tensor of the declared dtype and shape, contiguous and without grad: what
+        # encode() passes as it is and to_tensor() hands over as a DLPack capsule
+        own = type(self)
+        if own.encode is not TorchTensor.encode or own.to_tensor is not TorchTensor.to_tensor:
+            return None
+        return direct_spec(AS_TORCH, self.torch_dtype, self.dims, (_torch().Tensor, _to_dlpack()))
 
     def _groups_requests(self) -> bool:
         if type(self).group_key is not TorchTensor.group_key:

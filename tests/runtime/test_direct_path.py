@@ -60,9 +60,9 @@ def _both(model: Type[tp.Model], requests: List[Any]) -> List[List[Any]]:
     answers = []
     for plain in (True, False):
         with ModelHarness(model) as harness:
-            assert harness.model._plain_inputs is not None  # the model qualifies
+            assert harness.model._direct_inputs is not None  # the model qualifies
             if not plain:
-                harness.model._plain_inputs = None  # execute() takes the general path
+                harness.model._direct_inputs = None  # execute() takes the general path
             # one request per execute(): a batched model merges several
             answers.append([_answer(harness.model.execute([r])[0], r) for r in requests])
     return answers
@@ -189,7 +189,7 @@ class _Shout(tp.Tensor):
         "builtin-metrics",
     ],
 )
-def test_only_plain_tensor_models_take_the_path(
+def test_only_models_whose_codecs_say_how_take_the_path(
     inputs: Dict[str, Any], outputs: Dict[str, Any], batch: int, builtin: bool
 ) -> None:
     def infer(self: tp.Model, X: Any) -> Dict[str, Any]:
@@ -201,10 +201,10 @@ def test_only_plain_tensor_models_take_the_path(
         return type("Other", (tp.Model,), namespace)
 
     with ModelHarness(model(inputs, outputs, builtin)) as harness:
-        assert harness.model._plain_inputs is None
+        assert harness.model._direct_inputs is None
     for output in (tp.Tensor("FP32", [1]), tp.Text(), tp.Bytes(dims=[-1])):
         with ModelHarness(model({"X": tp.Tensor("FP32", [1])}, {"Y": output}, False)) as harness:
-            assert harness.model._plain_inputs is not None, output
+            assert harness.model._direct_inputs is not None, output
 
 
 def test_a_subclass_codec_is_still_called_on_the_general_path() -> None:
@@ -247,9 +247,9 @@ def _merged_both(model: Type[tp.Model], calls: List[List[Any]]) -> List[Any]:
     seen = []
     for plain in (True, False):
         with ModelHarness(model) as harness:
-            assert harness.model._plain_inputs is not None and harness.model._merges_directly
+            assert harness.model._direct_inputs is not None and harness.model._merges_directly
             if not plain:
-                harness.model._plain_inputs = None
+                harness.model._direct_inputs = None
             answers = [
                 [_answer(r, q) for r, q in zip(harness.model.execute(call), call)] for call in calls
             ]
