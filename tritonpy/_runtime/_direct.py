@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Optional, Sequence
 import numpy as np
 
 from ._decoded import Decoded
-from .codecs.base import AS_NUMPY, AS_TORCH, BY_CODEC, Codec, DirectSpec
+from .codecs.base import AS_NUMPY, AS_TORCH, BY_CODEC, DirectSpec
 from .codecs.text import STUB_ENCODED_TYPES
 from .errors import InputError
 
@@ -51,7 +51,6 @@ class DirectPath:
     batched: bool
     _may_request_fewer: bool
     _checks_cancelled: bool
-    _input_plan: Tuple[Tuple[str, Codec], ...]
     #: name -> Codec._direct_input of every input; None when the model does not qualify
     _direct_inputs: Optional[Dict[str, DirectSpec]]
     _direct_outputs: DirectOutputs
@@ -100,7 +99,7 @@ class DirectPath:
             if how == AS_NUMPY:
                 value = tensor.as_numpy()
             elif how == AS_TORCH:
-                value = call(tensor.to_dlpack())
+                value = call[0](tensor.to_dlpack())
             else:  # BY_CODEC: the finished value (rows first when batched)
                 try:
                     value = call[0](name, tensor, batched)
@@ -180,7 +179,7 @@ class DirectPath:
                 if how == BY_CODEC:
                     columns[name].append(tensor)  # rows counted once decoded
                     continue
-                value = tensor.as_numpy() if how == AS_NUMPY else call(tensor.to_dlpack())
+                value = tensor.as_numpy() if how == AS_NUMPY else call[0](tensor.to_dlpack())
                 shape = value.shape
                 if not shape or (rows != shape[0] and rows != -1):
                     return None
@@ -197,15 +196,14 @@ class DirectPath:
                 columns[name].append(value)
             counts.append(rows)
         merged: Dict[str, Any] = {}
-        for name, codec in self._input_plan:
-            column = columns[name]
+        for name, column in columns.items():
             if len(column) != len(requests):  # an input repeated (and so another missing)
                 return None
             how = specs[name][0]
             if how == AS_NUMPY:
                 merged[name] = column[0] if len(column) == 1 else np.concatenate(column)
             elif how == AS_TORCH:
-                merged[name] = codec.merge(column)
+                merged[name] = column[0] if len(column) == 1 else specs[name][5][1](column)
             else:
                 try:
                     merged[name], decoded_counts = specs[name][5][1](name, column)
@@ -281,19 +279,23 @@ class DirectPath:
         """One response per request: its rows of every output; None when the stub refuses a
         string (the general way then names it)."""
         Tensor, InferenceResponse = self._pb.Tensor, self._pb.InferenceResponse
+        # a torch tensor split once (one call, where slicing costs a call per request); the
+        # rows of a C-order array or tensor are in C order too
+        columns = [
+            (name, value if export is None else value.split(counts), export)
+            for name, value, export in arrays
+        ]
         responses = []
         start = 0
         try:
-            for rows in counts:
+            for position, rows in enumerate(counts):
                 stop = start + rows
                 tensors = []
-                for name, value, export in arrays:  # (a loop: no comprehension call)
-                    # (the rows of a C-order array or tensor are in C order too)
-                    part = value[start:stop]
+                for name, value, export in columns:  # (a loop: no comprehension call)
                     tensors.append(
-                        Tensor(name, part)
+                        Tensor(name, value[start:stop])
                         if export is None
-                        else Tensor.from_dlpack(name, export(part))
+                        else Tensor.from_dlpack(name, export(value[position]))
                     )
                 responses.append(InferenceResponse(output_tensors=tensors))
                 start = stop

@@ -51,13 +51,16 @@ class TorchClassifier(tp.Model):
         self.device = torch.device(
             f"cuda:{self.device_id}" if self.instance_kind == "GPU" else "cpu"
         )
+        if self.instance_kind == "GPU":  # the codec moves the inputs to the model's GPU
+            dims = self.inputs["PIXELS"].dims
+            self.inputs = {"PIXELS": tp.TorchTensor("FP32", dims, device=str(self.device))}
         self.net = build_mlp(sizes)
         self.net.load_state_dict(state)
         self.net.to(self.device).eval()
 
     def infer(self, PIXELS: torch.Tensor) -> Dict[str, Any]:
         with torch.inference_mode():
-            return {"LOGITS": self.net(PIXELS.to(self.device))}
+            return {"LOGITS": self.net(PIXELS)}
 
 
 TritonPythonModel = TorchClassifier

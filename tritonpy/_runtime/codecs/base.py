@@ -59,8 +59,9 @@ DirectSpec = Tuple[
 def direct_spec(how: int, dtype: Any, dims: Tuple[int, ...], call: Any = None) -> DirectSpec:
     """What the direct path checks of a value, laid out so that the usual shapes cost no call:
     a tuple comparison when no dim varies, the rank alone when all do, and a test only for a
-    mix of both. ``call``: ``torch.from_dlpack`` (an ``AS_TORCH`` input), ``(torch.Tensor,
-    to_dlpack)`` (an ``AS_TORCH`` output), or for ``BY_CODEC`` the codec's decoding of a
+    mix of both. ``call``: ``(torch.from_dlpack, the merge of several requests' tensors)`` (an
+    ``AS_TORCH`` input), ``(torch.Tensor, to_dlpack)`` (an ``AS_TORCH`` output), or for
+    ``BY_CODEC`` the codec's decoding of a
     request alone, ``(name, tensor, batched) -> value`` (merged when batched: its ``len`` is
     the rows), and of the requests of a call, ``(name, tensors) -> (merged value, rows of
     each)``; both raise for anything unusual (the general path then words the error)."""

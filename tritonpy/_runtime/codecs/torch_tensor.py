@@ -38,6 +38,11 @@ def _torch() -> Any:
     return codec_dependency("torch", codec="TorchTensor", library="PyTorch")
 
 
+def _cat(values: Sequence[Any]) -> Any:
+    """The rows of several requests' tensors joined (what :meth:`TorchTensor.merge` does)."""
+    return _torch().cat(list(values), dim=0)
+
+
 @cache
 def _to_dlpack() -> Any:
     return _torch().utils.dlpack.to_dlpack
@@ -126,7 +131,8 @@ class TorchTensor(Codec):
             or own.rows is not TorchTensor.rows
         ):
             return None
-        return direct_spec(AS_TORCH, self.torch_dtype, self.dims, _torch().from_dlpack)
+        torch = _torch()
+        return direct_spec(AS_TORCH, self.torch_dtype, self.dims, (torch.from_dlpack, _cat))
 
     def _direct_output(self) -> Optional[DirectSpec]:
         # a CPU tensor of the declared dtype and shape, contiguous and without grad: what
@@ -151,7 +157,7 @@ class TorchTensor(Codec):
     def merge(self, values: Sequence[Any]) -> Any:
         if len(values) == 1:
             return values[0]
-        return _torch().cat(list(values), dim=0)
+        return _cat(values)
 
     def merge_keeps_one(self) -> bool:
         return type(self).merge is TorchTensor.merge
