@@ -445,6 +445,7 @@ def test_stub_load_reports_every_stub_of_each_variant() -> None:
             "--concurrency=2",
             "--requests=400",
             "--rounds=2",
+            "--execute-cpu",
         ],
         capture_output=True,
         text=True,
@@ -460,6 +461,10 @@ def test_stub_load_reports_every_stub_of_each_variant() -> None:
         user = float(stub.split("user")[1].split()[0])
         system = float(stub.split("system")[1].split()[0])
         assert user + system > 0, stub
+        # execute() of each stub, timed inside it: add_sub is unbatched, every call alone
+        execute = float(stub.split("execute")[1].split()[0])
+        alone = float(stub.split("alone")[1].split()[0].rstrip(","))
+        assert 0 < execute == alone < user + system + 1000, stub
 
 
 def test_stub_probe_times_calls_after_evicting_the_caches() -> None:
