@@ -161,8 +161,11 @@ class DirectPath:
         differ); the one-pass or general merged path then decides."""
         specs = self._direct_inputs
         assert specs is not None  # execute() comes here only for a model that qualifies
-        # per input, per request: its value, or its tensor for the codec to decode
-        columns: Dict[str, List[Any]] = {name: [] for name in specs}
+        # per input, per request: its value, or its tensor for the codec to decode (a loop:
+        # a comprehension is a call before Python 3.12, and calls are what this path saves)
+        columns: Dict[str, List[Any]] = {}
+        for name in specs:
+            columns[name] = []
         counts: List[int] = []
         row_shapes: Dict[str, Tuple[int, ...]] = {}  # of the inputs with a -1 dim
         for request in requests:
@@ -281,10 +284,9 @@ class DirectPath:
         Tensor, InferenceResponse = self._pb.Tensor, self._pb.InferenceResponse
         # a torch tensor split once (one call, where slicing costs a call per request); the
         # rows of a C-order array or tensor are in C order too
-        columns = [
-            (name, value if export is None else value.split(counts), export)
-            for name, value, export in arrays
-        ]
+        columns = []
+        for name, value, export in arrays:
+            columns.append((name, value if export is None else value.split(counts), export))
         responses = []
         start = 0
         try:
