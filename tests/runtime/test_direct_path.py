@@ -1,6 +1,8 @@
-"""The plain-tensor path (tritonpy/_runtime/_plain.py): a request alone of a model whose
-inputs are all plain ``tp.Tensor`` (and outputs plain Tensors or text the stub encodes) answers
-exactly as the general path does, whatever the request holds and whatever ``infer`` returns.
+"""The direct path (tritonpy/_runtime/_direct.py) of plain-tensor models: a request alone, or
+the requests of a merged call, of a model whose inputs are all plain ``tp.Tensor`` (and
+outputs plain Tensors or text the stub encodes) answers exactly as the general path does,
+whatever the requests hold and whatever ``infer`` returns (test_direct_codecs.py: torch
+tensors and images).
 
 The requests are built with the fake pb_utils and handed to ``execute()`` directly, so that
 inputs the server would refuse (wrong data type, shape, names) reach the model too. An answer

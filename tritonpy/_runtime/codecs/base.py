@@ -39,7 +39,7 @@ MISSING: Any = _Missing()
 PlainArray = Tuple["np.dtype[Any]", Optional[Tuple[int, ...]], Callable[[Tuple[int, ...]], bool]]
 
 
-#: how the direct path of a request alone (``tritonpy/_runtime/_plain.py``) reads an input or
+#: how the direct path (``tritonpy/_runtime/_direct.py``) reads an input or
 #: passes an output: the tensor's numpy array, a torch tensor through DLPack, or one call of
 #: the codec that gives the value ``infer`` gets
 AS_NUMPY, AS_TORCH, BY_CODEC = 0, 1, 2
