@@ -293,7 +293,7 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, DirectPa
         # every input and output has one
         self._direct_inputs, self._direct_outputs = self._direct_plan()
         # a fast call that is not a new minimum leaves the figures of _record_seconds as they
-        # are (it would keep the checks off), so the direct path calls it only from there
+        # are (it would keep the checks off), so _timed_infer calls it only from there
         self._records_from = AUTO_CANCELLATION_SECONDS if self._builtin is None else 0.0
 
     def _direct_plan(self) -> Tuple[Optional[Dict[str, DirectSpec]], DirectOutputs]:
@@ -434,7 +434,11 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, DirectPa
     def _timed_infer(self, values: Dict[str, Any]) -> Any:
         started = perf_counter()
         result = self.infer(**values)
-        self._record_seconds(perf_counter() - started)
+        elapsed = perf_counter() - started
+        # a fast call that is not a new minimum would leave the figures as they are
+        # (_serve_direct writes these lines out, to save the call per request)
+        if elapsed < self._infer_seconds or elapsed >= self._records_from:
+            self._record_seconds(elapsed)
         return result
 
     def _record_seconds(self, elapsed: float) -> None:
