@@ -48,32 +48,35 @@ from benchmarks.machine import cpu_times, steal_percent
 from benchmarks.report import Cell, Target, evaluate_targets, render_inprocess, render_table
 from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository, expected_equal
 from tritonpy.perf._cpu import server_seconds, window_sample
-from tritonpy.perf._engine import LoadWindow, grpc_caller_factory, run_closed_loop
+from tritonpy.perf._engine import Caller, LoadWindow, grpc_caller_factory, run_closed_loop
 
 __all__ = ["Cell", "Target", "evaluate_targets", "main", "render_table"]
 
 HERE = Path(__file__).resolve().parent
 VARIANT_ORDER = ("raw", "control", "raw_malloc", "tritonpy", "naive", "pytriton")
-#: warm-up of every slice after a round's first (new channels, the model already warm)
-SLICE_WARMUP_S = 0.3
+#: settling time of every slice after a variant's first in a round (its channels stay open
+#: and the model is warm; the closed loop refills after the other variants' slices)
+SLICE_SETTLE_S = 0.1
 
 
 # -- measurement ---------------------------------------------------------------------------
 
 
+def open_clients(url: str, workload: Workload, model: str, concurrency: int) -> List[Caller]:
+    """One variant's clients for a round: ``concurrency`` callers whose channels are opened
+    once and kept for every slice of the round (a slice then needs no new connections and
+    only a short settling time, so a round can take more, shorter slices)."""
+    make = grpc_caller_factory(url, model, workload.payloads)
+    return [make(index) for index in range(concurrency)]
+
+
 def measure_window(
-    url: str,
-    root_pid: int,
-    workload: Workload,
-    model: str,
-    concurrency: int,
-    warmup: float,
-    duration: float,
+    clients: Sequence[Caller], root_pid: int, warmup: float, duration: float
 ) -> LoadWindow:
-    """One closed-loop window on ``model``, with the server tree's CPU sampled at its ends."""
+    """One closed-loop window of ``clients``, with the server tree's CPU sampled at its ends."""
     return run_closed_loop(
-        grpc_caller_factory(url, model, workload.payloads),
-        concurrency=concurrency,
+        clients.__getitem__,
+        concurrency=len(clients),
         warmup=warmup,
         duration=duration,
         sample=lambda: window_sample(root_pid),
@@ -221,9 +224,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--slices",
         type=int,
-        default=3,
+        default=8,
         help="each round measures the variants in this many alternating slices of "
-        "duration/slices seconds (default 3; 1: one window per variant)",
+        "duration/slices seconds (default 8; 1: one window per variant)",
     )
     parser.add_argument(
         "--quick",
@@ -477,27 +480,25 @@ def _measure_round(
     reverse: bool,
 ) -> Dict[str, Dict[str, Any]]:
     """One round of every variant: each measured for ``--duration`` seconds, in ``--slices``
-    slices that take turns (A B A B ..., the order reversed every other round), so that a
-    change of the machine's load in the middle of a round falls on every variant alike."""
+    slices that take turns (A B B A A B ..., the order reversed every other round), so that a
+    change of the machine's speed in the middle of a round falls on every variant alike.
+
+    A slice's figures move by ~20 % on a shared 2-core machine whatever its length (0.25 to
+    1 s measured alike): more slices per round, not longer ones, narrow a round's figure.
+    Each variant's clients are opened once per round: its first slice warms the model up
+    for ``--warmup`` seconds, the later ones settle for :data:`SLICE_SETTLE_S`."""
     slices = max(1, args.slices)
     windows: Dict[str, List[LoadWindow]] = {v: [] for v in variants}
+    clients: Dict[str, List[Caller]] = {}
     order = list(variants)[::-1] if reverse else list(variants)
     for part in range(slices):
         for variant in order if part % 2 == 0 else order[::-1]:
             url, pid = _endpoint(endpoints, variant)
-            # every slice opens its channels again: the first slice warms the model up for
-            # --warmup seconds, the later ones for a short settling time only
-            warmup = args.warmup if part == 0 else min(args.warmup, SLICE_WARMUP_S)
+            warmup = min(args.warmup, SLICE_SETTLE_S) if variant in clients else args.warmup
+            if variant not in clients:
+                clients[variant] = open_clients(url, workload, workload.models[variant], conc)
             windows[variant].append(
-                measure_window(
-                    url,
-                    pid,
-                    workload,
-                    workload.models[variant],
-                    conc,
-                    warmup,
-                    args.duration / slices,
-                )
+                measure_window(clients[variant], pid, warmup, args.duration / slices)
             )
     return {variant: figures_of(windows[variant]) for variant in order}
 

@@ -103,7 +103,7 @@ def test_measure_charges_the_server_tree_per_inference(monkeypatch: pytest.Monke
     monkeypatch.setattr(run, "grpc_caller_factory", factory)
     monkeypatch.setattr(run, "window_sample", lambda pid: next(samples))
     workload = type("W", (), {"payloads": [{}]})()
-    window = run.measure_window("url", 10, workload, "m", 1, 0.0, 0.05)
+    window = run.measure_window(run.open_clients("url", workload, "m", 1), 10, 0.0, 0.05)
     figures = run.figures_of([window])
     assert figures["completed"] > 0 and figures["errors"] == 0
     # stub 11 ended inside the window: left out; stub 12 started inside it: counted whole
@@ -114,36 +114,46 @@ def test_measure_charges_the_server_tree_per_inference(monkeypatch: pytest.Monke
 
 def test_a_round_interleaves_slices_and_adds_them_up(monkeypatch: pytest.MonkeyPatch) -> None:
     # --slices 3: raw and tritonpy take turns (A B B A A B), each slice a third of --duration;
-    # the round's figures are those of its slices together
+    # the round's figures are those of its slices together; each variant's clients are opened
+    # once a round and kept for its later slices, which only settle
     import argparse
 
     import benchmarks.run as run
     from tritonpy.perf._engine import LoadWindow
 
     calls: List[Any] = []
+    opened: List[Any] = []
 
-    def window(url: str, pid: int, workload: Any, model: str, conc: int, warmup: float,
-               duration: float) -> LoadWindow:  # fmt: skip
+    def open_clients(url: str, workload: Any, model: str, conc: int) -> List[Any]:
+        opened.append((model, conc))
+        return [model] * conc  # stands for the callers
+
+    def window(clients: List[str], pid: int, warmup: float, duration: float) -> LoadWindow:
+        model, conc = clients[0], len(clients)
         calls.append((model, warmup, duration))
         done = 100 if model == "m_raw" else 50 * len(calls)
         return LoadWindow(conc, duration, done, 0, [1.0] * done, "",
                           {"server:1": done * 0.001, "client": 0.0})  # fmt: skip
 
+    monkeypatch.setattr(run, "open_clients", open_clients)
     monkeypatch.setattr(run, "measure_window", window)
     workload = type("W", (), {"models": {"raw": "m_raw", "tritonpy": "m_tp"}})()
     args = argparse.Namespace(slices=3, warmup=1.0, duration=3.0)
     endpoints = {"server": ("url", 1)}
     figures = run._measure_round(workload, ["raw", "tritonpy"], 4, endpoints, args, False)
+    assert opened == [("m_raw", 4), ("m_tp", 4)]
     assert [c[0] for c in calls] == ["m_raw", "m_tp", "m_tp", "m_raw", "m_raw", "m_tp"]
-    assert [c[1] for c in calls] == [1.0, 1.0, run.SLICE_WARMUP_S, run.SLICE_WARMUP_S,
-                                     run.SLICE_WARMUP_S, run.SLICE_WARMUP_S]  # fmt: skip
+    assert [c[1] for c in calls] == [1.0, 1.0, run.SLICE_SETTLE_S, run.SLICE_SETTLE_S,
+                                     run.SLICE_SETTLE_S, run.SLICE_SETTLE_S]  # fmt: skip
     assert all(c[2] == pytest.approx(1.0) for c in calls)
     assert figures["raw"]["completed"] == 300
     assert figures["raw"]["throughput"] == pytest.approx(100.0)
     assert figures["tritonpy"]["completed"] == 50 * (2 + 3 + 6)
     assert figures["tritonpy"]["server_cpu_ms"] == pytest.approx(1.0)
     calls.clear()
+    opened.clear()
     run._measure_round(workload, ["raw", "tritonpy"], 4, endpoints, args, True)
+    assert opened == [("m_tp", 4), ("m_raw", 4)]  # a new round opens new clients
     assert [c[0] for c in calls] == ["m_tp", "m_raw", "m_raw", "m_tp", "m_tp", "m_raw"]
 
 

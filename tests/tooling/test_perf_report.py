@@ -240,3 +240,22 @@ def test_closed_loop_counts_and_reports_errors() -> None:
     assert {e.phase for e in events} == {"warmup", "measure"}
     with pytest.raises(Exception, match="concurrency >= 1"):
         run_closed_loop(make, concurrency=0, warmup=0, duration=1)
+
+
+def test_closed_loop_counts_requests_that_end_inside_the_window() -> None:
+    # four clients, 100 ms per request, a window from 0.15 to 0.65 s: each client's requests
+    # end at about 0.1, 0.2, ... 0.6 s, so five of each end inside the window (20 requests,
+    # 40 per second: the loop's real rate). Counting only the requests that also start inside
+    # would give four per client (32 per second): the edges' bias this rule avoids.
+    def make(index: int):  # type: ignore[no-untyped-def]
+        def call() -> None:
+            time.sleep(0.1)
+
+        return call
+
+    window = run_closed_loop(make, concurrency=4, warmup=0.15, duration=0.5)
+    # a stalled CI core can push a client's last request past the window's end, never add one
+    assert 18 <= window.completed <= 20
+    assert window.throughput == pytest.approx(window.completed / 0.5)
+    assert len(window.latencies_ms) == window.completed
+    assert min(window.latencies_ms) >= 100.0
