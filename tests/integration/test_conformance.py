@@ -133,10 +133,11 @@ def expect_text_array(results: List[Result]) -> None:
         [b"plain", b"PLAIN", b"nialp"],
     ]
     assert first["RAW"].tolist() == [[text.encode(), text.upper().encode()], [b"plain", b"PLAIN"]]
+    assert first["UPPER"].tolist() == [[text.upper().encode()], [b"PLAIN"]]
     error(
         results[1],
         "INTERNAL",
-        "output 'FORMS', element 0: cannot encode str as UTF-8 text: 'utf-8' codec can't "
+        "output 'UPPER', element 0: cannot encode str as UTF-8 text: 'utf-8' codec can't "
         "encode character '\\udcff' in position 4: surrogates not allowed",
     )
     assert ok(results[2])["FORMS"].tolist() == [[b"x", b"X", b"x"]]

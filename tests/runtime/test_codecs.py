@@ -224,6 +224,56 @@ def test_text_output_refuses_non_strings_with_the_position() -> None:
     assert "output 'T', element 1: cannot encode int as UTF-8 text" in caught.value.message
 
 
+def test_text_rows_returned_as_a_list_go_to_the_stub_as_they_are() -> None:
+    from tritonpy.testing import fake_pb_utils as pb
+
+    rows = ["cat", b"dog", "\u00e9t\u00e9"]
+    encoded = tp.Text().encode("L", rows, batched=True)
+    assert encoded.shape == (3, 1) and all(encoded[i, 0] is rows[i] for i in range(3))
+    # what the client gets: the stub encodes str as UTF-8 when the tensor is built
+    tensor = tp.Text().to_tensor("L", encoded, pb)
+    assert pb.serialize_byte_tensor(tensor.as_numpy()) == pb.serialize_byte_tensor(
+        np.array([[b"cat"], [b"dog"], ["\u00e9t\u00e9".encode()]], dtype=object)
+    )
+
+
+def test_a_text_row_the_stub_cannot_encode_is_named() -> None:
+    class Surrogate(tp.Model):
+        inputs = {"X": tp.Tensor("INT32", [1])}
+        outputs = {"T": tp.Text()}
+        max_batch_size = 4
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            return {"T": ["fine", "bad \udcff"]}
+
+    with ModelHarness(Surrogate) as harness, pytest.raises(tp.TritonRequestError) as caught:
+        harness.infer({"X": np.zeros((2, 1), np.int32)})
+    assert caught.value.code == "INTERNAL"
+    assert "output 'T', element 1: cannot encode str as UTF-8 text" in caught.value.message
+
+
+def test_text_and_bytes_subclasses_decode_each_element_their_way() -> None:
+    class Lower(tp.Text):
+        def decode_element(self, data: bytes) -> str:
+            return data.decode().lower()
+
+    class Reversed(tp.Bytes):
+        def decode_element(self, data: bytes) -> bytes:
+            if not data:
+                raise ValueError("empty")
+            return data[::-1]
+
+    with ModelHarness(echo_model(Lower())) as harness:
+        harness.infer({"IN": column(b"AbC", b"X")})
+        assert harness.model.seen == [["abc", "x"]]
+    with ModelHarness(echo_model(Reversed())) as harness:
+        harness.infer({"IN": column(b"ab", b"xyz")})
+        assert harness.model.seen == [[b"ba", b"zyx"]]
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer({"IN": column(b"ab", b"")})
+    assert caught.value.message.startswith("input 'IN', row 1: expected bytes, got 0 bytes")
+
+
 # -- JSON -----------------------------------------------------------------------------------
 
 
@@ -248,6 +298,32 @@ def test_json_output_converts_numpy_values() -> None:
     with ModelHarness(Stats) as harness:
         out = harness.infer({"X": np.array([[1, 5, 2]], np.float32)})["STATS"]
     assert json.loads(out[0, 0]) == {"max": 5.0, "row": [1.0, 5.0, 2.0]}
+
+
+def test_json_output_that_cannot_be_encoded_names_the_element() -> None:
+    looped: List[Any] = []
+    looped.append(looped)
+
+    class Stats(tp.Model):
+        inputs = {"X": tp.Tensor("INT32", [1])}
+        outputs = {"STATS": tp.JSON()}
+        max_batch_size = 4
+
+        def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            bad = {1, 2} if X[0, 0] == 0 else looped
+            return {"STATS": [{"ok": True}, {"bad": bad}]}
+
+    with ModelHarness(Stats) as harness:
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer({"X": np.zeros((2, 1), np.int32)})
+        assert caught.value.code == "INTERNAL"
+        assert (
+            "output 'STATS', element 1: cannot encode dict as a UTF-8 JSON document: Object "
+            "of type set is not JSON serializable" in caught.value.message
+        )
+        with pytest.raises(tp.TritonRequestError) as caught:
+            harness.infer({"X": np.ones((2, 1), np.int32)})
+        assert "output 'STATS', element 1: cannot encode dict" in caught.value.message
 
 
 def test_invalid_json_is_invalid_arg() -> None:

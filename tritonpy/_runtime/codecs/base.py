@@ -307,15 +307,12 @@ class ElementCodec(Codec):
     # -- inputs ------------------------------------------------------------------------------
     def decode(self, name: str, tensor: Any, batched: bool) -> Any:
         array = tensor.as_numpy()
-        flat = array.reshape(-1)
-        decoded: List[Any] = []
-        decode_element = self.decode_element
-        for position, data in enumerate(flat.tolist()):
-            try:
-                decoded.append(decode_element(data))
-            except (InputError, ValueError, TypeError) as exc:
-                where = f"row {position}" if batched and self._single else f"element {position}"
-                raise self.element_error(name, where, data, exc) from None
+        items = array.reshape(-1).tolist()
+        try:
+            decoded = self._decode_all(items)
+        except Exception:
+            # again one by one: the element that fails is named (or its error raised as is)
+            decoded = self._decode_each(name, items, batched)
         if self._single:
             if batched:
                 return decoded  # one element per row
@@ -323,6 +320,23 @@ class ElementCodec(Codec):
         shaped = np.empty(len(decoded), dtype=object)
         shaped[:] = decoded
         return shaped.reshape(array.shape).tolist()
+
+    def _decode_all(self, items: List[Any]) -> List[Any]:
+        """Every element decoded, or any exception (``decode`` then decodes them one by one
+        to name the element that fails). A codec may do it without a call per element."""
+        decode_element = self.decode_element
+        return [decode_element(data) for data in items]
+
+    def _decode_each(self, name: str, items: List[Any], batched: bool) -> List[Any]:
+        decoded: List[Any] = []
+        decode_element = self.decode_element
+        for position, data in enumerate(items):
+            try:
+                decoded.append(decode_element(data))
+            except (InputError, ValueError, TypeError) as exc:
+                where = f"row {position}" if batched and self._single else f"element {position}"
+                raise self.element_error(name, where, data, exc) from None
+        return decoded
 
     def element_error(self, name: str, where: str, data: Any, exc: Exception) -> InputError:
         """The request's error for an element ``decode_element`` refused (``where``: "row 3")."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, Sequence
+from typing import Any, List, Sequence
 
 import numpy as np
 
@@ -94,6 +94,15 @@ class JSON(ElementCodec):
                 f"arrays/objects nested deeper than Python's JSON parser allows (about "
                 f"{sys.getrecursionlimit()} levels); send a flatter document"
             ) from None
+
+    def _encode_all(self, name: str, items: Sequence[Any]) -> List[bytes]:
+        if type(self).encode_element is JSON.encode_element:
+            encode = self._encoder.encode  # (no call of encode_element per element)
+            try:
+                return [encode(item).encode("utf-8") for item in items]
+            except Exception:
+                pass  # element by element below: the error names the element
+        return super()._encode_all(name, items)
 
     def encode_element(self, value: Any) -> bytes:
         try:

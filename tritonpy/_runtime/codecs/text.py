@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
@@ -28,6 +28,17 @@ class _PassesStrings(ElementCodec):
         )
 
     def encode(self, name: str, value: Any, batched: bool) -> Any:
+        if (
+            self._stub_encodes
+            and batched
+            and self._single
+            and type(value) is list
+            and set(map(type, value)) <= STUB_ENCODED_TYPES
+        ):
+            # one str/bytes per row (``[t.upper() for t in TEXT]``): the stub encodes them
+            out = np.empty((len(value), 1), dtype=object)
+            out[:, 0] = value
+            return out
         if (
             self._stub_encodes
             and type(value) is np.ndarray
@@ -92,6 +103,12 @@ class Text(_PassesStrings):
     def decode_element(self, data: bytes) -> str:
         return data.decode("utf-8", self.errors)
 
+    def _decode_all(self, items: List[Any]) -> List[Any]:
+        if type(self).decode_element is not Text.decode_element:
+            return super()._decode_all(items)
+        errors = self.errors  # (no call per element: this runs for every request)
+        return [data.decode("utf-8", errors) for data in items]
+
     def encode_element(self, value: Any) -> bytes:
         if isinstance(value, str):
             return value.encode("utf-8")
@@ -108,6 +125,11 @@ class Bytes(_PassesStrings):
 
     def decode_element(self, data: bytes) -> bytes:
         return data
+
+    def _decode_all(self, items: List[Any]) -> List[Any]:
+        if type(self).decode_element is not Bytes.decode_element:
+            return super()._decode_all(items)
+        return items
 
     def encode_element(self, value: Any) -> bytes:
         if isinstance(value, (bytes, bytearray, memoryview)):

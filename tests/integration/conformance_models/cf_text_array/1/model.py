@@ -1,6 +1,7 @@
-"""Text and Bytes outputs returned as numpy object arrays of str and bytes, which tritonpy hands
-to pb_utils.Tensor as they are (the stub encodes str as UTF-8). An input decoded with
-errors="surrogateescape" from invalid UTF-8 gives a str that cannot be encoded back."""
+"""Text and Bytes outputs returned as numpy object arrays of str and bytes, and a Text output
+returned as a list of str (one per row), which tritonpy hands to pb_utils.Tensor as they are
+(the stub encodes str as UTF-8). An input decoded with errors="surrogateescape" from invalid
+UTF-8 gives a str that cannot be encoded back."""
 
 import numpy as np
 
@@ -9,7 +10,8 @@ import tritonpy as tp
 
 class TextArray(tp.Model):
     inputs = {"TEXT": tp.Text(errors="surrogateescape")}
-    outputs = {"FORMS": tp.Text(dims=[3]), "RAW": tp.Bytes(dims=[2])}
+    # UPPER first: a str the stub refuses is named where tritonpy meets it first
+    outputs = {"UPPER": tp.Text(), "FORMS": tp.Text(dims=[3]), "RAW": tp.Bytes(dims=[2])}
     max_batch_size = 8
 
     def infer(self, TEXT):
@@ -17,7 +19,7 @@ class TextArray(tp.Model):
         raw = np.empty((len(TEXT), 2), dtype=object)
         raw[:, 0] = [t.encode("utf-8", "surrogateescape") for t in TEXT]
         raw[:, 1] = [t.upper() for t in TEXT]
-        return {"FORMS": forms, "RAW": raw}
+        return {"UPPER": [t.upper() for t in TEXT], "FORMS": forms, "RAW": raw}
 
 
 TritonPythonModel = TextArray
