@@ -143,6 +143,22 @@ def expect_text_array(results: List[Result]) -> None:
     assert ok(results[2])["FORMS"].tolist() == [[b"x", b"X", b"x"]]
 
 
+def expect_json_out(results: List[Result]) -> None:
+    first = ok(results[0])
+    assert [json.loads(b) for b in first["STATS"].ravel()] == [
+        {"chars": 8, "words": ["ünï", "code"], "half": 4.5},
+        {"chars": 1, "words": ["x"], "half": 0.5},
+    ]
+    assert first["UPPER"].tolist() == [["ÜNÏ CODE".encode()], [b"X"]]
+    error(
+        results[1],
+        "INTERNAL",
+        "output 'STATS', element 0: cannot encode dict as a UTF-8 JSON document: Object of "
+        "type set is not JSON serializable",
+    )
+    assert ok(results[2])["UPPER"].tolist() == [[b"OK"]]
+
+
 IMAGE = np.zeros((6, 4, 3), np.uint8)
 IMAGE[..., 0] = 250  # red
 IMAGE[:, :2, 2] = 40  # blue in the left half
@@ -322,6 +338,16 @@ CASES = [
             {"TEXT": column(b"x")},
         ],
         expect_text_array,
+    ),
+    Case(
+        "json-out-direct",
+        "cf_json_out",
+        [
+            {"TEXT": column("ünï code".encode(), b"x"), "RAW": column(b"raw bytes", b"y")},
+            {"TEXT": column(b"set"), "RAW": column(b"")},
+            {"TEXT": column(b"ok"), "RAW": column(b"\xff")},
+        ],
+        expect_json_out,
     ),
     Case(
         "image-in-and-out",

@@ -243,6 +243,12 @@ class DirectPath:
         for name, how, dtype, dims, rank, fits, call in outputs:
             value: Any = result.get(name)
             export = None
+            if how == BY_CODEC:  # the codec's array for the stub, checked by the codec
+                value = call(value, rows)
+                if value is None:
+                    return None
+                arrays.append((name, value, None))
+                continue
             if how == AS_TORCH:  # a CPU tensor without grad, in C order: a capsule as it is
                 if (
                     type(value) is not call[0]
@@ -256,7 +262,12 @@ class DirectPath:
             elif type(value) is not np.ndarray or (
                 value.dtype is not dtype and value.dtype != dtype
             ):
-                return None
+                # a list of rows the codec turns into its array (Text: one str per row)
+                if call is None or type(value) is not list:
+                    return None
+                value = call(value, rows)
+                if value is None:
+                    return None
             # strings: only the elements the stub encodes itself
             strings = dtype is _OBJECT
             if strings and not set(map(type, value.flat)) <= STUB_ENCODED_TYPES:

@@ -64,7 +64,10 @@ def direct_spec(how: int, dtype: Any, dims: Tuple[int, ...], call: Any = None) -
     ``BY_CODEC`` the codec's decoding of a
     request alone, ``(name, tensor, batched) -> value`` (merged when batched: its ``len`` is
     the rows), and of the requests of a call, ``(name, tensors) -> (merged value, rows of
-    each)``; both raise for anything unusual (the general path then words the error)."""
+    each)``; both raise for anything unusual (the general path then words the error). A
+    ``BY_CODEC`` output's ``call`` is ``(value, rows or None) -> the array for
+    pb_utils.Tensor``, or None for anything it does not take as it is (the general path then
+    encodes, or words the error)."""
     if -1 not in dims:
         return how, dtype, dims, len(dims), None, call
     if set(dims) == {-1}:

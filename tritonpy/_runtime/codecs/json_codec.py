@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, List, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from .base import MISSING, ElementCodec
+from .base import BY_CODEC, MISSING, Codec, DirectSpec, ElementCodec, direct_spec
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -94,6 +94,32 @@ class JSON(ElementCodec):
                 f"arrays/objects nested deeper than Python's JSON parser allows (about "
                 f"{sys.getrecursionlimit()} levels); send a flatter document"
             ) from None
+
+    def _direct_output(self) -> Optional[DirectSpec]:
+        own = type(self)
+        if (
+            not self._single
+            or own.encode_element is not JSON.encode_element
+            or own.encode is not ElementCodec.encode
+            or own.split is not ElementCodec.split
+            or own.to_tensor is not Codec.to_tensor
+        ):
+            return None
+        return direct_spec(BY_CODEC, None, self.dims, self._encoded_rows)
+
+    def _encoded_rows(self, value: Any, rows: Optional[int]) -> Any:
+        """``encode`` of a batched model's list with one document per row, in one pass; None
+        for anything else or any failure (the general path then encodes, or names it)."""
+        if rows is None or type(value) is not list or len(value) != rows:
+            return None
+        encode = self._encoder.encode
+        try:
+            encoded = [encode(item).encode("utf-8") for item in value]
+        except Exception:
+            return None
+        out = np.empty((rows, 1), dtype=object)
+        out[:, 0] = encoded
+        return out
 
     def _encode_all(self, name: str, items: Sequence[Any]) -> List[bytes]:
         if type(self).encode_element is JSON.encode_element:

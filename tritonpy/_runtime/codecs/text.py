@@ -6,7 +6,17 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from .base import MISSING, ElementCodec, PlainArray, shape_matches, shape_test
+from .base import (
+    AS_NUMPY,
+    BY_CODEC,
+    MISSING,
+    DirectSpec,
+    ElementCodec,
+    PlainArray,
+    direct_spec,
+    shape_matches,
+    shape_test,
+)
 
 #: the element types pb_utils.Tensor serialises by itself: bytes as they are, str as UTF-8
 #: (the real stub's serialize_byte_tensor, run when the tensor is built)
@@ -49,6 +59,58 @@ class _PassesStrings(ElementCodec):
         ):
             return value
         return super().encode(name, value, batched)
+
+    # -- the direct path of Model (see _direct.py) ---------------------------------------------
+    def _direct_input(self, batched: bool) -> Optional[DirectSpec]:
+        own = type(self)
+        if (
+            not (batched and self._single)
+            or self.optional
+            or own.decode is not ElementCodec.decode
+            or own.merge is not ElementCodec.merge
+            or not self._decodes_in_one_pass()
+        ):
+            return None
+        return direct_spec(BY_CODEC, None, self.dims, (self._decode_alone, self._decode_merged))
+
+    def _decodes_in_one_pass(self) -> bool:
+        """Whether ``_decode_all`` decodes without a call per element (Text and Bytes as
+        they are, not a subclass with its own ``decode_element``)."""
+        return False
+
+    def _decode_alone(self, name: str, tensor: Any, batched: bool) -> Any:
+        """``decode(name, tensor, True)`` of a batched input of dims [1]: one value per row."""
+        return self._decode_all(tensor.as_numpy().reshape(-1).tolist())
+
+    def _decode_merged(self, name: str, tensors: Sequence[Any]) -> Any:
+        """``merge`` of every request's ``decode``, and the rows of each."""
+        merged: List[Any] = []
+        counts: List[int] = []
+        for tensor in tensors:
+            items = tensor.as_numpy().reshape(-1).tolist()
+            counts.append(len(items))
+            merged.extend(items)
+        return self._decode_all(merged), counts
+
+    def _direct_output(self) -> Optional[DirectSpec]:
+        # an object array as it is (checked inline by the direct path), or a list of rows
+        array = self._output_array()
+        if array is None:
+            return None
+        return direct_spec(AS_NUMPY, array[0], self.dims, self._rows_array)
+
+    def _rows_array(self, value: List[Any], rows: Optional[int]) -> Any:
+        """A list with one element per row (batched, dims [1]) as the object array ``encode``
+        would give when its elements are ``str``/``bytes`` (the direct path checks them
+        next), else None."""
+        if rows is None or len(value) != rows or not self._single:
+            return None
+        out = np.empty((rows, 1), dtype=object)
+        try:
+            out[:, 0] = value
+        except Exception:  # rows of lists (a shape to refuse): the general path words it
+            return None
+        return out
 
     def _output_array(self) -> Optional[PlainArray]:
         own = type(self)
@@ -109,6 +171,9 @@ class Text(_PassesStrings):
         errors = self.errors  # (no call per element: this runs for every request)
         return [data.decode("utf-8", errors) for data in items]
 
+    def _decodes_in_one_pass(self) -> bool:
+        return type(self).decode_element is Text.decode_element
+
     def encode_element(self, value: Any) -> bytes:
         if isinstance(value, str):
             return value.encode("utf-8")
@@ -130,6 +195,9 @@ class Bytes(_PassesStrings):
         if type(self).decode_element is not Bytes.decode_element:
             return super()._decode_all(items)
         return items
+
+    def _decodes_in_one_pass(self) -> bool:
+        return type(self).decode_element is Bytes.decode_element
 
     def encode_element(self, value: Any) -> bytes:
         if isinstance(value, (bytes, bytearray, memoryview)):
