@@ -6,10 +6,12 @@ how to take it without the codec's general steps (``Codec._direct_input`` and
 * a plain :class:`~tritonpy.Tensor` is the tensor's numpy array, checked for dtype and shape;
 * a :class:`~tritonpy.TorchTensor` left where Triton put it is ``torch.from_dlpack`` of the
   tensor's capsule, checked the same way, and goes back as a capsule;
-* :class:`~tritonpy.Text` / :class:`~tritonpy.Bytes` outputs are arrays of ``str`` or ``bytes``,
-  which the stub encodes itself;
-* an :class:`~tritonpy.Image` of a batched model decodes a request, or every request of the
-  call, in one call of the codec (``_decode_alone``, ``_decode_merged``).
+* :class:`~tritonpy.Text` / :class:`~tritonpy.Bytes` outputs are arrays of ``str`` or ``bytes``
+  (or a list of them, one per row), which the stub encodes itself; a
+  :class:`~tritonpy.JSON` output's list of documents is encoded in one call of the codec;
+* :class:`~tritonpy.Text`, :class:`~tritonpy.Bytes` and :class:`~tritonpy.Image` inputs of a
+  batched model decode a request, or every request of the call, in one call of the codec
+  (``_decode_alone``, ``_decode_merged``).
 
 Why: under load a stub's caches are cold for every request, and each Python call on the way
 costs about half a microsecond more than it does in a loop (``benchmarks/stub_load.py``, the

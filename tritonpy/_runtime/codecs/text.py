@@ -41,14 +41,13 @@ class _PassesStrings(ElementCodec):
         if (
             self._stub_encodes
             and batched
-            and self._single
             and type(value) is list
             and set(map(type, value)) <= STUB_ENCODED_TYPES
         ):
             # one str/bytes per row (``[t.upper() for t in TEXT]``): the stub encodes them
-            out = np.empty((len(value), 1), dtype=object)
-            out[:, 0] = value
-            return out
+            rows = self._rows_array(value, len(value))
+            if rows is not None:
+                return rows
         if (
             self._stub_encodes
             and type(value) is np.ndarray
