@@ -872,6 +872,7 @@ EXAMPLE_REPOSITORIES: Dict[str, List[str]] = {
     "integration/conformance_models": [
         "cf_grouped",
         "cf_image",
+        "cf_json_out",
         "cf_labels",
         "cf_metrics",
         "cf_metrics_twin",
