@@ -154,6 +154,7 @@ def test_unbatched_text_and_subclasses_keep_the_general_path() -> None:
         ({"X": tp.Text(dims=[-1])}, {"Y": tp.Text(dims=[-1])}, 4),
         ({"X": tp.Text(optional=True)}, {"Y": tp.Text()}, 4),
         ({"X": tp.Text()}, {"Y": tp.JSON(dims=[2])}, 4),
+        ({"X": tp.Tensor("FP32", [1])}, {"Y": tp.JSON()}, 0),  # no rows to check a list by
     ]:
         with ModelHarness(model(inputs, outputs, batch)) as harness:
             assert harness.model._direct_inputs is None, (inputs, outputs, batch)

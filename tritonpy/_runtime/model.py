@@ -303,7 +303,7 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, DirectPa
             return None, ()
         outputs = []
         for name, codec in self._output_plan:
-            spec = codec._direct_output()
+            spec = codec._direct_output(self.batched)
             if spec is None:
                 return None, ()
             outputs.append((name, *spec))

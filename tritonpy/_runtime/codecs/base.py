@@ -250,7 +250,7 @@ class Codec(ABC):
             return None
         return direct_spec(AS_NUMPY, plain[0], self.dims)
 
-    def _direct_output(self) -> Optional[DirectSpec]:
+    def _direct_output(self, batched: bool) -> Optional[DirectSpec]:
         """How the direct path passes this output (see :data:`DirectSpec`): by default the
         array of :meth:`_output_array`, handed to ``pb_utils.Tensor`` as it is."""
         array = self._output_array()

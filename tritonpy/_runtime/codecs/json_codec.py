@@ -95,10 +95,10 @@ class JSON(ElementCodec):
                 f"{sys.getrecursionlimit()} levels); send a flatter document"
             ) from None
 
-    def _direct_output(self) -> Optional[DirectSpec]:
+    def _direct_output(self, batched: bool) -> Optional[DirectSpec]:
         own = type(self)
         if (
-            not self._single
+            not (batched and self._single)
             or own.encode_element is not JSON.encode_element
             or own.encode is not ElementCodec.encode
             or own.split is not ElementCodec.split

@@ -91,12 +91,14 @@ class _PassesStrings(ElementCodec):
             merged.extend(items)
         return self._decode_all(merged), counts
 
-    def _direct_output(self) -> Optional[DirectSpec]:
-        # an object array as it is (checked inline by the direct path), or a list of rows
+    def _direct_output(self, batched: bool) -> Optional[DirectSpec]:
+        # an object array as it is (checked inline by the direct path), or, with batching and
+        # dims [1], a list of rows
         array = self._output_array()
         if array is None:
             return None
-        return direct_spec(AS_NUMPY, array[0], self.dims, self._rows_array)
+        rows = self._rows_array if batched and self._single else None
+        return direct_spec(AS_NUMPY, array[0], self.dims, rows)
 
     def _rows_array(self, value: List[Any], rows: Optional[int]) -> Any:
         """A list with one element per row (batched, dims [1]) as the object array ``encode``

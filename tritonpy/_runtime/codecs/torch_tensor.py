@@ -134,7 +134,7 @@ class TorchTensor(Codec):
         torch = _torch()
         return direct_spec(AS_TORCH, self.torch_dtype, self.dims, (torch.from_dlpack, _cat))
 
-    def _direct_output(self) -> Optional[DirectSpec]:
+    def _direct_output(self, batched: bool) -> Optional[DirectSpec]:
         # a CPU tensor of the declared dtype and shape, contiguous and without grad: what
         # encode() passes as it is and to_tensor() hands over as a DLPack capsule
         own = type(self)
