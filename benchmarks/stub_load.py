@@ -6,6 +6,11 @@ variant of one workload (an ensemble's members each on their own line).
     python benchmarks/stub_load.py --workload ensemble --concurrency 4
     python benchmarks/stub_load.py --workload image_preprocess --concurrency 1 --requests 600
 
+With ``--control`` each workload also gets an identical copy of its hand-written model (an
+ensemble's members copied too, ``benchmarks/control.py``), measured like the others: how far
+two copies of one model differ here, before a difference between raw and tritonpy is read as
+a cost.
+
 With ``--execute-cpu`` every model's ``execute()`` is also wrapped to add up its own thread
 CPU time and the requests of each call (kept in a small memory-mapped file beside model.py),
 so each stub line also says how much of its CPU per request ``execute()`` took, in calls of
@@ -34,6 +39,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
+from benchmarks.control import add_control_models
 from benchmarks.loadgen import _stub
 from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository
 
@@ -248,6 +254,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--requests", type=int, default=2000, help="per variant and round")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument(
+        "--control",
+        action="store_true",
+        help="add an identical copy of the hand-written model: the measure's noise floor",
+    )
+    parser.add_argument(
         "--execute-cpu",
         action="store_true",
         help="also add up each model's execute() thread CPU (alone and merged calls)",
@@ -262,6 +273,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not built:
             print(f"error: the {args.workload} workload could not be built", file=sys.stderr)
             return 2
+        if args.control:
+            add_control_models(repo, built)
         if args.execute_cpu:
             wrap_execute(repo)
         with TritonServer(repo, heal=False) as server:

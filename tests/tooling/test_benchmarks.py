@@ -456,6 +456,7 @@ def test_stub_load_reports_every_stub_of_each_variant() -> None:
             "--requests=400",
             "--rounds=2",
             "--execute-cpu",
+            "--control",
         ],
         capture_output=True,
         text=True,
@@ -463,10 +464,11 @@ def test_stub_load_reports_every_stub_of_each_variant() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
-    for variant in ("raw", "tritonpy"):
+    # --control: the copy of the hand-written model is measured like the others
+    for variant, model in (("raw", "raw"), ("tritonpy", "tritonpy"), ("control", "raw_control")):
         (head,) = [line for line in lines if line.startswith(f"{variant} ")]
         assert "infer/s" in head and "tritonserver" in head
-        (stub,) = [line for line in lines if line.strip().startswith(f"add_sub_{variant} ")]
+        (stub,) = [line for line in lines if line.strip().startswith(f"add_sub_{model} ")]
         # CPU time comes in clock ticks (10 ms): 800 requests of ~40 us add up to several
         user = float(stub.split("user")[1].split()[0])
         system = float(stub.split("system")[1].split()[0])
