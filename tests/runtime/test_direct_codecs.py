@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Type
 
 import numpy as np
 import pytest
+from direct_paths import both, without_fallback
 
 import tritonpy as tp
 from tritonpy.testing import ModelHarness
@@ -29,32 +30,6 @@ def _answer(response: Any) -> Any:
         t.name(): (str(t.as_numpy().dtype), t.as_numpy().tolist())
         for t in response.output_tensors()
     }
-
-
-def _both(model: Type[tp.Model], calls: List[List[Any]]) -> List[Any]:
-    """(answers, whether the model took the direct path) of the direct and the general
-    paths, one execute() per call."""
-    results = []
-    for direct in (True, False):
-        with ModelHarness(model) as harness:
-            assert harness.model._direct_inputs is not None  # the model qualifies
-            if not direct:
-                harness.model._direct_inputs = None
-            results.append([[_answer(r) for r in harness.model.execute(call)] for call in calls])
-    return results
-
-
-def _without_fallback(model: Type[tp.Model], calls: List[List[Any]]) -> List[Any]:
-    """The answers to good ``calls`` with the general paths made to fail: the direct path
-    alone answered them."""
-
-    def fail(*args: Any) -> Any:
-        raise AssertionError("the general path was taken")
-
-    with ModelHarness(model) as harness:
-        harness.model._compute_alone = fail  # type: ignore[method-assign]
-        harness.model._execute_merged = fail  # type: ignore[method-assign]
-        return [[_answer(r) for r in harness.model.execute(call)] for call in calls]
 
 
 def _request(**tensors: Any) -> Any:
@@ -122,7 +97,7 @@ TORCH_RETURNS: Dict[str, TorchReturns] = {
 @pytest.mark.parametrize("batch", [0, 8], ids=["unbatched", "batched"])
 def test_torch_answers_match_the_general_path(returns: str, batch: int) -> None:
     calls = TORCH_CALLS if batch else [[_request(X=torch.ones(2), N=torch.arange(3))]]
-    direct, general = _both(_torch_model(batch, TORCH_RETURNS[returns]), calls)
+    direct, general = both(_torch_model(batch, TORCH_RETURNS[returns]), calls, _answer)
     assert direct == general
     if returns == "tensors" and batch:
         assert direct[1][0]["Y"] == ("float32", [[10.0, 12.0], [14.0, 16.0]])
@@ -134,7 +109,7 @@ def test_torch_answers_match_the_general_path(returns: str, batch: int) -> None:
         ]
         assert all(isinstance(a, dict) for a in direct[3])
         model = _torch_model(batch, TORCH_RETURNS[returns])
-        assert _without_fallback(model, TORCH_CALLS[:3]) == direct[:3]
+        assert without_fallback(model, TORCH_CALLS[:3], _answer) == direct[:3]
         assert [a[0] for a in direct[4]] == ["error"]
         assert isinstance(direct[5][0], dict) and direct[5][1][0] == "error"
 
@@ -218,7 +193,7 @@ def test_image_answers_match_the_general_path(normalize: bool) -> None:
                 return {"PIXELS": IMAGE}
             return {"PIXELS": np.stack([im[None, :, :, 0] for im in IMAGE]).astype(np.float32)}
 
-    direct, general = _both(Digits, IMAGE_CALLS)
+    direct, general = both(Digits, IMAGE_CALLS, _answer)
     assert direct == general
     answered = [isinstance(a, dict) for call in direct for a in call]
     # per call: one image; two; three requests; a bad image; a good, an empty and a good one;
@@ -232,6 +207,6 @@ def test_image_answers_match_the_general_path(normalize: bool) -> None:
         *[True, False],
         False,
     ]
-    assert _without_fallback(Digits, IMAGE_CALLS[:3]) == direct[:3]
+    assert without_fallback(Digits, IMAGE_CALLS[:3], _answer) == direct[:3]
     assert "exceeds the limit" in direct[5][0][2] and "30000x30000" in direct[5][0][2]
     assert len(direct[2][1]["PIXELS"][1]) == 2  # the second request's two images

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Type
 
 import numpy as np
 import pytest
+from direct_paths import both, without_fallback
 
 import tritonpy as tp
 from tritonpy.testing import ModelHarness
@@ -47,30 +48,6 @@ def _model(returns: Returns) -> Type[tp.Model]:
             return returns(TEXT, RAW)
 
     return Words
-
-
-def _both(model: Type[tp.Model], calls: List[List[Any]]) -> List[Any]:
-    """The answers of the direct and of the general paths, one execute() per call."""
-    results = []
-    for direct in (True, False):
-        with ModelHarness(model) as harness:
-            assert harness.model._direct_inputs is not None  # the model qualifies
-            if not direct:
-                harness.model._direct_inputs = None
-            results.append([[_answer(r) for r in harness.model.execute(call)] for call in calls])
-    return results
-
-
-def _without_fallback(model: Type[tp.Model], calls: List[List[Any]]) -> List[Any]:
-    def fail(*args: Any) -> Any:
-        raise AssertionError("the general path was taken")
-
-    with ModelHarness(model) as harness:
-        harness.model._compute_alone = fail  # type: ignore[method-assign]
-        harness.model._execute_merged = fail  # type: ignore[method-assign]
-        harness.model._respond = fail  # type: ignore[method-assign]
-        harness.model._split = fail  # type: ignore[method-assign]
-        return [[_answer(r) for r in harness.model.execute(call)] for call in calls]
 
 
 def _request(*texts: bytes, raw: Any = None, **others: Any) -> Any:
@@ -118,7 +95,7 @@ RETURNS: Dict[str, Returns] = {
 @pytest.mark.parametrize("returns", list(RETURNS), ids=list(RETURNS))
 def test_string_answers_match_the_general_path(returns: str) -> None:
     model = _model(RETURNS[returns])
-    direct, general = _both(model, list(CALLS.values()))
+    direct, general = both(model, list(CALLS.values()), _answer)
     assert direct == general
     if returns == "lists":
         answered = [isinstance(a, dict) for call in direct for a in call]
@@ -129,7 +106,7 @@ def test_string_answers_match_the_general_path(returns: str) -> None:
         assert direct[1][0]["UPPER"] == ("|O", [["ÜNÏ CODE".encode()], [b"X"]])
         assert direct[2][1]["STATS"][1] == [[b'{"chars":1,"raw":1}'], [b'{"chars":5,"raw":5}']]
         assert "row 1: expected UTF-8 text" in direct[3][0][2]
-        assert _without_fallback(model, [CALLS[name][:] for name in GOOD]) == direct[:3]
+        assert without_fallback(model, [CALLS[name] for name in GOOD], _answer) == direct[:3]
     if returns == "a-str-the-stub-cannot-encode":
         assert direct[1][0][0] == "error" and "element 1" in direct[1][0][2]
         assert direct[2][1][0] == "error" and isinstance(direct[2][0], dict)
