@@ -45,6 +45,7 @@ from benchmarks.fresh import SERVER_ARGS, restart_stubs
 from benchmarks.inprocess import run_inprocess
 from benchmarks.loadgen import grpc_infer_once, wait_model_ready
 from benchmarks.machine import cpu_times, steal_percent
+from benchmarks.pooled import no_tax_passes, pooled_ratios, render_pooled
 from benchmarks.report import Cell, Target, evaluate_targets, render_inprocess, render_table
 from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository, expected_equal
 from tritonpy.perf._cpu import server_seconds, window_sample
@@ -360,6 +361,14 @@ def run(args: argparse.Namespace) -> int:
         print("this close to 1 is not a measured difference):")
         for line in floor:
             print(f"  {line}")
+    pooled = render_pooled(cells)
+    if pooled:
+        print(
+            "\nNo tax over the whole run (a workload's rounds at every concurrency: geometric mean"
+        )
+        print("of the per-round ratios to raw, 95 % interval; a cell's target takes a median):")
+        for line in pooled:
+            print(f"  {line}")
     if steal is not None:
         print(
             f"\nCPU steal while measuring: {steal:.0f} % (CPU time the hypervisor gave to other "
@@ -398,6 +407,12 @@ def run(args: argparse.Namespace) -> int:
             ],
             "targets": [asdict(t) for t in targets],
             "noise_floor": floor,
+            "pooled": [asdict(p) for p in pooled_ratios(cells)],
+            "no_tax_passes": {
+                variant: no_tax_passes(cells, variant)
+                for variant in ("tritonpy", "control")
+                if any(c.variant == variant for c in cells)
+            },
             "steal_percent": steal,
             "elapsed_s": elapsed,
         }
@@ -451,10 +466,13 @@ def _measure_all(
             for index in range(args.repeat):
                 if restart is not None:
                     served = [workload.models[v] for v in variants if v != "pytriton"]
-                    seconds = restart(served)
+                    # each round starts another variant's stubs first: the order the stubs
+                    # are created in must not fall on one variant in every round
+                    shift = index % len(served)
+                    seconds = restart(served[shift:] + served[:shift])
                     say(f"  {workload.name:<17} new stubs: {len(served)} models, {seconds:.1f} s")
                 for variant, figures in _measure_round(
-                    workload, variants, conc, endpoints, args, reverse=index % 2 == 1
+                    workload, variants, conc, endpoints, args, first=index
                 ).items():
                     rounds[variant].append(figures)
                     say(
@@ -477,11 +495,13 @@ def _measure_round(
     conc: int,
     endpoints: Dict[str, Any],
     args: argparse.Namespace,
-    reverse: bool,
+    first: int = 0,
 ) -> Dict[str, Dict[str, Any]]:
     """One round of every variant: each measured for ``--duration`` seconds, in ``--slices``
-    slices that take turns (A B B A A B ..., the order reversed every other round), so that a
-    change of the machine's speed in the middle of a round falls on every variant alike.
+    slices that take turns (A B C C B A A B C ...), so that a change of the machine's speed in
+    the middle of a round falls on every variant alike. Round ``first`` starts with the
+    variant of that index (B C A A C B ... for the second round of three variants): over the
+    rounds every variant takes every place of the order, the middle one included.
 
     A slice's figures move by ~20 % on a shared 2-core machine whatever its length (0.25 to
     1 s measured alike): more slices per round, not longer ones, narrow a round's figure.
@@ -490,7 +510,8 @@ def _measure_round(
     slices = max(1, args.slices)
     windows: Dict[str, List[LoadWindow]] = {v: [] for v in variants}
     clients: Dict[str, List[Caller]] = {}
-    order = list(variants)[::-1] if reverse else list(variants)
+    shift = first % len(variants)
+    order = list(variants[shift:]) + list(variants[:shift])
     for part in range(slices):
         for variant in order if part % 2 == 0 else order[::-1]:
             url, pid = _endpoint(endpoints, variant)

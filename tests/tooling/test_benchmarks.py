@@ -6,6 +6,8 @@ the one test that runs the benchmark end to end (``--quick``, add_sub only) is m
 
 from __future__ import annotations
 
+import math
+import statistics
 import subprocess
 import sys
 import threading
@@ -140,7 +142,7 @@ def test_a_round_interleaves_slices_and_adds_them_up(monkeypatch: pytest.MonkeyP
     workload = type("W", (), {"models": {"raw": "m_raw", "tritonpy": "m_tp"}})()
     args = argparse.Namespace(slices=3, warmup=1.0, duration=3.0)
     endpoints = {"server": ("url", 1)}
-    figures = run._measure_round(workload, ["raw", "tritonpy"], 4, endpoints, args, False)
+    figures = run._measure_round(workload, ["raw", "tritonpy"], 4, endpoints, args, first=0)
     assert opened == [("m_raw", 4), ("m_tp", 4)]
     assert [c[0] for c in calls] == ["m_raw", "m_tp", "m_tp", "m_raw", "m_raw", "m_tp"]
     assert [c[1] for c in calls] == [1.0, 1.0, run.SLICE_SETTLE_S, run.SLICE_SETTLE_S,
@@ -152,9 +154,47 @@ def test_a_round_interleaves_slices_and_adds_them_up(monkeypatch: pytest.MonkeyP
     assert figures["tritonpy"]["server_cpu_ms"] == pytest.approx(1.0)
     calls.clear()
     opened.clear()
-    run._measure_round(workload, ["raw", "tritonpy"], 4, endpoints, args, True)
+    run._measure_round(workload, ["raw", "tritonpy"], 4, endpoints, args, first=1)
     assert opened == [("m_tp", 4), ("m_raw", 4)]  # a new round opens new clients
     assert [c[0] for c in calls] == ["m_tp", "m_raw", "m_raw", "m_tp", "m_tp", "m_raw"]
+    # with three variants each round starts with the next one: every variant takes every
+    # place of the order (first, middle, last) as often, and the middle one is not always
+    # the same variant
+    workload.models["control"] = "m_c"
+    three = ["raw", "control", "tritonpy"]
+    for first, expected in [(0, "m_raw m_c m_tp"), (1, "m_c m_tp m_raw"), (5, "m_tp m_raw m_c")]:
+        calls.clear()
+        run._measure_round(workload, three, 4, endpoints, args, first=first)
+        order = expected.split()
+        assert [c[0] for c in calls] == order + order[::-1] + order
+
+
+def test_fresh_stubs_are_created_in_a_rotating_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    # with --fresh-stubs the stub created first changes from round to round (and PyTriton,
+    # served elsewhere, is never reloaded); the medians are taken over the rounds
+    import argparse
+
+    import benchmarks.run as run
+
+    firsts: List[int] = []
+
+    def a_round(workload: Any, variants: Any, *rest: Any, first: int) -> Dict[str, Any]:
+        firsts.append(first)
+        return {v: {"throughput": 1.0, "server_cpu_ms": 1.0, "p50_ms": 1.0, "p99_ms": 1.0,
+                    "client_cpu_ms": 0.1, "completed": 1, "errors": 0, "first_error": ""}
+                for v in variants}  # fmt: skip
+
+    monkeypatch.setattr(run, "_measure_round", a_round)
+    orders: List[List[str]] = []
+    models = {"raw": "r", "control": "c", "tritonpy": "t", "pytriton": "p"}
+    workload = type("W", (), {"name": "add_sub", "models": models})()
+    args = argparse.Namespace(repeat=4)
+    cells = run._measure_all(
+        [workload], [1], {}, args, lambda line: None, lambda served: orders.append(served) or 0.0
+    )
+    assert orders == [["r", "c", "t"], ["c", "t", "r"], ["t", "r", "c"], ["r", "c", "t"]]
+    assert firsts == [0, 1, 2, 3]  # the slices' order turns the same way (_measure_round)
+    assert {c.variant for c in cells} == {"raw", "control", "tritonpy", "pytriton"}
 
 
 def test_control_copies_raw_and_reports_the_noise_floor(tmp_path: Path) -> None:
@@ -486,3 +526,78 @@ def test_stub_probe_times_calls_after_evicting_the_caches() -> None:
     report = run_probe("add_sub", calls=200, evict_kb=256)
     for variant in ("raw", "tritonpy"):
         assert 0 < report[variant]["min_us"] <= report[variant]["median_us"], report
+
+
+def _rounds_cell(
+    variant: str, throughputs: List[float], cpus: List[float], workload: str = "text", conc: int = 4
+) -> Cell:
+    rounds = [{"throughput": t, "server_cpu_ms": c} for t, c in zip(throughputs, cpus)]
+    return Cell(
+        workload,
+        variant,
+        f"{workload}_{variant}",
+        conc,
+        statistics.median(throughputs),
+        1.0,
+        2.0,
+        statistics.median(cpus),
+        0.1,
+        10,
+        0,
+        rounds=rounds,
+    )
+
+
+def test_pooled_ratios_pair_rounds_and_give_a_t_interval() -> None:
+    from benchmarks.pooled import geometric_interval, pooled_ratios, t_quantile_975
+
+    assert t_quantile_975(2) == pytest.approx(4.303)
+    assert t_quantile_975(60) == pytest.approx(2.000, abs=0.002)  # exact: 2.0003
+    # 0.9 and 1/0.9 weigh alike: the geometric mean is 1
+    both = geometric_interval([0.9, 1 / 0.9])
+    assert both.ratio == pytest.approx(1.0) and both.n == 2
+    half = 12.706 * statistics.stdev([math.log(0.9), -math.log(0.9)]) / math.sqrt(2)
+    assert both.low == pytest.approx(math.exp(-half)) and both.high == pytest.approx(math.exp(half))
+    one = geometric_interval([1.05])
+    assert one.ratio == pytest.approx(1.05) and math.isnan(one.low) and str(one) == "1.050x"
+    assert math.isnan(geometric_interval([]).ratio)
+
+    cells = [
+        _rounds_cell("raw", [100.0, 200.0, 100.0], [1.0, 1.0, 2.0]),
+        # round i against raw's round i: 0.9, 0.9, 1.0 (a median over rounds would say 0.5/1.0)
+        _rounds_cell("tritonpy", [90.0, 180.0, 100.0], [1.1, 1.1, 2.0]),
+        _rounds_cell("raw", [50.0, 50.0], [1.0, 1.0], conc=16),
+        _rounds_cell("tritonpy", [45.0, 45.0], [1.0, 1.0], conc=16),
+        _rounds_cell("raw", [10.0], [1.0], workload="add_sub"),
+        _rounds_cell("control", [11.0], [0.9], workload="add_sub"),
+    ]
+    pooled = {(p.workload, p.variant): p for p in pooled_ratios(cells)}
+    assert set(pooled) == {("text", "tritonpy"), ("add_sub", "control")}
+    text = pooled[("text", "tritonpy")]
+    assert text.throughput.n == 5  # three rounds at c=4, two at c=16
+    expected = math.exp(statistics.fmean(math.log(r) for r in [0.9, 0.9, 1.0, 0.9, 0.9]))
+    assert text.throughput.ratio == pytest.approx(expected)
+    assert text.throughput.low < text.throughput.ratio < text.throughput.high < 1.0
+    assert text.server_cpu.ratio == pytest.approx(math.exp(2 * math.log(1.1) / 5))
+    assert pooled[("add_sub", "control")].throughput.ratio == pytest.approx(1.1)
+
+
+def test_the_control_is_judged_by_the_no_tax_lines_of_tritonpy() -> None:
+    from benchmarks.pooled import no_tax_passes, render_pooled
+
+    cells = [
+        _rounds_cell("raw", [100.0, 100.0, 100.0], [1.0, 1.0, 1.0]),
+        _rounds_cell("control", [95.0, 96.0, 94.0], [1.0, 1.0, 1.0]),  # 0.95x: one line missed
+        _rounds_cell("tritonpy", [99.0, 100.0, 98.0], [1.0, 1.0, 1.05]),
+        _rounds_cell("naive", [50.0, 50.0, 50.0], [2.0, 2.0, 2.0]),  # not a no-tax line
+    ]
+    assert no_tax_passes(cells) == (2, 2)
+    assert no_tax_passes(cells, "control") == (1, 2)
+    lines = render_pooled(cells)
+    assert lines[-1] == (
+        "no-tax targets passed: tritonpy 2/2, the control judged by the same lines 1/2"
+    )
+    assert any(line.startswith("text              control") for line in lines)
+    # without a control there is no control count; without rounds nothing to pool
+    assert render_pooled(cells[::2])[-1] == "no-tax targets passed: tritonpy 2/2"
+    assert render_pooled([_cell("raw", 1.0, 1.0), _cell("tritonpy", 1.0, 1.0)]) == []
