@@ -1,37 +1,53 @@
-"""The no-tax question asked of a whole run instead of one cell at a time.
+"""The no-tax question asked of a whole run (or of several) instead of one cell at a time.
 
 A cell's target ("tritonpy >= 0.97x raw's throughput, median of 3 rounds") is a coin toss on a
-shared 2-core machine: one round's ratio moves by ~5 % here, so an identical copy of raw (the
-``--control``) misses such a line as often as anything else. Two figures answer the question
-the targets ask with the run's own evidence:
+shared 2-core machine: one round's ratio moves by ~5-10 % here, so an identical copy of raw
+(the ``--control``) misses such a line often. Three figures answer the question the targets
+ask with the runs' own evidence:
 
 - per workload, the geometric mean of every round's ratio to raw (all concurrencies; a round's
   slices of raw and of the variant interleave, so its ratio is paired) with a 95 % confidence
-  interval over the rounds: how large a tax the whole run allows;
+  interval over the rounds, for tritonpy and for the control;
+- the same for tritonpy against the control, two models neither of which holds raw's name;
 - the no-tax targets judged on the control exactly as on tritonpy: how many of them a model
   that differs from raw only by chance passes in this run.
+
+``benchmarks/run.py`` prints them for its run; ``python benchmarks/pooled.py A.json B.json``
+pools the rounds of several ``--json`` files (rounds pair only inside their run).
 
     >>> from benchmarks.report import Cell
     >>> cells = [Cell("text", v, "m", 1, 0, 0, 0, 0, 0, 0, 0,
     ...               rounds=[{"throughput": t, "server_cpu_ms": 1.0} for t in tps])
     ...          for v, tps in (("raw", [100, 100, 100]), ("tritonpy", [99, 101, 100]))]
-    >>> [round(p.throughput.ratio, 3) for p in pooled_ratios(cells)]
-    [1.0]
+    >>> [(p.variant, p.against, round(p.throughput.ratio, 3)) for p in pooled_ratios(cells)]
+    [('tritonpy', 'raw', 1.0)]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import statistics
+import sys
 from dataclasses import dataclass, replace
-from typing import Dict, List, Sequence, Tuple
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.control import CONTROL
 from benchmarks.report import CPU_MAX_FACTOR, THROUGHPUT_MIN, Cell, evaluate_targets
+from benchmarks.workloads import ALL_WORKLOADS
 
 __all__ = [
+    "COMPARISONS",
     "Interval",
     "PooledRatio",
+    "geometric_interval",
+    "load_run",
+    "main",
     "no_tax_passes",
     "pooled_ratios",
     "render_pooled",
@@ -76,10 +92,11 @@ class Interval:
 
 @dataclass(frozen=True)
 class PooledRatio:
-    """One variant of one workload against raw over every round of the run."""
+    """One variant of one workload against another (raw, or the control) over every round."""
 
     workload: str
     variant: str
+    against: str
     throughput: Interval
     server_cpu: Interval
 
@@ -97,42 +114,59 @@ def geometric_interval(ratios: Sequence[float]) -> Interval:
     return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
 
 
-def _round_ratios(cell: Cell, raw: Cell, key: str) -> List[float]:
-    """Round i of ``cell`` over round i of ``raw``: their slices took turns, so they pair."""
+def _round_ratios(cell: Cell, base: Cell, key: str) -> List[float]:
+    """Round i of ``cell`` over round i of ``base``: their slices took turns, so they pair."""
     ratios = []
-    for mine, theirs in zip(cell.rounds, raw.rounds):
+    for mine, theirs in zip(cell.rounds, base.rounds):
         a, b = float(mine.get(key, math.nan)), float(theirs.get(key, math.nan))
         if a > 0 and b > 0:
             ratios.append(a / b)
     return ratios
 
 
+#: what the pooled view compares: (variant, against), the variant's ratio to the other
+COMPARISONS = (("tritonpy", "raw"), (CONTROL, "raw"), ("tritonpy", CONTROL))
+
+
 def pooled_ratios(
-    cells: Sequence[Cell], variants: Sequence[str] = ("tritonpy", CONTROL)
+    *runs: Sequence[Cell], comparisons: Sequence[Tuple[str, str]] = COMPARISONS
 ) -> List[PooledRatio]:
-    """For each workload with a raw model and each of ``variants``: its throughput and server
-    CPU per inference against raw, pooled over every round of every concurrency."""
-    by: Dict[Tuple[str, str, int], Cell] = {
-        (c.workload, c.variant, c.concurrency): c for c in cells
-    }
-    workloads = list(dict.fromkeys(c.workload for c in cells))
-    pooled = []
-    for workload in workloads:
-        for variant in variants:
-            throughput: List[float] = []
-            cpu: List[float] = []
-            for (w, v, conc), cell in by.items():
-                raw = by.get((w, "raw", conc))
-                if w != workload or v != variant or raw is None:
+    """For each workload and each ``(variant, against)`` both measured: the variant's
+    throughput and server CPU per inference over the other's, pooled over every round of
+    every concurrency of every run (rounds pair only inside their run).
+
+    ``tritonpy`` against ``control`` compares two models of which neither is raw: whatever
+    favours the variant named raw in a run (a place in the order, its stubs) leaves it out."""
+    ratios: Dict[Tuple[str, str, str], Tuple[List[float], List[float]]] = {}
+    for cells in runs:
+        by = {(c.workload, c.variant, c.concurrency): c for c in cells}
+        for (workload, variant, conc), cell in by.items():
+            for mine, against in comparisons:
+                base = by.get((workload, against, conc))
+                if variant != mine or base is None:
                     continue
-                throughput += _round_ratios(cell, raw, "throughput")
-                cpu += _round_ratios(cell, raw, "server_cpu_ms")
-            if throughput or cpu:
-                pooled.append(
-                    PooledRatio(
-                        workload, variant, geometric_interval(throughput), geometric_interval(cpu)
-                    )
+                throughput, cpu = ratios.setdefault((workload, mine, against), ([], []))
+                throughput += _round_ratios(cell, base, "throughput")
+                cpu += _round_ratios(cell, base, "server_cpu_ms")
+    order = {name: i for i, name in enumerate(ALL_WORKLOADS)}
+    pooled = []
+    for (workload, variant, against), (throughput, cpu) in sorted(
+        ratios.items(),
+        key=lambda item: (
+            order.get(item[0][0], len(order)),
+            comparisons.index(item[0][1:]),
+        ),
+    ):
+        if throughput or cpu:
+            pooled.append(
+                PooledRatio(
+                    workload,
+                    variant,
+                    against,
+                    geometric_interval(throughput),
+                    geometric_interval(cpu),
                 )
+            )
     return pooled
 
 
@@ -154,22 +188,48 @@ def no_tax_passes(cells: Sequence[Cell], variant: str = "tritonpy") -> Tuple[int
     return sum(t.passed for t in targets), len(targets)
 
 
-def render_pooled(cells: Sequence[Cell]) -> List[str]:
-    """The report's lines: the pooled ratios and, with a control, both pass counts."""
-    pooled = pooled_ratios(cells)
+def render_pooled(*runs: Sequence[Cell]) -> List[str]:
+    """The report's lines: the pooled ratios and, per run with a control, both pass counts."""
+    pooled = pooled_ratios(*runs)
     if not pooled:
         return []
-    lines = [f"{'workload':<17} {'variant':<10} {'rounds':>6}  {'throughput':<24} server CPU/inf"]
+    lines = [f"{'workload':<17} {'variant':<21} {'rounds':>6}  {'throughput':<24} server CPU/inf"]
     for p in pooled:
         lines.append(
-            f"{p.workload:<17} {p.variant:<10} {p.throughput.n:>6}  {p.throughput!s:<24} "
-            f"{p.server_cpu}"
+            f"{p.workload:<17} {p.variant + ' / ' + p.against:<21} {p.throughput.n:>6}  "
+            f"{p.throughput!s:<24} {p.server_cpu}"
         )
-    passed, total = no_tax_passes(cells)
-    if total:
-        line = f"no-tax targets passed: tritonpy {passed}/{total}"
+    for index, cells in enumerate(runs):
+        passed, total = no_tax_passes(cells)
+        if not total:
+            continue
+        line = "no-tax targets passed" + (f" in run {index + 1}" if len(runs) > 1 else "")
+        line += f": tritonpy {passed}/{total}"
         if any(c.variant == CONTROL for c in cells):
             c_passed, c_total = no_tax_passes(cells, CONTROL)
             line += f", the control judged by the same lines {c_passed}/{c_total}"
         lines.append(line)
     return lines
+
+
+def load_run(path: Path) -> List[Cell]:
+    """The cells of a ``benchmarks/run.py --json`` file."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return [Cell(**cell) for cell in document["cells"]]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="benchmarks/pooled.py",
+        description="The no-tax view pooled over the rounds of one or more runs "
+        "(benchmarks/run.py --json files; rounds pair inside their run).",
+    )
+    parser.add_argument("results", nargs="+", type=Path, help="benchmarks/run.py --json files")
+    args = parser.parse_args(argv)
+    lines = render_pooled(*(load_run(path) for path in args.results))
+    print("\n".join(lines) if lines else "no rounds to pool (no raw, or no per-round figures)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -571,15 +571,34 @@ def test_pooled_ratios_pair_rounds_and_give_a_t_interval() -> None:
         _rounds_cell("raw", [10.0], [1.0], workload="add_sub"),
         _rounds_cell("control", [11.0], [0.9], workload="add_sub"),
     ]
-    pooled = {(p.workload, p.variant): p for p in pooled_ratios(cells)}
-    assert set(pooled) == {("text", "tritonpy"), ("add_sub", "control")}
-    text = pooled[("text", "tritonpy")]
+    pooled = {(p.workload, p.variant, p.against): p for p in pooled_ratios(cells)}
+    # in the workloads' order, then tritonpy / raw, control / raw, tritonpy / control
+    assert list(pooled) == [("add_sub", "control", "raw"), ("text", "tritonpy", "raw")]
+    text = pooled[("text", "tritonpy", "raw")]
     assert text.throughput.n == 5  # three rounds at c=4, two at c=16
     expected = math.exp(statistics.fmean(math.log(r) for r in [0.9, 0.9, 1.0, 0.9, 0.9]))
     assert text.throughput.ratio == pytest.approx(expected)
     assert text.throughput.low < text.throughput.ratio < text.throughput.high < 1.0
     assert text.server_cpu.ratio == pytest.approx(math.exp(2 * math.log(1.1) / 5))
-    assert pooled[("add_sub", "control")].throughput.ratio == pytest.approx(1.1)
+    assert pooled[("add_sub", "control", "raw")].throughput.ratio == pytest.approx(1.1)
+
+    # several runs: rounds pair inside their run only, and tritonpy also meets the control
+    other_run = [
+        _rounds_cell("raw", [10.0, 10.0], [1.0, 1.0], workload="add_sub"),
+        _rounds_cell("control", [12.1], [1.0], workload="add_sub"),  # one round: pairs once
+        _rounds_cell("tritonpy", [11.0, 11.0], [1.0, 1.0], workload="add_sub"),
+    ]
+    both = {(p.workload, p.variant, p.against): p for p in pooled_ratios(cells, other_run)}
+    assert list(both) == [
+        ("add_sub", "tritonpy", "raw"),
+        ("add_sub", "control", "raw"),
+        ("add_sub", "tritonpy", "control"),
+        ("text", "tritonpy", "raw"),
+    ]
+    control = both[("add_sub", "control", "raw")].throughput
+    assert control.n == 2 and control.ratio == pytest.approx(math.sqrt(1.1 * 1.21))
+    against_control = both[("add_sub", "tritonpy", "control")].throughput
+    assert against_control.n == 1 and against_control.ratio == pytest.approx(11.0 / 12.1)
 
 
 def test_the_control_is_judged_by_the_no_tax_lines_of_tritonpy() -> None:
@@ -597,7 +616,36 @@ def test_the_control_is_judged_by_the_no_tax_lines_of_tritonpy() -> None:
     assert lines[-1] == (
         "no-tax targets passed: tritonpy 2/2, the control judged by the same lines 1/2"
     )
-    assert any(line.startswith("text              control") for line in lines)
+    assert any(line.startswith("text              control / raw ") for line in lines)
+    assert any(line.startswith("text              tritonpy / control ") for line in lines)
     # without a control there is no control count; without rounds nothing to pool
     assert render_pooled(cells[::2])[-1] == "no-tax targets passed: tritonpy 2/2"
     assert render_pooled([_cell("raw", 1.0, 1.0), _cell("tritonpy", 1.0, 1.0)]) == []
+
+
+def test_pooled_cli_reads_the_json_of_several_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+    import json
+
+    from benchmarks.pooled import load_run, main
+
+    files = []
+    for index, speed in enumerate([0.9, 1.0]):
+        cells = [
+            _rounds_cell("raw", [100.0, 100.0], [1.0, 1.0]),
+            _rounds_cell("tritonpy", [100.0 * speed, 100.0], [1.0, 1.0]),
+        ]
+        path = tmp_path / f"run{index}.json"
+        path.write_text(json.dumps({"cells": [dataclasses.asdict(c) for c in cells]}))
+        files.append(path)
+    assert load_run(files[0])[1].rounds[0]["throughput"] == pytest.approx(90.0)
+    assert main([str(f) for f in files]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:5] == ["text", "tritonpy", "/", "raw", "4"]
+    assert out[1].split()[5] == f"{0.9**0.25:.3f}x"
+    assert out[2:] == [
+        "no-tax targets passed in run 1: tritonpy 1/2",
+        "no-tax targets passed in run 2: tritonpy 2/2",
+    ]
