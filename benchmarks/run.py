@@ -363,10 +363,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {line}")
     pooled = render_pooled(cells)
     if pooled:
-        print(
-            "\nNo tax over the whole run (a workload's rounds at every concurrency: geometric mean"
-        )
-        print("of the per-round ratios to raw, 95 % interval; a cell's target takes a median):")
+        print("\nNo tax over the whole run (a workload's rounds at every concurrency: geometric")
+        print("mean of the per-round ratios, 95 % interval; a cell's target takes a median):")
         for line in pooled:
             print(f"  {line}")
     if steal is not None:
@@ -468,11 +466,14 @@ def _measure_all(
                     served = [workload.models[v] for v in variants if v != "pytriton"]
                     # each round starts another variant's stubs first: the order the stubs
                     # are created in must not fall on one variant in every round
-                    shift = index % len(served)
+                    shift = index * len(served) // args.repeat
                     seconds = restart(served[shift:] + served[:shift])
                     say(f"  {workload.name:<17} new stubs: {len(served)} models, {seconds:.1f} s")
+                # the rounds' first variants spread over the order (every variant first
+                # once when there are as many rounds as variants)
+                first = index * len(variants) // args.repeat
                 for variant, figures in _measure_round(
-                    workload, variants, conc, endpoints, args, first=index
+                    workload, variants, conc, endpoints, args, first=first
                 ).items():
                     rounds[variant].append(figures)
                     say(
@@ -499,9 +500,10 @@ def _measure_round(
 ) -> Dict[str, Dict[str, Any]]:
     """One round of every variant: each measured for ``--duration`` seconds, in ``--slices``
     slices that take turns (A B C C B A A B C ...), so that a change of the machine's speed in
-    the middle of a round falls on every variant alike. Round ``first`` starts with the
-    variant of that index (B C A A C B ... for the second round of three variants): over the
-    rounds every variant takes every place of the order, the middle one included.
+    the middle of a round falls on every variant alike. The round starts with the variant
+    of index ``first`` (B C A A C B ... for ``first=1`` of three variants): given each first
+    variant in turn, the rounds put every variant in every place of the order, the middle one
+    included.
 
     A slice's figures move by ~20 % on a shared 2-core machine whatever its length (0.25 to
     1 s measured alike): more slices per round, not longer ones, narrow a round's figure.
