@@ -356,17 +356,16 @@ def run(args: argparse.Namespace) -> int:
     for target in targets:
         print(f"  {'PASS' if target.passed else 'FAIL'}  {target.description}: {target.detail}")
     floor = noise_floor(cells)
-    if floor:
-        print("\nNoise floor (--control: a copy of raw measured like the others; a tritonpy ratio")
-        print("this close to 1 is not a measured difference):")
-        for line in floor:
-            print(f"  {line}")
-    pooled = render_pooled(cells)
-    if pooled:
-        print("\nNo tax over the whole run (a workload's rounds at every concurrency: geometric")
-        print("mean of the per-round ratios, 95 % interval; a cell's target takes a median):")
-        for line in pooled:
-            print(f"  {line}")
+    _print_section(
+        "Noise floor (--control: a copy of raw measured like the others; a tritonpy ratio\n"
+        "this close to 1 is not a measured difference):",
+        floor,
+    )
+    _print_section(
+        "No tax over the whole run (a workload's rounds at every concurrency: geometric\n"
+        "mean of the per-round ratios, 95 % interval; a cell's target takes a median):",
+        render_pooled(cells),
+    )
     if steal is not None:
         print(
             f"\nCPU steal while measuring: {steal:.0f} % (CPU time the hypervisor gave to other "
@@ -417,6 +416,14 @@ def run(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(document, indent=2, default=str), encoding="utf-8")
         say(f"results written to {args.json}")
     return 1 if failed else 0
+
+
+def _print_section(heading: str, lines: Sequence[str]) -> None:
+    """A blank line, ``heading`` and ``lines`` indented under it; nothing without lines."""
+    if lines:
+        print(f"\n{heading}")
+        for line in lines:
+            print(f"  {line}")
 
 
 def _endpoint(endpoints: Dict[str, Any], variant: str) -> Any:

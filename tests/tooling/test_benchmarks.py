@@ -385,6 +385,16 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
     assert document["settings"]["fresh_stubs"] is True
     assert proc.stderr.count("add_sub           new stubs: 2 models") == 2, proc.stderr[-2000:]
     assert all(len(c["rounds"]) == 2 for c in document["cells"])
+    # the whole run's view: printed, and in the JSON (two paired rounds of tritonpy / raw)
+    assert "No tax over the whole run" in proc.stdout
+    assert "add_sub           tritonpy / raw" in proc.stdout
+    [pooled] = document["pooled"]
+    assert (pooled["variant"], pooled["against"], pooled["throughput"]["n"]) == (
+        "tritonpy",
+        "raw",
+        2,
+    )
+    assert document["no_tax_passes"]["tritonpy"][1] == 2  # throughput and CPU at c=1
 
 
 def test_fresh_stubs_reload_the_members_of_an_ensemble(
