@@ -11,7 +11,7 @@ import pytest
 
 from tritonpy.config import load_config
 from tritonpy.config._cli import add_parser
-from tritonpy.config._declarations import NotDerivableError, sync_config
+from tritonpy.config._declarations import ModelNameError, NotDerivableError, sync_config
 from tritonpy.config._loader import ModelImportError, defines_triton_python_model, load_model_class
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -331,3 +331,50 @@ def test_shipped_template_configs_pass_check_as_they_are(template: str, tmp_path
     shutil.copytree(TEMPLATES / template, model_dir)
     result = sync_config(model_dir, check=True)
     assert result.autocompletes and not result.contradicts, result.conflicts
+
+
+# tritonserver 2.51 (r24.10) refuses a config.pbtxt whose name is not its directory's, with
+# this message; tests/integration/test_load_errors_agree.py checks it on the real server
+SERVER_REFUSAL = (
+    "unexpected directory name 'double' for model 'other', directory name must equal model name"
+)
+
+
+def test_a_name_other_than_the_directory_is_refused_not_renamed(tmp_path: Path) -> None:
+    renamed = 'name: "other"\nbackend: "python"\n'
+    model_dir = make_model(tmp_path, config=renamed)
+    for check in (False, True):
+        with pytest.raises(ModelNameError) as caught:
+            sync_config(model_dir, check=check)
+        message = str(caught.value)
+        assert SERVER_REFUSAL in message
+        assert "name is 'other' but the model directory is 'double'" in message
+        assert 'Set name: "double"' in message and "--fix-name" in message
+        assert "rename the directory to 'other'" in message
+        assert (model_dir / "config.pbtxt").read_text() == renamed  # untouched
+    # asked for, the rename is written; --check never writes, so it still refuses
+    with pytest.raises(ModelNameError):
+        sync_config(model_dir, check=True, fix_name=True)
+    assert sync_config(model_dir, fix_name=True).written
+    assert load_config(model_dir / "config.pbtxt").name == "double"
+    assert not sync_config(model_dir, check=True).contradicts
+
+
+def test_a_config_without_a_name_takes_the_directory_name(tmp_path: Path) -> None:
+    model_dir = make_model(tmp_path, config='backend: "python"\n')
+    assert sync_config(model_dir, check=True).autocompletes  # the server names it so too
+    sync_config(model_dir)
+    assert load_config(model_dir / "config.pbtxt").name == "double"
+
+
+def test_cli_refuses_a_renamed_model_and_fixes_it_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_dir = make_model(tmp_path, config='name: "other"\nbackend: "python"\n')
+    assert _cli(str(model_dir)) == 1
+    assert SERVER_REFUSAL in capsys.readouterr().err
+    assert _cli(str(model_dir), "--check") == 1
+    assert SERVER_REFUSAL in capsys.readouterr().err
+    assert _cli(str(model_dir), "--fix-name") == 0
+    assert capsys.readouterr().out.strip().endswith("config.pbtxt: written")
+    assert load_config(model_dir / "config.pbtxt").name == "double"

@@ -31,15 +31,25 @@ def add_parser(subparsers: shared.Subparsers) -> None:
     parser.add_argument(
         "--version", type=int, default=None, help="the version directory (default: highest)"
     )
+    parser.add_argument(
+        "--fix-name",
+        action="store_true",
+        help="when config.pbtxt names another model than its directory (tritonserver refuses "
+        "to load it), set name to the directory's name; without it that is an error",
+    )
 
 
 def cmd_config(args: argparse.Namespace) -> int:
     """Derive MODEL_DIR/config.pbtxt from the declarations of MODEL_DIR/<version>/model.py (name,
     backend, max_batch_size, dynamic_batching, inputs, outputs, decoupled policy), keeping every
-    other field as written. Comments in config.pbtxt are lost when the file is rewritten."""
+    other field as written. A name other than the directory's is an error (tritonserver refuses
+    the model) unless --fix-name. Comments in config.pbtxt are lost when the file is
+    rewritten."""
     from ._declarations import sync_config
 
-    result = sync_config(args.model_dir, check=args.check, version=args.version)
+    result = sync_config(
+        args.model_dir, check=args.check, version=args.version, fix_name=args.fix_name
+    )
     if args.check:
         if result.contradicts:
             sys.stdout.write(result.conflicts or result.diff)

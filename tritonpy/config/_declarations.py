@@ -1,6 +1,7 @@
 """``config.pbtxt`` from a tritonpy model's declarations, merged with what the user wrote.
 
-The declarations decide ``name`` (the directory's name), ``backend: "python"``,
+The declarations decide ``name`` (the directory's name; a file naming another model is refused,
+as tritonserver refuses it, unless ``fix_name``), ``backend: "python"``,
 ``max_batch_size``, ``dynamic_batching`` (when batching), the ``input`` and ``output`` entries
 (name, data_type, dims, optional) and ``model_transaction_policy.decoupled`` (when the class
 sets ``decoupled = True/False``). Every other field is the user's and is kept as written:
@@ -43,6 +44,27 @@ _SCHEDULING = "scheduling_choice"
 
 class NotDerivableError(ConfigError):
     """The model's configuration cannot be derived: ``model.py`` is not a tritonpy model."""
+
+
+class ModelNameError(ConfigError):
+    """``config.pbtxt`` names another model than its directory: tritonserver refuses to load
+    it, so :func:`sync_config` does not rename it silently."""
+
+
+def check_model_name(config: Any, directory: Path, path: Path, *, fix: bool) -> None:
+    """Refuse a ``name`` that is set and differs from the directory's name, with the message
+    tritonserver (r24.10, model_repository_manager.cc) refuses the model with; with ``fix``
+    the caller renames it instead."""
+    name = config.name
+    if not name or name == directory.name or fix:
+        return
+    raise ModelNameError(
+        f"{path}: name is {name!r} but the model directory is {directory.name!r}, and "
+        f"tritonserver refuses to load it: \"unexpected directory name '{directory.name}' for "
+        f"model '{name}', directory name must equal model name\". Set name: "
+        f"\"{directory.name}\" ('tritonpy config {directory} --fix-name' writes it), or rename "
+        f"the directory to {name!r}"
+    )
 
 
 @dataclass(frozen=True)
@@ -203,13 +225,19 @@ def _merge_io(repeated: Any, declared: Sequence[Any], *, is_input: bool) -> None
 
 
 def sync_config(
-    model_dir: PathLike, *, check: bool = False, version: Optional[int] = None
+    model_dir: PathLike,
+    *,
+    check: bool = False,
+    version: Optional[int] = None,
+    fix_name: bool = False,
 ) -> ConfigDiff:
     """Derive ``<model_dir>/config.pbtxt`` from the declarations of ``<version>/model.py``
     (the highest version by default), merged with the existing file. Writes it atomically
     when it changes, unless ``check`` is true; a file whose configuration already matches is
     not rewritten (its comments survive). Raises :class:`NotDerivableError` for a plain
-    (non-tritonpy) ``model.py``.
+    (non-tritonpy) ``model.py``, and :class:`ModelNameError` for a file whose ``name``
+    differs from the directory's (tritonserver refuses such a model) unless ``fix_name``
+    (and not ``check``): then ``name`` becomes the directory's name.
 
     Example::
 
@@ -220,6 +248,7 @@ def sync_config(
     path = root / CONFIG_FILE
     exists = path.is_file()
     existing = load_config(path) if exists else new_config()
+    check_model_name(existing, root.resolve(), path, fix=fix_name and not check)
     if existing.platform == "ensemble" or existing.HasField("ensemble_scheduling"):
         raise NotDerivableError(
             f"{path}: {root.name!r} is an ensemble; its configuration has no model.py to be "

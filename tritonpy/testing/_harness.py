@@ -58,6 +58,7 @@ from ._install import (
     install_fake_pb_utils,
     uninstall_fake_pb_utils,
 )
+from ._load_checks import check_before_running, import_failed
 from ._loading import import_model_file, on_sys_path, pick_version
 from ._process_guard import (
     ModelProcessDiedError,
@@ -163,6 +164,7 @@ class ModelHarness(Closing):
         self._tmpdir = tempfile.mkdtemp(prefix=f"tritonpy-{model_name}-")
         self.model_dir = Path(self._tmpdir) / model_name
         (self.model_dir / str(self.version)).mkdir(parents=True)
+        check_before_running(raw, self.model_dir)
         return raw
 
     def _directory_model(
@@ -181,12 +183,18 @@ class ModelHarness(Closing):
         raw.setdefault("name", name or model_dir.name)
         if name:
             raw["name"] = name
+        check_before_running(raw, model_dir)
         filename = raw.get("default_model_filename") or "model.py"
         self.version = pick_version(model_dir, version, filename)
         model_file = model_dir / str(self.version) / filename
         # the stub puts the version directory and the model directory on sys.path
         self._sys_path_entries = [str(model_file.parent), str(model_dir)]
-        self.module = import_model_file(model_file, self._running)
+        try:
+            self.module = import_model_file(model_file, self._running)
+        except (HarnessError, ModelLoadError):
+            raise  # the process guard's and the fake's own verdicts
+        except Exception as exc:
+            raise import_failed(exc, model_file, raw["name"]) from exc
         cls = getattr(self.module, "TritonPythonModel", None)
         if not isinstance(cls, type):
             raise ModelLoadError(f"{model_file} does not define a class TritonPythonModel")
