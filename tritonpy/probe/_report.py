@@ -2,9 +2,15 @@
 JSON forms the ``tritonpy probe`` command prints.
 
 The rule (:func:`judge`): a model *answered* when its response is a success or a refusal of
-the input (``INVALID_ARG``: the model ran and said no, e.g. a ``tp.Image`` input given bytes
-that are no image); it did *not* answer on any other error (``INTERNAL`` such as ``Stub
-process 'NAME_0' is not healthy``, ``UNAVAILABLE``), a timeout or no connection.
+the input by the model itself (``INVALID_ARG``: the model ran and said no, e.g. a ``tp.Image``
+input given bytes that are no image); it did *not* answer on any other error (``INTERNAL``
+such as ``Stub process 'NAME_0' is not healthy``, ``UNAVAILABLE``), a timeout or no
+connection. A refusal by the server before any model ran (its own checks of the request, the
+sequence batcher's: see :mod:`tritonpy.probe._diagnosis`) proves nothing about the model: it
+does not count as an answer either. Inside a stream Triton 24.10 sends an error's message
+without its code (:data:`~tritonpy.server._streaming.UNKNOWN_CODE`): such an error counts as
+the model's answer unless it names a dead stub, is the server's refusal or the Python
+backend's report of an exception in ``execute()``.
 
 Example::
 
@@ -20,9 +26,22 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._runtime.errors import TritonRequestError
+from ..server._streaming import UNKNOWN_CODE
+from ._diagnosis import dead_stub, server_refused
 
 #: error codes that still prove the model ran: it refused the probe's input
 ANSWERED_CODES = frozenset({"INVALID_ARG"})
+#: the Python backend's message for an exception raised by ``execute()``
+_BACKEND_FAILURE = "Failed to process the request(s) for model"
+
+
+def _answered(error: TritonRequestError) -> bool:
+    if server_refused(error.message):
+        return False
+    if error.code == UNKNOWN_CODE:  # a stream's error: its message is all there is
+        failed = dead_stub(error.message, ()) is not None or _BACKEND_FAILURE in error.message
+        return not failed
+    return error.code in ANSWERED_CODES
 
 
 def judge(error: Optional[BaseException]) -> Tuple[bool, str, str]:
@@ -33,23 +52,35 @@ def judge(error: Optional[BaseException]) -> Tuple[bool, str, str]:
     (True, 'OK', '')
     >>> judge(TritonRequestError("INTERNAL", "Stub process 'm_0_0' is not healthy."))[:2]
     (False, 'INTERNAL')
+    >>> judge(TritonRequestError("INVALID_ARG", "inference request to model 'q' must specify "
+    ...       "a non-zero or non-empty correlation ID"))[:2]
+    (False, 'INVALID_ARG')
     """
     if error is None:
         return True, "OK", ""
     if isinstance(error, TritonRequestError):
-        return error.code in ANSWERED_CODES, error.code, error.message
+        return _answered(error), error.code, error.message
     cause = error.__cause__
     if isinstance(error, TimeoutError) or isinstance(cause, TimeoutError):
         return False, "TIMEOUT", str(error)
     return False, "UNREACHABLE" if isinstance(cause, OSError) else "ERROR", str(error)
 
 
+def _one_line(message: str) -> str:
+    # a Python model's error carries its traceback ("\n\nAt:\n  model.py(19): execute")
+    return " ".join(message.split())
+
+
 @dataclass(frozen=True)
 class ProbeResult:
     """One probed model: ``ready`` as the repository index says, ``answered`` as
     :func:`judge` says, the request's ``latency`` in seconds (None when none was sent), its
-    ``status`` (``OK``, a Triton error code, ``TIMEOUT``, ``UNREACHABLE``, ``NOT_READY``,
-    ``NOT_FOUND``, ``REQUEST``) and the server's ``message``."""
+    ``status`` (``OK``, a Triton error code, ``UNKNOWN`` for a stream's error, ``TIMEOUT``,
+    ``UNREACHABLE``, ``NOT_READY``, ``NOT_FOUND``, ``REQUEST``) and the server's ``message``;
+    ``request`` how the probe was sent (``infer``, ``stream``, ``sequence ID``...),
+    ``refused_by_server`` when the server refused it before any model ran, ``dead_stub`` the
+    model whose stub process the error says is dead and ``dead_stub_role`` what it is to the
+    probed model (``""`` itself, ``"member"`` of the ensemble, ``"callee"`` of a BLS call)."""
 
     name: str
     ready: bool
@@ -57,19 +88,32 @@ class ProbeResult:
     latency: Optional[float]
     status: str
     message: str = ""
+    request: str = ""
+    refused_by_server: bool = False
+    dead_stub: str = ""
+    dead_stub_role: str = ""
 
     def render(self) -> str:
         """One line: ``ok`` or ``FAIL``, the name, the latency, the status and message."""
         latency = "-" if self.latency is None else f"{self.latency * 1000:.1f} ms"
         if self.answered:
             how = "answered" if self.status == "OK" else "answered: refused the probe input"
-            detail = f" ({self.status}: {self.message})" if self.message else ""
-            return f"ok    {self.name}  {latency}  {how}{detail}"
+            sent = f" ({self.request})" if self.request not in ("", "infer") else ""
+            detail = f" ({self.status}: {_one_line(self.message)})" if self.message else ""
+            return f"ok    {self.name}  {latency}  {how}{sent}{detail}"
         ready = "listed READY" if self.ready else "not READY"
-        return (
-            f"FAIL  {self.name}  {latency}  did not answer ({ready}): "
-            f"[{self.status}] {self.message}"
-        )
+        error = f"[{self.status}] {_one_line(self.message)}"
+        if self.refused_by_server:
+            return (
+                f"FAIL  {self.name}  {latency}  not probed ({ready}): the server refused the "
+                f"probe's request before the model ran: {error} (give the model a "
+                "model_warmup sample the server accepts: the probe sends it)"
+            )
+        whose = ""
+        if self.dead_stub_role:
+            role = "ensemble member" if self.dead_stub_role == "member" else "BLS callee"
+            whose = f"the stub process of its {role} {self.dead_stub!r} is dead: "
+        return f"FAIL  {self.name}  {latency}  did not answer ({ready}): {whose}{error}"
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -79,6 +123,10 @@ class ProbeResult:
             "latency_ms": None if self.latency is None else round(self.latency * 1000, 3),
             "status": self.status,
             "message": self.message,
+            "request": self.request,
+            "refused_by_server": self.refused_by_server,
+            "dead_stub": self.dead_stub or None,
+            "dead_stub_role": self.dead_stub_role or None,
         }
 
 

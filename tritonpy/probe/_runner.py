@@ -25,7 +25,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from .._runtime._optional import require
 from .._runtime.errors import DeclarationError, ToolError, TritonPyError
 from .._tooling.errors import ServerError
-from ..server._client import Endpoint, InferClient, ModelSignature, WireProtocol, parse_endpoint
+from ..server._client import (
+    Endpoint,
+    InferClient,
+    ModelSignature,
+    SequenceControl,
+    WireProtocol,
+    parse_endpoint,
+)
+from ..server._model_kind import ModelKind, configs_reader, fresh_sequence_id, model_kind
+from ..server._streaming import open_stream
+from ._diagnosis import dead_stub, server_refused
 from ._report import ProbeReport, ProbeResult, judge
 from ._requests import ProbeRequestError, probe_inputs
 
@@ -74,9 +84,12 @@ def _states(entries: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, str]]:
     return states
 
 
-def _probe_one(client: _ProbeClient, name: str, repository: Optional[Path]) -> ProbeResult:
+def _probe_one(
+    client: _ProbeClient, name: str, repository: Optional[Path], models: Sequence[str]
+) -> ProbeResult:
     try:
         config = client.model_config(name)
+        kind = model_kind(config, configs_reader(client.model_config))
         inputs = probe_inputs(config, repository)
         signature = ModelSignature.from_config(config)
     except (ProbeRequestError, DeclarationError, KeyError, ValueError) as exc:
@@ -84,18 +97,92 @@ def _probe_one(client: _ProbeClient, name: str, repository: Optional[Path]) -> P
     except TritonPyError as exc:
         _, status, message = judge(exc)
         return ProbeResult(name, True, False, None, status, f"model configuration: {message}")
+    send = _ProbeSend(client, name, inputs, signature, kind)
     began = time.perf_counter()
     error: Optional[TritonPyError] = None
     try:
-        client.infer(name, inputs, signature=signature)
+        send.run()
     except TritonPyError as exc:
         error = exc
     latency = time.perf_counter() - began
+    if send.unsupported:
+        return ProbeResult(name, True, False, None, "REQUEST", send.unsupported, send.how)
     answered, status, message = judge(error)
     if status in ("TIMEOUT", "DEADLINE_EXCEEDED"):
         # the server is there (it listed the model): the model itself did not answer in time
         message = f"no answer within --timeout {client.timeout:g} s"
-    return ProbeResult(name, True, answered, latency, status, message)
+    dead = dead_stub(message, models) or ""
+    return ProbeResult(
+        name,
+        True,
+        answered,
+        latency,
+        status,
+        message,
+        request=send.how,
+        refused_by_server=bool(message) and server_refused(message),
+        dead_stub=dead,
+        dead_stub_role=_role(dead, name, config),
+    )
+
+
+def _role(dead: str, name: str, config: Dict[str, Any]) -> str:
+    if not dead or dead == name:
+        return ""
+    steps = (config.get("ensemble_scheduling") or {}).get("step", []) or []
+    return "member" if any(step.get("model_name") == dead for step in steps) else "callee"
+
+
+class _ProbeSend:
+    """The one request of a probe, sent the way the model's kind needs: a plain request, or a
+    stream to a decoupled model (healthy at its first response or its final flag), with a
+    fresh one-request sequence (START and END) for a sequence model. ``how`` says which;
+    ``unsupported`` why nothing could be sent over this protocol."""
+
+    def __init__(
+        self,
+        client: _ProbeClient,
+        name: str,
+        inputs: Dict[str, Any],
+        signature: ModelSignature,
+        kind: ModelKind,
+    ) -> None:
+        self.client, self.name, self.inputs = client, name, inputs
+        self.signature, self.kind = signature, kind
+        self.sequence: Optional[SequenceControl] = None
+        self.how = "stream" if kind.decoupled else "infer"
+        self.unsupported = ""
+        if kind.sequence:
+            self.sequence = SequenceControl(fresh_sequence_id(kind), start=True, end=True)
+            self.how += f" in sequence {self.sequence.id!r} (START and END)"
+
+    def run(self) -> None:
+        if not self.kind.decoupled:
+            self.client.infer(
+                self.name, self.inputs, signature=self.signature, sequence=self.sequence
+            )
+            return
+        endpoint = self.client.endpoint
+        datatypes = {n: spec.datatype for n, spec in self.signature.inputs.items()}
+        try:
+            stream = open_stream(
+                f"{endpoint.protocol}{'s' if endpoint.ssl else ''}://{endpoint.address}",
+                self.name,
+                self.inputs,
+                sequence=self.sequence,
+                datatypes=datatypes,
+                timeout=self.client.timeout,
+            )
+        except ServerError as exc:  # what HTTP generate_stream cannot carry
+            self.unsupported = f"cannot probe this {self.kind.describe()} model over HTTP: {exc}"
+            return
+        for _ in stream:
+            break  # a first response proves the model runs: leave the rest unread
+        error = stream.result.error
+        if error is not None:
+            raise error
+        answer = "a response" if stream.count else "the final flag"
+        self.how = self.how.replace("stream", f"stream: {answer}", 1)
 
 
 def probe(
@@ -173,4 +260,4 @@ def _result_for(
         reason = f": {state['reason']}" if state["reason"] else ""
         message = f"state {state['state'] or 'not loaded'}{reason}"
         return ProbeResult(name, False, False, None, "NOT_READY", message)
-    return _probe_one(client, name, where)
+    return _probe_one(client, name, where, sorted(states))

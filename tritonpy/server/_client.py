@@ -37,6 +37,7 @@ from typing import (
     Sequence,
     Tuple,
     TypedDict,
+    Union,
 )
 
 import numpy as np
@@ -284,12 +285,34 @@ def _request_error(exc: Exception) -> TritonRequestError:
     return TritonRequestError(code, message)
 
 
+@dataclass(frozen=True)
+class SequenceControl:
+    """The sequence-batcher controls of one request to a sequence model (its configuration
+    has ``sequence_batching``): ``id`` the correlation id (a non-zero int, or a non-empty
+    str), ``start`` the first request of the sequence, ``end`` its last one.
+
+    Example::
+
+        client.infer("seq_sum", {"VALUE": value}, sequence=SequenceControl(42, start=True))
+        client.infer("seq_sum", {"VALUE": value}, sequence=SequenceControl(42, end=True))
+    """
+
+    id: Union[int, str]
+    start: bool = False
+    end: bool = False
+
+    def keywords(self) -> Dict[str, Any]:
+        """tritonclient's ``infer`` keywords for these controls."""
+        return {"sequence_id": self.id, "sequence_start": self.start, "sequence_end": self.end}
+
+
 class RequestOptions(TypedDict, total=False):
     """The keyword options of :meth:`InferClient.infer` (those of
     :meth:`InferClient.infer_with_parameters`)."""
 
     signature: Optional[ModelSignature]
     parameters: Optional[Mapping[str, Any]]
+    sequence: Optional[SequenceControl]
 
 
 class InferClient:
@@ -370,8 +393,9 @@ class InferClient:
         """Send one request; return the outputs in the order of ``outputs`` (default: the
         model's declared outputs). ``parameters``: the request parameters (``{str: bool |
         int | str}``), which a model's ``infer(parameters=...)`` receives; ``signature``: the
-        model's, when known (else read from the server once). An error response raises
-        :class:`tritonpy.TritonRequestError`."""
+        model's, when known (else read from the server once); ``sequence``: a
+        :class:`SequenceControl` (correlation id, START/END) for a sequence model. An error
+        response raises :class:`tritonpy.TritonRequestError`."""
         return self.infer_with_parameters(model, inputs, outputs, **options)[0]
 
     def infer_with_parameters(
@@ -382,8 +406,10 @@ class InferClient:
         *,
         signature: Optional[ModelSignature] = None,
         parameters: Optional[Mapping[str, Any]] = None,
+        sequence: Optional[SequenceControl] = None,
     ) -> Tuple[List[OutputTensor], Dict[str, Any]]:
         """:meth:`infer`, also returning the response parameters (``{}`` when it has none).
+        ``sequence``: the correlation id and START/END flags of a request to a sequence model.
 
         Example::
 
@@ -411,6 +437,7 @@ class InferClient:
             request_inputs,
             outputs=requested,
             parameters=dict(parameters) if parameters else None,
+            **(sequence.keywords() if sequence is not None else {}),
             **({"client_timeout": self.timeout} if self.endpoint.protocol == "grpc" else {}),
         )
         found: List[OutputTensor] = []
