@@ -16,11 +16,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Dict, Optional, TextIO, Tuple
+from typing import Dict, Optional, TextIO, Tuple, get_args
 
 from .._tooling import cli as shared
 from ._inputs import InputSpec, PerfInputError, parse_input_option, parse_shape_option
+from ._kinds import IdChoice
 from ._runner import ENGINES
+from ._sequences import DEFAULT_SEQUENCE_LENGTH
 
 
 def _concurrency(text: str) -> Tuple[int, ...]:
@@ -66,6 +68,60 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
         help="load engine: perf_analyzer when on PATH (auto), or the built-in one",
     )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON")
+    _add_sequence_options(parser)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer, e.g. 20")
+    return value
+
+
+def _sequence_id_range(text: str) -> Tuple[int, Optional[int]]:
+    start, sep, end = text.partition(":")
+    try:
+        found = (int(start), int(end) if sep and end else None)
+    except ValueError:
+        found = (0, None)
+    if found[0] < 1 or (found[1] is not None and found[1] <= found[0]):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected START or START:END with 1 <= START < END (END excluded), "
+            "e.g. 1:1000"
+        )
+    return found
+
+
+def _add_sequence_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "sequence models (sequence_batching; concurrency = sequences live at once)"
+    )
+    group.add_argument(
+        "--sequence-length",
+        type=_positive,
+        default=DEFAULT_SEQUENCE_LENGTH,
+        metavar="N",
+        help="requests per sequence: START on the first, END on the last (default "
+        f"{DEFAULT_SEQUENCE_LENGTH}, as perf_analyzer)",
+    )
+    group.add_argument(
+        "--sequence-id-range",
+        type=_sequence_id_range,
+        default=(1, None),
+        metavar="START[:END]",
+        help="correlation ids of the sequences, a fresh one each, END excluded (default 1, "
+        "no bound)",
+    )
+    group.add_argument(
+        "--sequence-ids",
+        choices=get_args(IdChoice),
+        default="auto",
+        help="numeric or string correlation ids (auto: strings when the CORRID control is "
+        "TYPE_STRING)",
+    )
 
 
 def _failures(command: str) -> shared.Failures:
@@ -168,7 +224,12 @@ def _write_json(path: Optional[str], data: object) -> None:
 def cmd_perf(args: argparse.Namespace) -> int:
     """Send a closed-loop load of generated (or given) requests to a model of a running Triton at
     each concurrency, and report throughput, p50/p90/p99 latency, errors, server CPU per
-    inference (local server) and Triton's queue/compute time and average batch."""
+    inference (local server) and Triton's queue/compute time and average batch.
+
+    A decoupled model is driven over gRPC streams (one per client; HTTP cannot stream it):
+    requests/s, responses/s, time to first response and latency to the final response. A
+    sequence model gets sequences of --sequence-length requests (START/END flags, a fresh
+    correlation id each), as many live at once as the concurrency: sequences/s besides."""
     from ._runner import PerfOptions, run_perf
 
     with _ProgressLine(sys.stderr) as progress:
@@ -182,6 +243,9 @@ def cmd_perf(args: argparse.Namespace) -> int:
             shapes=shapes,
             engine=args.engine,
             server_pid=args.server_pid,
+            sequence_length=args.sequence_length,
+            sequence_id_range=args.sequence_id_range,
+            sequence_ids=args.sequence_ids,
         )
         report = run_perf(
             args.model, args.url, options, protocol=args.protocol, on_progress=progress
@@ -214,6 +278,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             engine=args.engine,
             specs=specs,
             shapes=shapes,
+            sequence_length=args.sequence_length,
+            sequence_id_range=args.sequence_id_range,
+            sequence_ids=args.sequence_ids,
             on_event=say,
             on_progress=progress,
         )

@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,7 +28,22 @@ from numpy.typing import NDArray
 
 from .._runtime.errors import ToolError
 
-Caller = Callable[[], None]
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a caller may return for one request besides its latency: ``responses`` it
+    received (a decoupled model's stream; 1 for a plain request), ``first_at``: the
+    ``time.perf_counter()`` of its first response (None when there was none), and
+    ``ended_sequence``: the request carried a sequence's END flag."""
+
+    responses: int = 1
+    first_at: Optional[float] = None
+    ended_sequence: bool = False
+
+
+#: sends one request and raises on failure; may return an :class:`Outcome`. A caller with a
+#: ``finish()`` attribute has it called once when its worker stops (a sequence ends there)
+Caller = Callable[[], Optional[Outcome]]
 #: the part of a load window a :class:`Progress` event is about
 Phase = Literal["warmup", "measure"]
 Payload = Mapping[str, NDArray[Any]]
@@ -62,17 +78,53 @@ class LoadWindow:
     first_error: str = ""
     #: ``sample()`` differences between the window's end and start (e.g. CPU seconds)
     samples: Dict[str, float] = field(default_factory=dict)
+    #: responses received by the completed requests (streams: all of a stream's responses)
+    responses: int = 0
+    #: milliseconds from sending to the first response, of completed requests that had one
+    first_ms: List[float] = field(repr=False, default_factory=list)
+    #: sequences whose END request completed inside the window
+    sequences: int = 0
 
     @property
     def throughput(self) -> float:
         """Completed requests per second of the window."""
-        return self.completed / self.duration_s if self.duration_s > 0 else 0.0
+        return self._rate(self.completed)
+
+    @property
+    def response_rate(self) -> float:
+        """Responses per second of the window."""
+        return self._rate(self.responses)
+
+    @property
+    def sequence_rate(self) -> float:
+        """Sequences completed per second of the window."""
+        return self._rate(self.sequences)
+
+    def _rate(self, count: int) -> float:
+        return count / self.duration_s if self.duration_s > 0 else 0.0
 
     def percentile_ms(self, q: float) -> float:
         """The ``q``-th latency percentile in milliseconds (NaN without samples)."""
-        if not self.latencies_ms:
-            return float("nan")
-        return float(np.percentile(np.asarray(self.latencies_ms), q))
+        return _percentile(self.latencies_ms, q)
+
+    def first_percentile_ms(self, q: float) -> float:
+        """The ``q``-th percentile of the time to first response (NaN without samples)."""
+        return _percentile(self.first_ms, q)
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    return float(np.percentile(np.asarray(values), q))
+
+
+def finish_caller(call: Caller) -> None:
+    """Run the caller's ``finish()``, if it has one; its failure is ignored (after the
+    window, nothing is counted any more)."""
+    finish = getattr(call, "finish", None)
+    if callable(finish):
+        with contextlib.suppress(Exception):
+            finish()
 
 
 def describe_error(exc: BaseException) -> str:
@@ -99,11 +151,21 @@ class _ClosedLoop:
         self.latencies: List[List[float]] = [[] for _ in range(count)]
         self.completed = [0] * count
         self.errors = [0] * count
+        self.responses = [0] * count
+        self.sequences = [0] * count
+        self.first_ms: List[List[float]] = [[] for _ in range(count)]
         self.first_error: List[str] = []
 
     def work(self, index: int) -> None:
         """Worker ``index``: send, wait, send again until the window's end; a streak of
-        :data:`FAILURE_STREAK` failures stops it early."""
+        :data:`FAILURE_STREAK` failures stops it early. The caller's ``finish()``, if any,
+        runs when the worker stops."""
+        try:
+            self._loop(index)
+        finally:
+            finish_caller(self.callers[index])
+
+    def _loop(self, index: int) -> None:
         call, latencies, now = self.callers[index], self.latencies[index], time.perf_counter
         self.barrier.wait()
         begin, end = self.begin, self.end
@@ -113,7 +175,7 @@ class _ClosedLoop:
             if t0 >= end:
                 return
             try:
-                call()
+                outcome = call()
             except Exception as exc:  # any failure of one request is counted, not raised
                 self.errors[index] += 1
                 streak += 1
@@ -131,6 +193,17 @@ class _ClosedLoop:
                 self.completed[index] += 1
                 if len(latencies) < MAX_SAMPLES_PER_WORKER:
                     latencies.append((t1 - t0) * 1000.0)
+                if outcome is None:
+                    self.responses[index] += 1
+                else:
+                    self._count(index, t0, outcome)
+
+    def _count(self, index: int, t0: float, outcome: Outcome) -> None:
+        self.responses[index] += outcome.responses
+        self.sequences[index] += outcome.ended_sequence
+        first = self.first_ms[index]
+        if outcome.first_at is not None and len(first) < MAX_SAMPLES_PER_WORKER:
+            first.append((outcome.first_at - t0) * 1000.0)
 
     def progress(self, concurrency: int, phase: Phase, elapsed: float, total: float) -> Progress:
         return Progress(
@@ -146,6 +219,9 @@ class _ClosedLoop:
             latencies_ms=[value for worker in self.latencies for value in worker],
             first_error=self.first_error[0] if self.first_error else "",
             samples=samples,
+            responses=sum(self.responses),
+            first_ms=[value for worker in self.first_ms for value in worker],
+            sequences=sum(self.sequences),
         )
 
 
@@ -255,23 +331,27 @@ def grpc_caller_factory(
     return make
 
 
+def http_inputs(payload: Payload) -> List[Any]:
+    """tritonclient's HTTP ``InferInput`` objects for ``payload`` (binary tensors)."""
+    import tritonclient.http as httpclient
+    from tritonclient.utils import np_to_triton_dtype
+
+    inputs = []
+    for name, array in payload.items():
+        tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        tensor.set_data_from_numpy(array, binary_data=True)
+        inputs.append(tensor)
+    return inputs
+
+
 def http_caller_factory(
     address: str, model: str, payloads: Sequence[Payload], *, timeout: float = 60.0
 ) -> Callable[[int], Caller]:
     """``make_caller`` for :func:`run_closed_loop` over HTTP at ``address``: worker i holds
     its own tritonclient connection and the inputs of ``payloads`` built once."""
     import tritonclient.http as httpclient
-    from tritonclient.utils import np_to_triton_dtype
 
-    def build(payload: Payload) -> List[Any]:
-        inputs = []
-        for name, array in payload.items():
-            tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
-            tensor.set_data_from_numpy(array, binary_data=True)
-            inputs.append(tensor)
-        return inputs
-
-    built = [build(payload) for payload in payloads]
+    built = [http_inputs(payload) for payload in payloads]
 
     def make(index: int) -> Caller:
         client = httpclient.InferenceServerClient(

@@ -19,8 +19,9 @@ import csv
 import io
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .._runtime.errors import ToolError
 from ._report import PerfPoint
@@ -28,6 +29,33 @@ from ._report import PerfPoint
 
 class PerfAnalyzerError(ToolError):
     """perf_analyzer failed, or its CSV could not be read."""
+
+
+@dataclass(frozen=True)
+class KindFlags:
+    """The model's kind as perf_analyzer's options say it: ``streaming`` (a decoupled model:
+    ``--streaming``, gRPC only), and for a sequence model ``sequence_length`` and
+    ``sequence_id_range`` (start, end excluded or None)."""
+
+    streaming: bool = False
+    sequence_length: Optional[int] = None
+    sequence_id_range: Tuple[int, Optional[int]] = (1, None)
+
+    def options(self) -> List[str]:
+        """perf_analyzer's flags: ``--streaming``; for sequences ``--sequence-length N``
+        with ``--sequence-length-variation 0`` (every sequence N requests long, as the
+        built-in engine sends them), ``--sequence-id-range``, and ``--serial-sequences``
+        (one request of a sequence in flight at a time, as the built-in engine)."""
+        found = ["--streaming"] if self.streaming else []
+        if self.sequence_length is not None:
+            start, end = self.sequence_id_range
+            found += [
+                "--sequence-length", str(self.sequence_length),
+                "--sequence-length-variation", "0",
+                "--sequence-id-range", f"{start}:{end}" if end is not None else str(start),
+                "--serial-sequences",
+            ]  # fmt: skip
+        return found
 
 
 def find_perf_analyzer() -> Optional[str]:
@@ -46,10 +74,12 @@ def build_command(
     csv_path: Path,
     input_data: Optional[Path] = None,
     shapes: Optional[Dict[str, Sequence[int]]] = None,
+    kind: KindFlags = KindFlags(),
 ) -> List[str]:
     """perf_analyzer's command line for one concurrency: a time window of ``duration``
     seconds, the CSV written to ``csv_path``; ``input_data`` is a JSON file of its
-    ``--input-data`` format (default: its own random data)."""
+    ``--input-data`` format (default: its own random data); ``kind``: the options of a
+    decoupled or sequence model (see :class:`KindFlags`)."""
     window_ms = max(int(duration * 1000), 100)
     command = [
         binary,
@@ -66,7 +96,7 @@ def build_command(
         command += ["--input-data", str(input_data)]
     for name, dims in (shapes or {}).items():
         command += ["--shape", f"{name}:{','.join(str(d) for d in dims)}"]
-    return command
+    return command + kind.options()
 
 
 def _number(row: Dict[str, str], *names: str) -> Optional[float]:
@@ -128,6 +158,7 @@ def parse_csv(text: str) -> List[PerfPoint]:
                 errors=0,
                 queue_ms=None if queue_us is None else queue_us / 1000.0,
                 compute_ms=None if compute_us is None else compute_us / 1000.0,
+                responses_per_s=_number(row, "Response Throughput"),
             )
         )
     return sorted(points, key=lambda p: p.concurrency)

@@ -25,16 +25,22 @@ from .._tooling.processes import cpu_used, tree_cpu_snapshot
 from ..server._client import InferClient, WireProtocol
 from ._cpu import server_pid
 from ._engine import (
+    Payload,
     Progress,
     describe_error,
+    finish_caller,
     grpc_caller_factory,
     http_caller_factory,
     run_closed_loop,
 )
 from ._inputs import InputSpec, generate_payloads
-from ._perf_analyzer import build_command, find_perf_analyzer, run_perf_analyzer
+from ._kinds import IdChoice, ModelKind, model_kind
+from ._perf_analyzer import KindFlags, build_command, find_perf_analyzer, run_perf_analyzer
+from ._refusals import http_refusal, refused_message
 from ._report import Engine, PerfPoint, PerfReport, point_from_window
+from ._sequences import DEFAULT_SEQUENCE_LENGTH, SequenceIds, sequence_caller_factory
 from ._stats import ModelStats
+from ._stream import stream_caller_factory
 
 #: the load engine asked for: ``auto`` takes perf_analyzer when it is on PATH
 EngineChoice = Literal["auto", "builtin", "perf_analyzer"]
@@ -45,7 +51,12 @@ ENGINES: Tuple[EngineChoice, ...] = get_args(EngineChoice)
 class PerfOptions:
     """How to load the model: the concurrencies of the sweep, seconds of warm-up and of
     measurement per point, inputs (see :mod:`tritonpy.perf._inputs`), the engine, and the
-    server's pid for CPU accounting (found from the URL's port when the host is local)."""
+    server's pid for CPU accounting (found from the URL's port when the host is local).
+
+    A sequence model gets sequences of ``sequence_length`` requests with fresh correlation
+    ids from ``sequence_id_range`` (start, end excluded or None for no bound), numeric or
+    strings as ``sequence_ids`` says (``auto``: strings when the CORRID control is
+    TYPE_STRING)."""
 
     concurrency: Tuple[int, ...] = (1, 4, 16)
     duration: float = 5.0
@@ -56,6 +67,9 @@ class PerfOptions:
     engine: EngineChoice = "auto"
     server_pid: Optional[int] = None
     timeout: float = 60.0
+    sequence_length: int = DEFAULT_SEQUENCE_LENGTH
+    sequence_id_range: Tuple[int, Optional[int]] = (1, None)
+    sequence_ids: IdChoice = "auto"
 
 
 def _statistics(client: InferClient, model: str) -> Optional[ModelStats]:
@@ -70,13 +84,16 @@ def _statistics(client: InferClient, model: str) -> Optional[ModelStats]:
     return ModelStats.from_json(reply, model)
 
 
-def perf_analyzer_input_data(payloads: Sequence[Mapping[str, NDArray[Any]]]) -> Dict[str, Any]:
+def perf_analyzer_input_data(
+    payloads: Sequence[Mapping[str, NDArray[Any]]], *, batched: bool = True
+) -> Dict[str, Any]:
     """Payloads in perf_analyzer's ``--input-data`` JSON form: per input ``content`` (numbers,
     or strings for BYTES; bytes that are not UTF-8 as ``{"b64": ...}``) and ``shape``
-    without the batch dimension perf_analyzer adds itself."""
+    without the batch dimension perf_analyzer adds itself (``batched``: the model batches;
+    the payloads of a model that does not have no batch dimension to leave out)."""
 
     def tensor(array: NDArray[Any]) -> Dict[str, Any]:
-        rows = array[0] if array.ndim > 0 else array
+        rows = array[0] if batched and array.ndim > 0 else array
         if array.dtype == np.object_:
             flat = rows.reshape(-1).tolist()
             try:
@@ -95,6 +112,7 @@ class _Sweep:
 
     client: InferClient
     model: str
+    kind: ModelKind
     options: PerfOptions
     make: Callable[[int], Callable[[], None]]
     engine: Engine
@@ -117,32 +135,62 @@ def run_perf(
     client = InferClient(url, protocol, timeout=options.timeout)
     endpoint = client.endpoint
     try:
+        config = client.model_config(model)
+        kind = model_kind(config)
+        if kind.decoupled and endpoint.protocol != "grpc":
+            raise http_refusal(kind, url)
         payloads = generate_payloads(
-            client.model_config(model),
-            specs=options.specs,
-            hints=options.hints,
-            shapes=options.shapes,
+            config, specs=options.specs, hints=options.hints, shapes=options.shapes
         )
         binary = find_perf_analyzer()
         engine = _choose_engine(options.engine, binary)
         pid = server_pid(endpoint.address, options.server_pid)
-        report = PerfReport(model, url, endpoint.protocol, engine, options.duration)
+        report = PerfReport(model, url, endpoint.protocol, engine, options.duration,
+                            mode=kind.mode, streamed=kind.decoupled)  # fmt: skip
+        if kind.sequence:
+            report.sequence_length = options.sequence_length
         if pid is None:
             report.notes.append(
                 "server CPU not measured: the server is not local (pass --server-pid)"
             )
-        factory = grpc_caller_factory if endpoint.protocol == "grpc" else http_caller_factory
-        make = factory(endpoint.address, model, payloads, timeout=options.timeout)
-        _first_request(make, model)
+        make = _caller_factory(endpoint.protocol, endpoint.address, model, kind, payloads,
+                               options)  # fmt: skip
+        _first_request(make, kind, options)
         with tempfile.TemporaryDirectory(prefix="tritonpy-perf-") as scratch:
             data_file = Path(scratch) / "input_data.json"
-            data_file.write_text(json.dumps(perf_analyzer_input_data(payloads)))
-            sweep = _Sweep(client, model, options, make, engine, binary, data_file, pid,
+            batched = int(config.get("max_batch_size", 0) or 0) > 0
+            data_file.write_text(json.dumps(perf_analyzer_input_data(payloads, batched=batched)))
+            sweep = _Sweep(client, model, kind, options, make, engine, binary, data_file, pid,
                            on_progress)  # fmt: skip
             report.points.extend(_measure(sweep, c) for c in options.concurrency)
         return report
     finally:
         client.close()
+
+
+def _caller_factory(
+    protocol: str,
+    address: str,
+    model: str,
+    kind: ModelKind,
+    payloads: Sequence[Payload],
+    options: PerfOptions,
+) -> Callable[[int], Callable[[], Any]]:
+    """The workers' callers for the model's kind: plain requests, a stream per worker
+    (decoupled), or sequences (streamed too for a decoupled sequence model)."""
+    timeout = options.timeout
+    if kind.sequence:
+        start, end = options.sequence_id_range
+        ids = SequenceIds(start, end, string=kind.uses_string_ids(options.sequence_ids))
+        ids.check(max(options.concurrency, default=1))
+        return sequence_caller_factory(
+            address, protocol, model, payloads, length=options.sequence_length, ids=ids,
+            streaming=kind.decoupled, timeout=timeout,
+        )  # fmt: skip
+    if kind.decoupled:
+        return stream_caller_factory(address, model, payloads, timeout=timeout)
+    factory = grpc_caller_factory if protocol == "grpc" else http_caller_factory
+    return factory(address, model, payloads, timeout=timeout)
 
 
 def _choose_engine(wanted: str, binary: Optional[str]) -> Engine:
@@ -170,6 +218,7 @@ def _measure(sweep: _Sweep, concurrency: int) -> PerfPoint:
             sweep.binary, sweep.model, endpoint.address, endpoint.protocol, concurrency,
             duration=options.duration, csv_path=csv_path, input_data=sweep.data_file,
             shapes={k: list(v) for k, v in options.shapes.items()},
+            kind=_kind_flags(sweep.kind, options),
         )  # fmt: skip
         found = run_perf_analyzer(command, csv_path, timeout=options.duration * 20 + 60)
         point = found[0] if found else _empty_point(concurrency)
@@ -181,7 +230,7 @@ def _measure(sweep: _Sweep, concurrency: int) -> PerfPoint:
             duration=options.duration,
             on_progress=sweep.on_progress,
         )
-        point = point_from_window(window)
+        point = point_from_window(window, mode=sweep.kind.mode)
     return _with_server_side(
         point, sweep.client, sweep.model, before, sweep.pid, cpu_before, sweep.engine
     )
@@ -192,17 +241,35 @@ def _empty_point(concurrency: int) -> PerfPoint:
     return PerfPoint(concurrency, 0.0, nan, nan, nan, nan, 0, 0, "perf_analyzer wrote no row")
 
 
-def _first_request(make: Callable[[int], Callable[[], None]], model: str) -> None:
-    """Send one request before the sweep: inputs the model refuses fail here, once, with the
-    server's message, instead of as a window full of errors."""
+def _kind_flags(kind: ModelKind, options: PerfOptions) -> KindFlags:
+    """What perf_analyzer needs to know of the model's kind (its --streaming and sequence
+    options)."""
+    if not kind.sequence:
+        return KindFlags(streaming=kind.decoupled)
+    return KindFlags(
+        streaming=kind.decoupled,
+        sequence_length=options.sequence_length,
+        sequence_id_range=options.sequence_id_range,
+    )
+
+
+def _first_request(
+    make: Callable[[int], Callable[[], Any]], kind: ModelKind, options: PerfOptions
+) -> None:
+    """Send one request (a sequence model: a whole short sequence, START then END) before
+    the sweep: a model that refuses the generated requests fails here, once, with the
+    server's message and the reason (its kind, a missing input, the data), instead of as a
+    window full of errors."""
+    call = make(0)
     try:
-        make(0)()
+        call()
     except Exception as exc:  # the model's or the transport's error, reported as one line
-        raise ToolError(
-            f"model {model!r} refused the generated request: {describe_error(exc)}. Give "
-            "inputs it accepts: --input NAME=FILE or NAME=image|text|json, --shape NAME=d,d "
-            "for dynamic dimensions."
-        ) from exc
+        message = refused_message(
+            kind, describe_error(exc), sequence_length=options.sequence_length
+        )
+        raise ToolError(message) from exc
+    finally:
+        finish_caller(call)
 
 
 def _with_server_side(

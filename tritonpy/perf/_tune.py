@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
@@ -28,118 +27,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .._runtime.errors import ToolError
+from .._runtime.errors import ToolError, TritonRequestError
+from ._candidates import (  # noqa: F401  (re-exported: tune's configurations)
+    QUEUE_DELAYS_US,
+    Candidate,
+    apply_candidate,
+    candidate_of,
+    search_space,
+)
 from ._engine import Progress
 from ._inputs import InputSpec
+from ._kinds import IdChoice, model_kind
+from ._refusals import kind_notes
 from ._report import PerfReport, render_table
 from ._runner import EngineChoice, PerfOptions, run_perf
-
-#: queue delays tried when the model batches (microseconds)
-QUEUE_DELAYS_US = (0, 1000, 5000)
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One configuration of the sweep. ``max_batch_size`` 0: the model does not batch (no
-    dynamic batching fields); ``preferred`` empty: Triton's default."""
-
-    instances: int
-    max_batch_size: int
-    queue_delay_us: int = 0
-    preferred: Tuple[int, ...] = ()
-    label: str = ""
-    #: False for a served configuration without ``dynamic_batching`` (no batches formed)
-    dynamic: bool = True
-
-    @property
-    def key(self) -> Tuple[int, int, int, Tuple[int, ...], bool]:
-        """The settings, without the label: equal keys are the same configuration."""
-        dynamic = self.dynamic and self.max_batch_size > 0
-        return (self.instances, self.max_batch_size, self.queue_delay_us, self.preferred, dynamic)
-
-    def describe(self) -> str:
-        """``instances=2 max_batch=32 delay=1000us preferred=[8]`` (or the label)."""
-        text = f"instances={self.instances}"
-        if self.max_batch_size > 0 and not self.dynamic:
-            text += f" max_batch={self.max_batch_size} no dynamic batching"
-        elif self.max_batch_size > 0:
-            text += f" max_batch={self.max_batch_size} delay={self.queue_delay_us}us"
-            if self.preferred:
-                text += f" preferred={list(self.preferred)}"
-        return f"{self.label}: {text}" if self.label else text
-
-
-def search_space(
-    declared_max_batch: int, cores: int, *, default: Optional[Candidate] = None
-) -> List[Candidate]:
-    """The candidates in the order they are measured: ``default`` first, then the others by
-    promise on CPU (more instances and a short queue delay first). No duplicates.
-
-    Example::
-
-        [c.describe() for c in search_space(8, 2)][:3]
-    """
-    found: List[Candidate] = [default] if default is not None else []
-    instances = list(range(1, max(cores, 1) + 1))
-    if declared_max_batch <= 0:
-        found += [Candidate(n, 0) for n in reversed(instances)]
-    else:
-        sizes = [declared_max_batch]
-        if declared_max_batch // 4 >= 2:
-            sizes.append(declared_max_batch // 4)
-        for delay in QUEUE_DELAYS_US:
-            for n in reversed(instances):
-                for size in sizes:
-                    found.append(Candidate(n, size, delay))
-        biggest = max(instances)
-        half = max(declared_max_batch // 2, 1)
-        found.append(Candidate(biggest, declared_max_batch, QUEUE_DELAYS_US[1], (half,)))
-    unique: List[Candidate] = []
-    seen = set()
-    for candidate in found:
-        if candidate.key not in seen:
-            seen.add(candidate.key)
-            unique.append(candidate)
-    return unique
-
-
-def candidate_of(config: Dict[str, Any], label: str = "default") -> Candidate:
-    """The candidate a served configuration (JSON form) stands for."""
-    groups = config.get("instance_group") or [{}]
-    instances = sum(int(g.get("count", 1) or 1) for g in groups)
-    batching = config.get("dynamic_batching") or {}
-    return Candidate(
-        instances,
-        int(config.get("max_batch_size", 0) or 0),
-        int(batching.get("max_queue_delay_microseconds", 0) or 0),
-        tuple(int(s) for s in batching.get("preferred_batch_size", []) or ()),
-        label,
-        "dynamic_batching" in config,
-    )
-
-
-def apply_candidate(config: Dict[str, Any], candidate: Candidate) -> Dict[str, Any]:
-    """A copy of ``config`` (JSON form) with the candidate's settings; the first instance
-    group keeps its kind and other fields, further groups are dropped (the count says it)."""
-    result = copy.deepcopy(config)
-    groups = result.get("instance_group") or [{"kind": "KIND_CPU"}]
-    first = dict(groups[0])
-    first["count"] = candidate.instances
-    first.setdefault("kind", "KIND_CPU")
-    result["instance_group"] = [first]
-    if candidate.max_batch_size > 0 and not candidate.dynamic:
-        result["max_batch_size"] = candidate.max_batch_size
-        result.pop("dynamic_batching", None)
-    elif candidate.max_batch_size > 0:
-        result["max_batch_size"] = candidate.max_batch_size
-        batching = dict(result.get("dynamic_batching") or {})
-        batching["max_queue_delay_microseconds"] = candidate.queue_delay_us
-        if candidate.preferred:
-            batching["preferred_batch_size"] = list(candidate.preferred)
-        else:
-            batching.pop("preferred_batch_size", None)
-        result["dynamic_batching"] = batching
-    return result
+from ._sequences import DEFAULT_SEQUENCE_LENGTH
 
 
 @dataclass
@@ -314,13 +216,18 @@ def tune(
     engine: EngineChoice = "builtin",
     specs: Optional[Mapping[str, InputSpec]] = None,
     shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    sequence_length: int = DEFAULT_SEQUENCE_LENGTH,
+    sequence_id_range: Tuple[int, Optional[int]] = (1, None),
+    sequence_ids: IdChoice = "auto",
     cores: Optional[int] = None,
     on_event: Optional[Callable[[str], None]] = None,
     on_progress: Optional[Callable[[Progress], None]] = None,
     server_options: Optional[Dict[str, Any]] = None,
 ) -> TuneResult:
     """Search the configurations of the model in ``model_dir`` (see the module's docstring).
-    ``on_event`` gets a line per step (the CLI prints them); nothing is printed here."""
+    ``on_event`` gets a line per step (the CLI prints them); nothing is printed here. A
+    decoupled model is measured over gRPC streams, a sequence model with sequences of
+    ``sequence_length`` requests (see :class:`~tritonpy.perf.PerfOptions`)."""
     from ..server import TritonServer
     from ..server._client import InferClient
 
@@ -332,7 +239,8 @@ def tune(
     options = PerfOptions(
         concurrency=tuple(concurrency), duration=duration, warmup=warmup,
         hints=_hints(model_path), engine=engine, specs=dict(specs or {}),
-        shapes=dict(shapes or {}),
+        shapes=dict(shapes or {}), sequence_length=sequence_length,
+        sequence_id_range=sequence_id_range, sequence_ids=sequence_ids,
     )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="tritonpy-tune-") as scratch:
         repository = Path(scratch)
@@ -354,7 +262,11 @@ def _search(
 ) -> None:
     """Measure the candidates in order until the deadline, then confirm the winner."""
     default = candidate_of(session.base)
-    space = search_space(default.max_batch_size, cores, default=default)
+    kind = model_kind(session.base)
+    for line in kind_notes(kind):
+        session.say(line)
+        result.notes.append(line)
+    space = search_space(default.max_batch_size, cores, default=default, sequence=kind.sequence)
     options = session.options
     per_trial = len(options.concurrency) * (options.duration + options.warmup) + 2.0
     for index, candidate in enumerate(space):
@@ -393,7 +305,7 @@ def _trial(session: _Session, candidate: Candidate, reload: bool) -> Trial:
         report = run_perf(
             name, session.url, session.options, protocol="grpc", on_progress=session.on_progress
         )
-    except ToolError as exc:
+    except (ToolError, TritonRequestError) as exc:  # a configuration the server refused
         return Trial(candidate, None, 0.0, error=str(exc))
     score, p99 = score_report(report, session.budget_ms)
     errors = [p.first_error for p in report.points if p.first_error]
@@ -454,8 +366,14 @@ def write_best(result: TuneResult, model_dir: Any) -> Optional[Path]:
         group.kind = group.KIND_CPU
     del message.instance_group[1:]
     message.instance_group[0].count = candidate.instances
-    if candidate.max_batch_size > 0 and candidate.dynamic:
+    if candidate.max_batch_size > 0 and (candidate.dynamic or candidate.sequence):
         message.max_batch_size = candidate.max_batch_size
+        if message.HasField("sequence_batching") and message.sequence_batching.HasField("oldest"):
+            oldest = message.sequence_batching.oldest
+            kept = [v for v in oldest.preferred_batch_size if v <= candidate.max_batch_size]
+            del oldest.preferred_batch_size[:]
+            oldest.preferred_batch_size.extend(kept)
+    if candidate.max_batch_size > 0 and candidate.dynamic:
         batching = message.dynamic_batching
         batching.SetInParent()
         batching.max_queue_delay_microseconds = candidate.queue_delay_us
