@@ -167,6 +167,21 @@ def test_unknown_spec_name_lists_the_shipped_ones() -> None:
         resolve_spec("opencv2")
 
 
+@pytest.mark.parametrize("value", ["nope.txt", "sub/nope.txt"])
+def test_a_missing_spec_says_where_it_looked(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError) as caught:
+        resolve_spec(value)
+    assert str(caught.value) == (
+        f"the environment spec {value!r} is neither a file (no file {tmp_path / value}) nor a "
+        f"spec shipped with tritonpy (shipped: {', '.join(shipped_specs())}). Pass the path of "
+        "a conda environment file (--env FILE) or requirements file (--requirements FILE), or "
+        "one of the shipped names (--env opencv)."
+    )
+
+
 # ----------------------------------------------- pack_env wiring (builder, verify recorded)
 class Notes(Reporter):
     def __init__(self) -> None:

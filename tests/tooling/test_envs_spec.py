@@ -41,8 +41,10 @@ def test_environment_file_with_pip_section(tmp_path: Path) -> None:
     assert spec.python == "3.10"
     assert spec.channels == ("conda-forge", "defaults")
     assert spec.conda == ("python-dateutil", "libjpeg-turbo >=3")
-    assert spec.pip == ("numpy<2", "opencv-python-headless>=4.5,<5", f"-r {tmp_path}/extra.txt")
-    assert spec.distributions == ["numpy", "opencv-python-headless"]
+    # the nested file's requirements are inlined (and count as the spec's)
+    assert spec.pip == ("numpy<2", "opencv-python-headless>=4.5,<5", "scipy")
+    assert spec.distributions == ["numpy", "opencv-python-headless", "scipy"]
+    assert spec.included == (((tmp_path / "extra.txt").resolve(), "scipy\n"),)
     assert spec.tritonpy_lines == ("tritonpy[image]>=0.1",)
     assert spec.tritonpy_extras == ["image"]
 
@@ -136,3 +138,95 @@ def test_conda_create_command_uses_spec_channels() -> None:
         "pip",
         "libjpeg-turbo",
     ]
+
+
+# ---------------------------------------------------------------- nested -r / -c files
+def test_nested_requirement_files_are_followed(tmp_path: Path) -> None:
+    (tmp_path / "reqs").mkdir()
+    (tmp_path / "constraints").mkdir()
+    (tmp_path / "requirements.txt").write_text(
+        "numpy<2\n-r reqs/base.txt  # relative to this file\n--constraint=constraints/c.txt\n"
+    )
+    (tmp_path / "reqs" / "base.txt").write_text(
+        "scikit-learn>=1.3\n--requirement=more.txt\n-rmore.txt\ntritonpy[image]\n"
+    )
+    (tmp_path / "reqs" / "more.txt").write_text("PyYAML  # relative to reqs/\n")
+    (tmp_path / "constraints" / "c.txt").write_text("scipy<2\n-c ../reqs/pins.txt\n")
+    (tmp_path / "reqs" / "pins.txt").write_text("joblib<2\n")
+    spec = read_spec(tmp_path / "requirements.txt")
+    # -r files inlined, once each; the -c file stays a (absolute) constraint for pip
+    assert spec.pip == (
+        "numpy<2",
+        "scikit-learn>=1.3",
+        "PyYAML",
+        f"-c {tmp_path / 'constraints' / 'c.txt'}",
+    )
+    assert spec.distributions == ["numpy", "scikit-learn", "pyyaml"]
+    assert spec.tritonpy_lines == ("tritonpy[image]",)
+    assert [p.name for p, _ in spec.included] == ["base.txt", "more.txt", "c.txt", "pins.txt"]
+
+
+def test_a_change_of_any_nested_file_changes_the_digest(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("-r base.txt\n-c pins.txt\n")
+    (tmp_path / "base.txt").write_text("-r deep.txt\n")
+    (tmp_path / "deep.txt").write_text("numpy<2\n")
+    (tmp_path / "pins.txt").write_text("-c deeper-pins.txt\n")
+    (tmp_path / "deeper-pins.txt").write_text("numpy==1.26.4\n")
+    digests = [read_spec(tmp_path / "requirements.txt").digest]
+    for name, text in [("deep.txt", "numpy<1.27\n"), ("deeper-pins.txt", "numpy==1.26.3\n")]:
+        (tmp_path / name).write_text(text)
+        digests.append(read_spec(tmp_path / "requirements.txt").digest)
+    assert len(set(digests)) == 3
+
+
+def test_nested_files_of_an_environment_file(tmp_path: Path) -> None:
+    (tmp_path / "env.yml").write_text(
+        "name: x\ndependencies:\n  - python=3.10\n  - pip:\n      - -r requirements.txt\n"
+    )
+    (tmp_path / "requirements.txt").write_text("beautifulsoup4\n")
+    spec = read_spec(tmp_path / "env.yml")
+    assert spec.pip == ("beautifulsoup4",)
+    assert spec.distributions == ["beautifulsoup4"]
+
+
+def test_a_cycle_of_nested_files_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("numpy<2\n-r a.txt\n")
+    (tmp_path / "a.txt").write_text("-r b.txt\n")
+    (tmp_path / "b.txt").write_text("-r requirements.txt\n")
+    with pytest.raises(SpecError) as caught:
+        read_spec(tmp_path / "requirements.txt")
+    root = tmp_path.resolve()
+    assert str(caught.value) == (
+        f"{tmp_path / 'b.txt'}: '-r requirements.txt' makes a cycle of requirements files "
+        f"({root / 'requirements.txt'} -> {root / 'a.txt'} -> {root / 'b.txt'} -> "
+        f"{root / 'requirements.txt'}); remove one of the -r/-c lines of that cycle"
+    )
+
+
+def test_a_file_included_twice_is_not_a_cycle(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("-r a.txt\n-r b.txt\n")
+    (tmp_path / "a.txt").write_text("-r common.txt\n")
+    (tmp_path / "b.txt").write_text("-r common.txt\nPillow\n")
+    (tmp_path / "common.txt").write_text("numpy<2\n")
+    assert read_spec(tmp_path / "requirements.txt").pip == ("numpy<2", "Pillow")
+
+
+def test_a_missing_nested_file_names_the_line_and_the_path(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "requirements.txt").write_text("-r sub/a.txt\n")
+    (tmp_path / "sub" / "a.txt").write_text("-c pins.txt\n")
+    with pytest.raises(SpecError) as caught:
+        read_spec(tmp_path / "requirements.txt")
+    assert str(caught.value) == (
+        f"{tmp_path / 'sub' / 'a.txt'}: the line '-c pins.txt' names "
+        f"{tmp_path / 'sub' / 'pins.txt'}, which cannot be read (No such file or directory). "
+        "Paths after -r/-c are relative to the file that names them; fix the path or create "
+        "the file."
+    )
+
+
+def test_a_nested_url_is_left_to_pip(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("-r https://example.org/requirements.txt\n")
+    spec = read_spec(tmp_path / "requirements.txt")
+    assert spec.pip == ("-r https://example.org/requirements.txt",)
+    assert spec.included == ()

@@ -35,6 +35,15 @@ def add_parser(subparsers: shared.Subparsers) -> None:
     parser.add_argument("--name", help="archive name stem (default: spec name or directory name)")
     shared.add_force(parser, "rebuild even if unchanged")
     _add_packing(parser)
+    parser.add_argument(
+        "--skip-import-check",
+        dest="skip_import_check",
+        action="append",
+        default=[],
+        metavar="DIST",
+        help="do not import the modules of distribution DIST during verification (repeatable; "
+        "for a distribution whose metadata names no importable module)",
+    )
 
 
 def add_builder(parser: argparse.ArgumentParser, help: str) -> None:
@@ -51,7 +60,12 @@ def _add_spec(parser: argparse.ArgumentParser) -> None:
         help="conda environment file, or the name of a spec shipped with tritonpy "
         "(numpy, opencv, torch-cpu)",
     )
-    spec.add_argument("--requirements", dest="spec", metavar="FILE", help="requirements file")
+    spec.add_argument(
+        "--requirements",
+        dest="spec",
+        metavar="FILE",
+        help="requirements file (nested -r/-c files are followed: their changes rebuild)",
+    )
 
 
 def _add_packing(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +116,10 @@ def cmd_pack_env(args: argparse.Namespace) -> int:
                 "spec python python_path triton_version builder name force stub server_python "
                 "conda_exe tritonpy_requirement compress_level",
             ),
+            skip_import_check=tuple(args.skip_import_check),
         )
+    for warning in result.verify.warnings if result.verify else []:
+        shared.print_error(warning, "tritonpy: warning: ")
     state = "unchanged" if result.skipped else f"built with {result.builder}"
     stub = f", stub from {result.stub.source}" if result.stub is not None else ""
     print(

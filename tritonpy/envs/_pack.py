@@ -49,7 +49,15 @@ from ._needs import CODEC_NEEDS, Addition, ModelScan, plan_additions, scan_model
 from ._record import build_key, is_up_to_date, write_record
 from ._runtime import check_numpy_pin, runtime_requirements
 from ._selfwheel import RunningTritonpy, running_tritonpy, self_wheel
-from ._spec import EnvSpec, PathLike, parse_requirement, read_spec, requirement_name, resolve_spec
+from ._spec import (
+    EnvSpec,
+    PathLike,
+    canonical_name,
+    parse_requirement,
+    read_spec,
+    requirement_name,
+    resolve_spec,
+)
 from ._verify import VerifyReport, verify_archive
 
 if TYPE_CHECKING:
@@ -84,7 +92,9 @@ class PackOptions:
     - ``stub``: see :data:`StubMode`; ``server_python``: the server's Python (default: the
       release's container Python);
     - ``tritonpy_requirement``: install this requirement instead of the running tritonpy;
-    - ``compress_level``: gzip level of the archive.
+    - ``compress_level``: gzip level of the archive;
+    - ``skip_import_check``: distributions whose modules verification does not import (one
+      whose metadata names no importable module; ``("scikit-learn",)``).
     """
 
     spec: Optional[PathLike] = None
@@ -100,6 +110,7 @@ class PackOptions:
     tritonpy_requirement: Optional[str] = None
     compress_level: int = 4
     conda_pack_function: Optional[PackFunction] = None
+    skip_import_check: Tuple[str, ...] = ()
 
 
 class PackChanges(TypedDict, total=False):
@@ -119,6 +130,7 @@ class PackChanges(TypedDict, total=False):
     tritonpy_requirement: Optional[str]
     compress_level: int
     conda_pack_function: Optional[PackFunction]
+    skip_import_check: Tuple[str, ...]
 
 
 @dataclass
@@ -348,15 +360,28 @@ def _build_archive(
             write_archive(prefix, partial, reporter=reporter, compress_level=level)
 
 
-def _verify(build: _Build, partial: Path, reporter: Reporter) -> VerifyReport:
+def _verify(
+    build: _Build, partial: Path, skip: Tuple[str, ...], reporter: Reporter
+) -> VerifyReport:
     names = [requirement_name(r) for r in build.added]
+    distributions = list(dict.fromkeys([*build.spec.distributions, *(n for n in names if n)]))
+    known = {canonical_name(d) for d in distributions}
+    for name in skip:
+        if canonical_name(name) not in known:
+            reporter.note(
+                f"skip_import_check names {name!r}, which is not among the distributions "
+                f"checked ({', '.join(distributions) or 'none'}): nothing skipped for it"
+            )
+        else:
+            reporter.note(f"not importing the modules of {name} (skip_import_check)")
     return verify_archive(
         partial,
         build.xy,
-        distributions=[*build.spec.distributions, *(n for n in names if n)],
+        distributions=distributions,
         tritonpy_version=build.runtime.version if build.runtime else None,
         model_file=build.scan.model_file,
         codecs=[(c.module, c.name, c.imports) for c in CODEC_NEEDS],
+        skip=skip,
         reporter=reporter,
     )
 
@@ -372,7 +397,7 @@ def _build_and_place(
         with staging_file(build.archive) as partial:
             _build_archive(build, options, prefix, partial, reporter)
             shutil.rmtree(prefix, ignore_errors=True)
-            verified = _verify(build, partial, reporter)
+            verified = _verify(build, partial, options.skip_import_check, reporter)
             details = {
                 "python": build.xy,
                 "builder": build.kind,

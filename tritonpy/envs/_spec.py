@@ -97,9 +97,11 @@ class EnvSpec:
 
     ``python`` is ``"X.Y"`` or None (not pinned); ``conda`` the conda packages other than
     ``python`` and ``pip``; ``pip`` the pip requirement lines (options such as
-    ``--extra-index-url`` included, ``-r``/``-c`` paths made absolute, ``tritonpy`` lines
-    left out); ``tritonpy_lines`` the ``tritonpy`` lines (their extras are honoured, the
-    running tritonpy is installed); ``text`` the source text (part of the rebuild hash).
+    ``--extra-index-url`` included, nested ``-r FILE`` files inlined, ``-c FILE`` paths made
+    absolute, ``tritonpy`` lines left out); ``tritonpy_lines`` the ``tritonpy`` lines (their
+    extras are honoured, the running tritonpy is installed); ``text`` the source text and
+    ``included`` the texts of the nested ``-r``/``-c`` files, by absolute path (both part of
+    the rebuild hash).
     """
 
     name: Optional[str]
@@ -110,6 +112,7 @@ class EnvSpec:
     source: Optional[Path] = None
     text: str = ""
     tritonpy_lines: Tuple[str, ...] = ()
+    included: Tuple[Tuple[Path, str], ...] = ()
 
     @property
     def distributions(self) -> List[str]:
@@ -127,6 +130,7 @@ class EnvSpec:
     def digest(self) -> str:
         """A stable hash of everything that decides the environment's content."""
         parts = [self.text, repr((self.python, self.conda, self.pip, self.channels))]
+        parts.extend(text for _, text in self.included)
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def with_python(self, python: str) -> EnvSpec:
@@ -165,21 +169,74 @@ def parse_environment_yaml(text: str, source: str = "environment.yml") -> Dict[s
 
 
 # ----------------------------------------------------------------------------- spec reading
-def _pip_lines(entries: List[str], base: Path) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
-    """(pip lines, tritonpy lines)."""
-    kept, tritonpy = [], []
+#: a nested requirements or constraints file: ``-r FILE``, ``-rFILE``, ``--requirement=FILE``
+_NESTED = re.compile(r"^(-r|-c|--requirement|--constraint)\s*=?\s*(\S+)$")
+
+
+def _read_nested(target: Path, including: Path, line: str) -> str:
+    try:
+        return target.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(
+            f"{including}: the line {line!r} names {target}, which cannot be read "
+            f"({exc.strerror or exc}). Paths after -r/-c are relative to the file that names "
+            "them; fix the path or create the file."
+        ) from exc
+
+
+def _nested(
+    line: str, source: Path, chain: Tuple[Path, ...], included: Dict[Path, str]
+) -> Optional[List[str]]:
+    """The lines ``line`` stands for when it names a nested file (None when it does not): a
+    ``-r`` file's lines (followed recursively), a ``-c`` file's absolute path. Every nested
+    file's text goes into ``included``; a file that includes itself is refused."""
+    option = _NESTED.match(line)
+    if not option or "://" in option.group(2):
+        return None  # a requirement, an option, or a URL pip fetches itself
+    flag, name = option.groups()
+    target = Path(name) if Path(name).is_absolute() else source.parent.absolute() / name
+    real = target.resolve()
+    if real in chain:
+        cycle = " -> ".join(str(p) for p in (*chain, real))
+        raise SpecError(
+            f"{source}: {line!r} makes a cycle of requirements files ({cycle}); remove one of "
+            "the -r/-c lines of that cycle"
+        )
+    constraint = [f"-c {target}"] if flag in ("-c", "--constraint") else []
+    if real in included:
+        return constraint  # a file included twice installs its lines once
+    included[real] = _read_nested(target, source, line)
+    lines = _expand(_entries(included[real]), target, (*chain, real), included)
+    return constraint or lines  # pip reads the constraints itself; followed for the hash
+
+
+def _entries(text: str) -> List[str]:
+    """The non-empty lines of a requirements file, comments left out."""
+    stripped = (_COMMENT.sub("", line).strip() for line in text.splitlines())
+    return [line for line in stripped if line]
+
+
+def _expand(
+    entries: List[str], source: Path, chain: Tuple[Path, ...], included: Dict[Path, str]
+) -> List[str]:
+    """``entries`` (the lines of ``source``) with nested files followed (see :func:`_nested`)."""
+    kept: List[str] = []
     for entry in entries:
         line = str(entry).strip()
-        option = re.match(r"^(-r|-c|--requirement|--constraint)\s*=?\s*(\S+)$", line)
-        if option:
-            target = Path(option.group(2))
-            line = f"{option.group(1)} {target if target.is_absolute() else base / target}"
-        elif requirement_name(line) == "tritonpy":
-            tritonpy.append(line)  # the builders install the running tritonpy themselves
-            continue
-        if line:
-            kept.append(line)
-    return tuple(kept), tuple(tritonpy)
+        nested = _nested(line, source, chain, included)
+        kept.extend([line] if nested is None else nested)
+    return [line for line in kept if line]
+
+
+def _pip_lines(
+    entries: List[str], source: Path
+) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[Tuple[Path, str], ...]]:
+    """(pip lines, tritonpy lines, nested files read) of the pip entries of ``source``."""
+    included: Dict[Path, str] = {}
+    lines = _expand(entries, source, (source.resolve(),), included)
+    kept = [line for line in lines if requirement_name(line) != "tritonpy"]
+    tritonpy = [line for line in lines if requirement_name(line) == "tritonpy"]
+    return tuple(kept), tuple(tritonpy), tuple(included.items())
 
 
 def _python_of(dependency: str) -> Optional[Tuple[bool, Optional[str]]]:
@@ -232,7 +289,10 @@ def _conda_dependencies(
 
 def read_spec(path: PathLike) -> EnvSpec:
     """Read a conda environment file (``.yml``/``.yaml``) or a requirements file (any other
-    name).
+    name). Nested ``-r FILE``/``-c FILE`` lines (also ``--requirement=FILE``,
+    ``--constraint=FILE``; relative to the file that names them) are followed recursively: a
+    ``-r`` file's requirements count as the spec's, every nested file's text is part of the
+    rebuild hash, and a cycle is refused.
 
     Example::
 
@@ -247,18 +307,26 @@ def read_spec(path: PathLike) -> EnvSpec:
             f"cannot read the environment spec {path}: {exc.strerror or exc}. Pass a conda "
             "environment file (--env envs/NAME.yml) or a requirements file (--requirements)."
         ) from exc
-    base = path.parent.absolute()
     if path.suffix not in (".yml", ".yaml"):
-        entries = [_COMMENT.sub("", line).strip() for line in text.splitlines()]
-        pip, tritonpy = _pip_lines([e for e in entries if e], base)
-        return EnvSpec(None, None, pip=pip, source=path, text=text, tritonpy_lines=tritonpy)
+        pip, tritonpy, included = _pip_lines(_entries(text), path)
+        return EnvSpec(
+            None, None, pip=pip, source=path, text=text, tritonpy_lines=tritonpy, included=included
+        )
     data = parse_environment_yaml(text, str(path))
     python, conda, pip_entries = _conda_dependencies(path, data)
-    pip, tritonpy = _pip_lines(pip_entries, base)
+    pip, tritonpy, included = _pip_lines(pip_entries, path)
     name = data.get("name")
     channels = tuple(str(c) for c in data.get("channels") or [])
     return EnvSpec(
-        str(name) if name else None, python, tuple(conda), pip, channels, path, text, tritonpy
+        str(name) if name else None,
+        python,
+        tuple(conda),
+        pip,
+        channels,
+        path,
+        text,
+        tritonpy,
+        included,
     )
 
 
@@ -284,16 +352,17 @@ def resolve_spec(value: PathLike) -> Path:
         resolve_spec("./env.yml")   # PosixPath('env.yml')
     """
     path = Path(value)
-    if path.exists() or len(path.parts) != 1:
+    if path.exists():
         return path
     stem = path.name[: -len(path.suffix)] if path.suffix in (".yml", ".yaml") else path.name
-    if stem in shipped_specs():
+    if len(path.parts) == 1 and stem in shipped_specs():
         found = find_resource(f"envs/{stem}.yml") or find_resource(f"envs/{stem}.yaml")
         if found is not None:
             return found
+    shipped = ", ".join(shipped_specs()) or "none"
     raise SpecError(
-        f"the environment spec {str(value)!r} is neither a file nor a spec shipped with "
-        f"tritonpy (shipped: {', '.join(shipped_specs()) or 'none'}). Pass the path of a conda "
+        f"the environment spec {str(value)!r} is neither a file (no file {path.absolute()}) "
+        f"nor a spec shipped with tritonpy (shipped: {shipped}). Pass the path of a conda "
         "environment file (--env FILE) or requirements file (--requirements FILE), or one of "
         "the shipped names (--env opencv)."
     )

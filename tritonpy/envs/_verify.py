@@ -5,14 +5,19 @@
 2. it has ``bin/activate``, ``bin/python3`` and ``lib/libpython3.X.so*``;
 3. in that unpacked copy, ``source bin/activate`` followed by
    ``python3`` (the environment's own interpreter, found on PATH as the stub finds it) imports
-   tritonpy and the top-level modules of every distribution the spec names, under Python X.Y,
+   tritonpy and the modules of every distribution the spec names (read from the installed
+   metadata by :mod:`tritonpy.envs._envcheck`: scikit-learn is ``sklearn``), under Python X.Y,
    with ``sys.prefix``, every imported module and the loaded libpython inside the unpacked copy
-   (which proves that the archive is relocatable);
+   (which proves that the archive is relocatable); the distributions in ``skip`` are not
+   checked;
 4. the environment's tritonpy has the running tritonpy's version (``tritonpy_version``);
 5. the model's ``model.py`` (``model_file``) imports there, with tritonpy's fake pb_utils
    installed as ``triton_python_backend_utils`` (import only, as the config tooling does), and
    for a tritonpy model the packages its codecs load on first use (``cv2`` for ``tp.Image``)
    import too: a missing package fails the pack, naming it, instead of the first request.
+   The model's import has the last word: when it imports, a distribution module that was
+   guessed from the metadata and does not exist is a warning (``VerifyReport.warnings``), not
+   a failure; a module that exists and fails to import (a missing system library) always is.
 
 Example::
 
@@ -30,91 +35,16 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .._tooling.archives import extract_checked
 from .._tooling.errors import ArchiveError
 from .._tooling.progress import Reporter, step
+from . import _envcheck
 
-_MARK = "TRITONPY-VERIFY "  # the line of the check's output that carries its result
-
-_CHECK = r"""
-import importlib, json, os, sys, traceback
-try:
-    import importlib.metadata as md
-except ImportError:
-    md = None
-args = json.loads(sys.argv[1])
-errors, modules = [], ["tritonpy"]
-for name in args["distributions"]:
-    try:
-        dist = md.distribution(name)
-    except Exception as exc:
-        errors.append("distribution %s is not installed (%s)" % (name, exc))
-        continue
-    top = (dist.read_text("top_level.txt") or "").split()
-    if not top:
-        for f in dist.files or []:
-            head = f.parts[0]
-            if head.endswith((".dist-info", ".data", ".pth")) or head in ("..", "__pycache__"):
-                continue
-            top.append(head.split(".")[0])
-    modules.extend(t for t in top if t and not t.startswith("_") and t not in ("test", "tests"))
-found = {}
-for name in dict.fromkeys(modules):
-    try:
-        found[name] = getattr(importlib.import_module(name), "__file__", None) or ""
-    except BaseException:
-        errors.append("import %s failed:\n%s" % (name, traceback.format_exc(limit=-4)))
-lib = ""
-try:
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if "libpython" in line and "/" in line:
-                lib = line[line.index("/"):].strip()
-                break
-except OSError:
-    pass
-model = None
-if args["model"]:
-    model = {"missing": [], "error": "", "codecs": []}
-    try:
-        import importlib.util
-        from tritonpy.testing import fake_pb_utils
-        sys.modules["triton_python_backend_utils"] = fake_pb_utils
-        folder = os.path.dirname(args["model"])
-        sys.path.insert(0, folder)
-        spec = importlib.util.spec_from_file_location("_tritonpy_verify_model", args["model"])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        cls = getattr(module, "TritonPythonModel", None)
-        import tritonpy
-        if isinstance(cls, type) and issubclass(cls, tritonpy.Model):
-            declared = list((cls.inputs or {}).values()) + list((cls.outputs or {}).values())
-            for codec_module, codec_name, needed in args["codecs"]:
-                klass = getattr(importlib.import_module(codec_module), codec_name)
-                if any(isinstance(c, klass) for c in declared):
-                    model["codecs"].append(codec_name)
-                    try:
-                        importlib.import_module(needed)
-                    except ModuleNotFoundError:
-                        model["missing"].append([needed, "tp." + codec_name])
-                    except BaseException:
-                        model["error"] += "tp.%s needs %s, which fails to import:\n%s" % (
-                            codec_name, needed, traceback.format_exc(limit=-3))
-    except ModuleNotFoundError as exc:
-        model["missing"].append([exc.name or "?", ""])
-    except BaseException:
-        model["error"] = traceback.format_exc(limit=-4)
-tp_version = ""
-if "tritonpy" in found:
-    tp_version = getattr(sys.modules["tritonpy"], "__version__", "")
-print("TRITONPY-VERIFY " + json.dumps({
-    "version": "%d.%d" % sys.version_info[:2], "prefix": sys.prefix,
-    "executable": sys.executable, "modules": found, "libpython": lib, "errors": errors,
-    "tritonpy_version": tp_version, "model": model}))
-"""
+#: the check :func:`verify_archive` runs with the environment's own python (its source)
+_CHECK = Path(_envcheck.__file__).read_text(encoding="utf-8")
+_MARK = _envcheck.MARK  # the line of the check's output that carries its result
 
 
 @dataclass
@@ -129,6 +59,15 @@ class VerifyReport:
     tritonpy_version: str = ""
     model_imported: bool = False  # the model's model.py imported inside the environment
     codecs_checked: List[str] = field(default_factory=list)  # codecs whose packages imported
+    #: distribution (as the spec names it) -> the modules the check imported for it
+    import_names: Dict[str, List[str]] = field(default_factory=dict)
+    #: problems that did not fail verification (a guessed module that does not exist)
+    warnings: List[str] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)  # distributions not import-checked
+
+
+def _canonical_set(names: Sequence[str]) -> Set[str]:
+    return {_envcheck.canonical(n) for n in names}
 
 
 def _required(names: Sequence[str], xy: str) -> List[str]:
@@ -159,6 +98,29 @@ def _model_problems(model: Dict[str, Any], model_file: Path) -> List[str]:
             f"importing {model_file} failed inside the environment:\n{model['error'].rstrip()}"
         )
     return problems
+
+
+def _unfound_messages(
+    result: Dict[str, Any], model_file: Optional[Path]
+) -> Tuple[List[str], List[str]]:
+    """(problems, warnings) for the modules guessed from a distribution's metadata that do
+    not exist in the environment: warnings when the model file imported there, else problems."""
+    model: Dict[str, Any] = result.get("model") or {}
+    model_ok = bool(model) and not model["missing"] and not model["error"]
+    messages = []
+    for dist, module in result.get("unfound", []):
+        guessed = ", ".join(repr(m) for m in result.get("names", {}).get(dist, [module]))
+        messages.append(
+            f"distribution {dist}: no module {module!r} in the environment (the modules "
+            f"read from its installed metadata: {guessed})"
+            + (
+                f"; {model_file} imported fine there, so this is not a failure"
+                if model_ok
+                else "; if it installs no module of that name, skip its import check with "
+                f"--skip-import-check {dist} (PackOptions.skip_import_check)"
+            )
+        )
+    return ([], messages) if model_ok else (messages, [])
 
 
 def _clean_env(home: str) -> Dict[str, str]:
@@ -255,12 +217,14 @@ def verify_archive(
     tritonpy_version: Optional[str] = None,
     model_file: Optional[Path] = None,
     codecs: Sequence[Tuple[str, str, str]] = (),
+    skip: Sequence[str] = (),
     reporter: Optional[Reporter] = None,
     timeout: float = 600.0,
 ) -> VerifyReport:
     """Check ``archive`` as described in the module docstring; raise :class:`ArchiveError`
     saying what is wrong and how to fix it. ``codecs`` lists (codec module, class name, module
-    it needs), e.g. ``("tritonpy._runtime.codecs.image", "Image", "cv2")``.
+    it needs), e.g. ``("tritonpy._runtime.codecs.image", "Image", "cv2")``; ``skip`` names
+    distributions whose modules are not imported.
 
     Example::
 
@@ -268,8 +232,10 @@ def verify_archive(
                        tritonpy_version="0.1.0", model_file=Path("model/1/model.py"))
     """
     reporter = reporter or Reporter()
+    skipped = [d for d in distributions if _envcheck.canonical(d) in _canonical_set(skip)]
     arguments = {
         "distributions": list(distributions),
+        "skip": list(skip),
         "model": str(Path(model_file).resolve()) if model_file is not None else None,
         "codecs": [list(c) for c in codecs],
     }
@@ -284,6 +250,8 @@ def verify_archive(
         model = result.get("model") if model_file is not None else None
         if model and model_file is not None:
             problems.extend(_model_problems(model, Path(model_file)))
+        unfound, warnings = _unfound_messages(result, model_file)
+        problems.extend(unfound)
         if problems:
             raise ArchiveError(
                 f"{archive} failed verification (unpacked to {root}):\n- "
@@ -291,14 +259,17 @@ def verify_archive(
                 + "\nFix the spec (names, versions) or rebuild with tritonpy pack-env --force."
             )
         return VerifyReport(
-            result["version"],
-            result["prefix"],
-            result["libpython"],
-            result["modules"],
-            len(names),
-            result.get("tritonpy_version", ""),
-            bool(model),
-            list(model["codecs"]) if model else [],
+            python=result["version"],
+            prefix=result["prefix"],
+            libpython=result["libpython"],
+            modules=result["modules"],
+            members=len(names),
+            tritonpy_version=result.get("tritonpy_version", ""),
+            model_imported=bool(model),
+            codecs_checked=list(model["codecs"]) if model else [],
+            import_names=dict(result.get("names", {})),
+            warnings=warnings,
+            skipped=skipped,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
