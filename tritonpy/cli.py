@@ -74,6 +74,13 @@ def _add_serve_switches(parser: argparse.ArgumentParser) -> None:
     for flag, text in switches.items():
         parser.add_argument(flag, action="store_true", help=text)
     parser.add_argument(
+        "--reload",
+        "--watch",
+        action="store_true",
+        help="load, reload or unload a model as its directory is added, edited or removed "
+        "(a failed reload keeps the previous version serving)",
+    )
+    parser.add_argument(
         "--quiet", "-q", action="store_true", help="do not echo model logs to the console"
     )
 
@@ -128,12 +135,27 @@ def _server(args: argparse.Namespace, log_file: Path) -> TritonServer:
         option_names=CLI_NAMES,
         heal=not args.no_heal,
         heal_report=_print,
+        reloadable=args.reload,
+        check_report=_print_check,
         **shared.options(
             args,
             "tritonserver backend_directory python host log_verbose "
             "http_port grpc_port metrics_port",
         ),
     )
+
+
+def _print_check(report: Any) -> None:
+    """The preflight check's findings (warnings: errors stop serve), before the server starts."""
+    for finding in report.findings:
+        _print(f"check: {finding.render()}")
+
+
+def _print_load_failures(server: TritonServer) -> None:
+    """Each failed model once, short (exception, the user's frames, the fix), then the log."""
+    for failure in server.load_failures:
+        shared.print_error("\n".join(failure.lines()))
+    shared.print_error(f"the full server log is kept in {server.log_path}")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -148,7 +170,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         _print(f"starting tritonserver on {args.repository} (log {log_file}) ...")
-        return _serve(server, restart=args.restart)
+        return _serve(server, restart=args.restart, reload=args.reload)
     except (KeyboardInterrupt, _Stop):  # Ctrl-C, SIGTERM
         return _stop(server)
     finally:
@@ -157,23 +179,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
-def _serve(server: TritonServer, *, restart: bool) -> int:
+def _serve(server: TritonServer, *, restart: bool, reload: bool) -> int:
     """Start ``server``, print where it serves, and serve until it dies for good."""
+    from .server import ModelLoadError, RepositoryWatcher
     from .server._keeper import serve_until_exit
 
     try:
         server.start()
+    except ModelLoadError:
+        if not server.load_failures:
+            raise
+        _print_load_failures(server)
+        return 1
     except TritonPyError as exc:
         if server.log_path is not None:
             shared.add_note(exc, f"the server log is kept in {server.log_path}")
         raise
-    for finding in server.preflight_report.warnings if server.preflight_report else []:
-        _print(f"check: {finding.render()}")
     for line in _serve_ready_lines(server):
         _print(line)
+    watcher = None
+    if reload:
+        watcher = RepositoryWatcher(server, on_event=lambda e: _print("\n".join(e.lines())))
+        watcher.start()
+        _print(f"watching {server.model_repository} for changes")
     _print("serving; press Ctrl-C to stop")
-    # returns only when the server died on its own (and, with --restart, stayed dead)
-    ended = serve_until_exit(server, restart=restart, report=_print)
+    try:  # returns only when the server died on its own (and, with --restart, stayed dead)
+        ended = serve_until_exit(server, restart=restart, report=_print)
+    finally:
+        if watcher is not None:
+            watcher.stop()
     shared.print_error(ended.reason)
     shared.print_error(f"the server log is kept in {server.log_path}")
     return 1

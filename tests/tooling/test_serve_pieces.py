@@ -67,8 +67,10 @@ def test_console_keeps_model_logs_and_drops_server_chatter() -> None:
     assert single.format("+------+") == [] and single.format("| Model | Version |") == []
     # raw output of a repository with several models names no model: shown as the stub's
     several = ConsoleLog(["a", "b"])
-    assert several.format("Traceback (most recent call last):") == [
-        "[stub] Traceback (most recent call last):"
+    assert several.format("Traceback (most recent call last):") == []  # collected...
+    assert several.format("ValueError: x") == [  # ...until its exception line
+        "[stub] Traceback (most recent call last):",
+        "[stub] ValueError: x",
     ]
     assert several.format('E1130 23:11:48.838348 5357 server.cc:241] "disk full"') == [
         "[server] E disk full"

@@ -1,5 +1,6 @@
 """The embedded tritonserver: locate it, prepare its backend directory, start it on a model
-repository, wait for readiness, stop it cleanly, keep it serving; and the client helpers
+repository, wait for readiness, stop it cleanly, keep it serving, reload models as they are
+edited (``RepositoryWatcher``); and the client helpers
 (``InferClient`` for one request, ``stream_infer`` for a decoupled model's stream).
 
 Example::
@@ -16,19 +17,24 @@ from .._tooling.errors import ModelLoadError, ServerError, ServerTimeoutError
 from .._tooling.installation import WheelInstallation, find_wheel_installation
 from ._client import InferClient
 from ._keeper import serve_until_exit
+from ._loadfail import LoadFailure
 from ._preflight import PreflightError, preflight
 from ._process import TritonServer
 from ._readiness import ModelStatus
 from ._streaming import stream_infer
+from ._watch import RepositoryWatcher, WatchEvent
 
 __all__ = [
     "InferClient",
+    "LoadFailure",
     "ModelLoadError",
     "ModelStatus",
     "PreflightError",
+    "RepositoryWatcher",
     "ServerError",
     "ServerTimeoutError",
     "TritonServer",
+    "WatchEvent",
     "WheelInstallation",
     "find_wheel_installation",
     "preflight",

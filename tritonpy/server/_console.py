@@ -4,9 +4,14 @@ Triton writes one log for everything: its own lines (``I1130 23:11:58.58 5689 fi
 "message"``), the lines models log through ``pb_utils.Logger`` (``model.py:8]``) and, raw,
 whatever the stubs print to stdout or stderr (``print``, tracebacks). Triton's lines name the
 model in several forms (``'talk'``, ``talk_0``, ``loading: talk:1``, ``.../talk/1/model.py``);
-raw stub output names nothing, so it is given to the repository's only Python model when there
-is one, else shown as ``[stub]``. Server chatter (tables, CUDA and metrics notices) is left
-to the log file.
+raw stub output names nothing, so a Python traceback the stub prints is kept together and given
+to the model whose files its frames name (a BLS caller's traceback is the caller's, whatever
+model its message names), other raw output to the repository's only Python model when there is
+one, else shown as ``[stub]``. Lines logged through ``pb_utils.Logger`` that start with a
+model's name (``router: ValueError ...``, tritonpy's own) are that model's. Server chatter
+(tables, CUDA and metrics notices) is left to the log file, and so are the lines of a failed
+load (the traceback three times over): the caller reports each failure once, short (see
+:mod:`tritonpy.server._loadfail`).
 
 Example::
 
@@ -42,6 +47,20 @@ _NOISE = (
     "Timeout ",
 )
 _SIGNAL = re.compile(r"^Signal \(\d+\) received\.\s*$")  # the server's own, on stop
+# the lines (and their raw continuations) of a load failure, reported once by the caller
+_LOAD_FAILURE = (
+    "Failed to initialize Python stub",
+    "ERROR: Failed to create instance",
+    "failed to load '",
+    "Poll failed for model directory",
+)
+_STARTUP_FAILED = "error: creating server: "
+# the lines that start a traceback, or continue it after an exception line
+_TRACEBACK_HEADS = (
+    "Traceback (most recent call last):",
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+)
 SERVER = "server"
 STUB = "stub"
 
@@ -75,10 +94,16 @@ class ConsoleLog:
         fallback: Optional[str] = None,
         rewrite: Callable[[str], str] = lambda text: text,
     ) -> None:
-        self.models = sorted(set(models), key=len, reverse=True)
         self.fallback = fallback
         self.rewrite = rewrite
         self._in_table = False
+        self._swallow = False  # inside a load failure's lines
+        self._block: List[str] = []  # a raw traceback being collected
+        self.set_models(models)
+
+    def set_models(self, models: Sequence[str]) -> None:
+        """Recognise ``models`` from now on (the repository gained or lost models)."""
+        self.models = sorted(set(models), key=len, reverse=True)
         names = "|".join(re.escape(m) for m in self.models) or r"(?!x)x"
         self._named = re.compile(
             rf"'(?P<a>{names})(?:_\d+)?'"  # 'talk', 'talk_0'
@@ -86,6 +111,8 @@ class ConsoleLog:
             rf"|: (?P<c>{names})_\d+ \("  # ModelInstanceInitialize: talk_0 (CPU device 0)
             rf"|/(?P<d>{names})/\d+/"  # .../talk/1/model.py
         )
+        self._path = re.compile(rf"/(?P<d>{names})/\d+/")
+        self._leading = re.compile(rf"^(?P<d>{names}): ")  # tritonpy's "router: ValueError"
 
     def model_of(self, text: str) -> Optional[str]:
         """The model a line names, if any."""
@@ -93,6 +120,36 @@ class ConsoleLog:
         if match is None:
             return None
         return next(g for g in match.groups() if g is not None)
+
+    def _owner(self, text: str) -> Optional[str]:
+        """The model a stub's own text belongs to: a path into a model's directory, else the
+        first model it names."""
+        match = self._path.search(text)
+        return match["d"] if match else self.model_of(text)
+
+    def flush(self) -> List[str]:
+        """The lines of a traceback still being collected (the log went quiet, or ends)."""
+        block, self._block = self._block, []
+        if not block:
+            return []
+        owner = self._owner("\n".join(block)) or self.fallback or STUB
+        return [f"[{owner}] {text}" for text in block]
+
+    def _raw(self, text: str) -> List[str]:
+        """Raw stub output: a traceback is collected until its exception line."""
+        if self._swallow:
+            return []
+        if self._block:
+            self._block.append(text)
+            if text[:1].isspace() or text.startswith(_TRACEBACK_HEADS):
+                return []
+            return self.flush()  # its exception line: the traceback is complete
+        if text.startswith(_TRACEBACK_HEADS):
+            self._block.append(text)
+            return []
+        if text.startswith(_STARTUP_FAILED):
+            return []
+        return [f"[{self._owner(text) or self.fallback or STUB}] {text}"]
 
     def format(self, line: str) -> List[str]:
         """The console lines for one raw log line (none for chatter)."""
@@ -109,13 +166,20 @@ class ConsoleLog:
         text = self.rewrite(line)
         parsed = _PREFIX.match(text)
         if parsed is None:  # raw stub output: print(), tracebacks
-            return [f"[{self.model_of(text) or self.fallback or STUB}] {text}"]
-        level, source, message = parsed["level"], parsed["source"], _unquote(parsed["msg"])
-        if not message:
-            return []  # the header of a table that follows
-        model = self.model_of(message)
+            return self._raw(text)
+        return self.flush() + self._logged(parsed["level"], parsed["source"], parsed["msg"])
+
+    def _logged(self, level: str, source: str, quoted: str) -> List[str]:
+        """The console lines of one line the server logged."""
+        message = _unquote(quoted)
         from_python = source.split(":")[0].endswith(".py")  # pb_utils.Logger
+        self._swallow = not from_python and any(m in message[:80] for m in _LOAD_FAILURE)
+        if not message or self._swallow:
+            return []  # the header of a table that follows; a load failure
+        model = self.model_of(message)
         if from_python:
+            leading = self._leading.match(message)
+            model = leading["d"] if leading else self._owner(message)
             model = model or self.fallback or STUB
         elif model is None and level == "I":
             return []
@@ -163,8 +227,13 @@ class LogEcho:
         self._poller.stop(timeout=5.0)
 
     def poll(self) -> None:
-        """Echo the complete lines appended since the last call."""
-        self._show(self._tail.read_lines())
+        """Echo the complete lines appended since the last call; a traceback still being
+        collected is echoed once a call finds nothing new."""
+        lines = self._tail.read_lines()
+        self._show(lines)
+        if not lines:
+            for shown in self.console.flush():
+                self.emit(shown)
 
     def _show(self, lines: List[str]) -> None:
         for line in lines:
@@ -180,3 +249,5 @@ class LogEcho:
         rest = self._tail.take_rest()
         if rest.strip():
             self._show([rest])
+        for shown in self.console.flush():
+            self.emit(shown)

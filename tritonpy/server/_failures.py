@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import List, Mapping, Sequence
 
 from .._tooling.options import OptionNames
-from ._logs import failure_hint
+from ._loadfail import LoadFailure
 
 
 def condensed(text: str, width: int = 300) -> str:
@@ -23,22 +23,22 @@ def condensed(text: str, width: int = 300) -> str:
 
 def load_error_message(
     repository: Path,
-    failures: Mapping[str, str],
+    failures: Sequence[LoadFailure],
     about: Mapping[str, Sequence[str]],
     tail: str,
 ) -> str:
-    """The text of a :class:`ModelLoadError`: each model's error, its log lines, a fix for the
-    errors tritonpy recognises, then the log tail."""
+    """The text of a :class:`ModelLoadError`: each model's failure in its short form (the
+    exception, the user's frames, the fix), the server log lines about it that say more than
+    that, then the log tail."""
     parts: List[str] = []
-    for name, text in failures.items():
-        parts.append(f"model {name!r} failed to load: {text.strip()}")
-        lines = about.get(name)
-        if lines:
-            parts.append(f"  server log lines about {name!r}:\n{condensed(chr(10).join(lines))}")
-        hint = failure_hint(name, text)
-        if hint:
-            parts.append(f"  fix: {hint}")
-    names = ", ".join(repr(n) for n in failures)
+    for failure in failures:
+        parts.extend(failure.lines())
+        extra = [ln for ln in about.get(failure.model, ()) if failure.exception not in ln]
+        if extra and not failure.frames:
+            parts.append(
+                f"  server log lines about {failure.model!r}:\n{condensed(chr(10).join(extra))}"
+            )
+    names = ", ".join(repr(f.model) for f in failures)
     return (
         f"{len(failures)} model(s) of {repository} failed to load: {names}.\n"
         + "\n".join(parts)

@@ -7,6 +7,7 @@ import atexit
 import contextlib
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -31,6 +32,7 @@ from ._command import server_command
 from ._console import ConsoleLog, LogEcho
 from ._endpoints import Endpoints
 from ._failures import condensed, load_error_message, port_clash_message, timeout_message
+from ._loadfail import LoadFailure, describe_load_failure
 from ._logs import LogFollower, lines_about, read_tail, temporary_log_file
 from ._preflight import preflight
 from ._procs import end_process_group
@@ -85,6 +87,14 @@ class TritonServer(Endpoints):
     - ``heal`` (on by default): reload a model whose stub process died (see
       :mod:`tritonpy.server._supervise`; the server runs ``--model-control-mode=explicit``),
       reporting each step to ``heal_report`` (default: ``log_echo``).
+    - ``reloadable``: run ``--model-control-mode=explicit`` even without ``heal``, so that
+      models can be loaded, reloaded and unloaded through the repository API (what
+      :class:`~tritonpy.server.RepositoryWatcher` does).
+    - ``check_report``: called with the preflight check's report (``check=True``) before the
+      server is launched, so its warnings can be shown first.
+
+    After a failed start, ``load_failures`` holds each failed model's
+    :class:`~tritonpy.server.LoadFailure` (the exception, the user's frames, the fix).
 
     ``env`` holds extra environment variables for the server (on top of ``os.environ``);
     ``extra_args`` are appended to the command line; the server's stdout/stderr go to
@@ -122,6 +132,8 @@ class TritonServer(Endpoints):
         option_names: OptionNames = PYTHON_NAMES,
         heal: bool = True,
         heal_report: Optional[Callable[[str], None]] = None,
+        reloadable: bool = False,
+        check_report: Optional[Callable[[Report], None]] = None,
     ) -> None:
         super().__init__(host, (http_port, grpc_port, metrics_port), default_ports, option_names)
         self.model_repository = Path(model_repository).absolute()
@@ -153,6 +165,10 @@ class TritonServer(Endpoints):
         self.provided_stubs: Dict[str, StubPlan] = {}
         #: the warnings of the preflight check of the last start() (``check=True``)
         self.preflight_report: Optional[Report] = None
+        self.reloadable = reloadable
+        self._check_report = check_report
+        #: why each model failed to load, after a start() that raised ModelLoadError
+        self.load_failures: List[LoadFailure] = []
 
     # ---------------------------------------------------------------------------- state
     @property
@@ -184,6 +200,27 @@ class TritonServer(Endpoints):
 
     def _user_text(self, text: str) -> str:
         return user_path(text, self._shadow, self.model_repository)
+
+    @property
+    def serving_python(self) -> Optional[str]:
+        """The interpreter whose stub serves the models (``None`` for another tritonserver
+        given without ``python``)."""
+        if self.python is not None:
+            return self.python
+        return None if self.tritonserver is not None else sys.executable
+
+    def describe_failure(self, model: str, text: str) -> LoadFailure:
+        """Triton's failure text for ``model`` (a load at startup or through the repository
+        API) in its short form, with the user's paths and the fix.
+
+        Example::
+
+            server.describe_failure("m", str(reload_error)).lines()
+        """
+        return describe_load_failure(
+            model, self._user_text(text), repository=self.model_repository,
+            python=self.serving_python,
+        )  # fmt: skip
 
     def model_statuses(self) -> List[ModelStatus]:
         """Every model of the repository with its state (``POST /v2/repository/index``)."""
@@ -244,6 +281,7 @@ class TritonServer(Endpoints):
                     names=self.names,
                 )
             self._check_requested_ports()
+            self.load_failures = []
             inst = self._installation
             plans: Dict[str, StubPlan] = {}
             if self.env_stubs and inst.wheel is not None and inst.python_xy is not None:
@@ -255,6 +293,8 @@ class TritonServer(Endpoints):
                     provided_stubs=plans,
                     names=self.names,
                 )
+                if self._check_report is not None:
+                    self._check_report(self.preflight_report)
             self._prepare_log()
             self.provided_stubs = plans
             self._shadow = build_shadow(self.model_repository, plans) if plans else None
@@ -362,7 +402,8 @@ class TritonServer(Endpoints):
             host=self.host,
             ports=(self._ports[0], self._ports[1], self._ports[2]),
             log_verbose=self.log_verbose,
-            explicit=self.heal and not any("--model-control-mode" in a for a in self.extra_args),
+            explicit=(self.heal or self.reloadable)
+            and not any("--model-control-mode" in a for a in self.extra_args),
             extra_args=self.extra_args,
         )
 
@@ -398,6 +439,12 @@ class TritonServer(Endpoints):
         python = [m for m in models if (self.model_repository / m / "1").exists()]
         fallback = python[0] if len(python) == 1 else (models[0] if len(models) == 1 else None)
         return ConsoleLog(models, fallback=fallback, rewrite=self._user_text)
+
+    def _models_changed(self) -> None:
+        """The repository's models changed (``RepositoryWatcher``): the console learns them."""
+        echo = self._echo
+        if echo is not None:
+            echo.console.set_models(self._expected_models())
 
     def _wait_until_ready(self) -> None:
         proc = self._proc
@@ -453,8 +500,9 @@ class TritonServer(Endpoints):
             for name in failures
         }
         tail = self.log_tail(40)
+        self.load_failures = [self.describe_failure(n, text) for n, text in failures.items()]
         raise ModelLoadError(
-            load_error_message(self.model_repository, failures, about, tail),
+            load_error_message(self.model_repository, self.load_failures, about, tail),
             failures=failures,
             log_tail=tail,
         )

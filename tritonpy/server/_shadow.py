@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tarfile
@@ -26,7 +27,7 @@ import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from .._tooling.installation import WheelInstallation
 from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
@@ -168,6 +169,46 @@ def build_shadow(repository: Path, plans: Dict[str, StubPlan]) -> Path:
         shutil.rmtree(shadow, ignore_errors=True)
         raise
     return shadow
+
+
+def sync_shadow(shadow: Path, repository: Path, plans: Dict[str, StubPlan]) -> None:
+    """Bring a shadow repository up to date with ``repository`` after the user added or
+    removed model directories (or entries of a model that has a planned stub): links to new
+    entries, none left to entries that are gone. A new model gets no stub of another Python
+    (serve plans those at start).
+
+    Example::
+
+        sync_shadow(shadow, Path("repo"), plans)   # after `mkdir repo/new_model`
+    """
+    source = repository.absolute()
+    for target, entry in _link_pairs(shadow, source, plans):
+        if not entry.exists() and not target.is_dir():
+            target.unlink(missing_ok=True)  # a link to a removed entry
+        elif entry.exists() and not os.path.lexists(target):
+            target.symlink_to(entry)
+    for target in list(shadow.iterdir()):
+        if not (source / target.name).exists():
+            if target.is_symlink():
+                target.unlink()
+            else:
+                shutil.rmtree(target, ignore_errors=True)
+
+
+def _link_pairs(shadow: Path, source: Path, plans: Dict[str, StubPlan]) -> List[Tuple[Path, Path]]:
+    """(link in the shadow, the user's entry it points to) for every entry the shadow mirrors
+    now or should."""
+    pairs: List[Tuple[Path, Path]] = []
+    names = {p.name for p in source.iterdir()} | {p.name for p in shadow.iterdir()}
+    for name in sorted(names):
+        if name in plans and (shadow / name).is_dir() and not (shadow / name).is_symlink():
+            inner = {p.name for p in (shadow / name).iterdir() if p.name != STUB_NAME}
+            if (source / name).is_dir():
+                inner |= {p.name for p in (source / name).iterdir()}
+            pairs += [(shadow / name / item, source / name / item) for item in sorted(inner)]
+        else:
+            pairs.append((shadow / name, source / name))
+    return pairs
 
 
 def remove_shadow(shadow: Path) -> None:
