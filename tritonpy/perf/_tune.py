@@ -28,13 +28,11 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._runtime.errors import ToolError, TritonRequestError
-from ._candidates import (  # noqa: F401  (re-exported: tune's configurations)
-    QUEUE_DELAYS_US,
-    Candidate,
-    apply_candidate,
-    candidate_of,
-    search_space,
-)
+from ._candidates import QUEUE_DELAYS_US as QUEUE_DELAYS_US  # tune's configurations
+from ._candidates import Candidate as Candidate
+from ._candidates import apply_candidate as apply_candidate
+from ._candidates import candidate_of as candidate_of
+from ._candidates import search_space as search_space
 from ._engine import Progress
 from ._inputs import InputSpec
 from ._kinds import IdChoice, model_kind
