@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 from pathlib import Path
@@ -251,7 +250,22 @@ def add_infer(subparsers: shared.Subparsers) -> None:
         "--json",
         action="store_true",
         help="print the outputs as one JSON object: {model, outputs: [{name, datatype, shape, "
-        "data}]} (BYTES as text, or {base64: ...} when not UTF-8)",
+        "data}]} (BYTES as text, or {base64: ...} when not UTF-8), with 'sequence' for a "
+        "sequence model; a decoupled model's stream as JSON lines, one {model, index, "
+        "outputs} per response as it arrives, then {model, responses, final}",
+    )
+    parser.add_argument(
+        "--sequence-id",
+        metavar="ID",
+        default=None,
+        help="sequence models: the request's correlation id, a number or a string (default: a "
+        "fresh id, sent with START and END: a one-request sequence)",
+    )
+    parser.add_argument(
+        "--sequence-start", action="store_true", help="the first request of the sequence (START)"
+    )
+    parser.add_argument(
+        "--sequence-end", action="store_true", help="the last request of the sequence (END)"
     )
 
 
@@ -262,21 +276,30 @@ def cmd_infer(args: argparse.Namespace) -> int:
     (tp.Text, tp.JSON, tp.Bytes, tp.Image) gets one row, @FILE the file's bytes, any other VALUE
     its UTF-8 text exactly as written, so NAME='{"a": 1}' or NAME='[1, 2]' sends that JSON
     document to a tp.JSON input; any other input takes a JSON number or list, a tensor of its
-    datatype. A batch dimension of 1 is added for batching models."""
-    from .server._client import format_output, infer_once, split_assignment
+    datatype. A batch dimension of 1 is added for batching models. A decoupled model streams:
+    each response is printed as it arrives ('response N'), then how many came and whether the
+    stream ended with its final flag (over HTTP generate_stream: flat JSON values, no sequence
+    id; gRPC carries everything). A sequence model takes --sequence-id ID with
+    --sequence-start / --sequence-end, to drive a sequence request by request; without them a
+    request is a one-request sequence with a fresh id (START and END), as stderr says. A bare
+    host:port --url is gRPC (default localhost:8001), unlike tritonpy probe's (HTTP, the port of
+    Kubernetes probes)."""
+    from .server._client import split_assignment
+    from .server._infer_cli import print_infer_events
+    from .server._infer_kinds import SequenceOptions, infer_events
+    from .server._model_kind import sequence_id_from_text
 
     values = dict(split_assignment(text) for text in args.inputs)
-    wanted = args.outputs or None
-    outputs = infer_once(
-        args.model, values, outputs=wanted, **shared.options(args, "url protocol timeout")
+    sequence_id = None if args.sequence_id is None else sequence_id_from_text(args.sequence_id)
+    sequence = SequenceOptions(sequence_id, args.sequence_start, args.sequence_end)
+    events = infer_events(
+        args.model,
+        values,
+        outputs=args.outputs or None,
+        sequence=sequence,
+        **shared.options(args, "url protocol timeout"),
     )
-    if args.json:
-        document = {"model": args.model, "outputs": [output.to_json() for output in outputs]}
-        print(json.dumps(document, ensure_ascii=False))
-        return 0
-    for output in outputs:
-        print(format_output(output, full=args.full))
-    return 0
+    return print_infer_events(events, as_json=args.json, full=args.full, model=args.model)
 
 
 # ------------------------------------------------------------------------------------ new

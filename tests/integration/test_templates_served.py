@@ -1,8 +1,9 @@
-"""The text_stream and bls_router templates, rendered as ``tritonpy new`` renders them, on a
-real tritonserver: the same answers as under the harness, over HTTP and gRPC.
+"""The text_stream, bls_router and minimal templates, rendered as ``tritonpy new`` renders
+them, on a real tritonserver: the same answers as under the harness, over HTTP and gRPC.
 
-One server for the module: ``reader`` (text_stream) and ``reviews`` with its members
-``reviews_short`` and ``reviews_long`` (bls_router).
+One server for the module: ``reader`` (text_stream), ``reviews`` with its members
+``reviews_short`` and ``reviews_long`` (bls_router) and ``hello`` (minimal, what ``tritonpy new
+NAME`` renders without --template, its own test file beside its config.pbtxt).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = tmp_path_factory.mktemp("templates") / "repo"
     render_template("text_stream", "reader", repo)
     render_template("bls_router", "reviews", repo)
+    render_template("minimal", "hello", repo)
     return repo
 
 
@@ -52,7 +54,13 @@ def texts(*values: str) -> np.ndarray:
 
 
 def test_the_rendered_repository_serves_every_model(server: TritonServer) -> None:
-    assert server.models_ready() == ["reader", "reviews", "reviews_long", "reviews_short"]
+    assert server.models_ready() == [
+        "hello",
+        "reader",
+        "reviews",
+        "reviews_long",
+        "reviews_short",
+    ]
 
 
 # -- bls_router ------------------------------------------------------------------------------
@@ -138,3 +146,36 @@ def test_text_stream_stops_when_the_client_cancels(server: TritonServer) -> None
     )
     assert result.cancelled
     assert 2 <= len(result.responses) < 200
+
+
+# -- minimal ---------------------------------------------------------------------------------
+
+MINIMAL_CASES = {
+    "one row": texts("hello"),
+    "rows": texts("Grüße aus Köln", "東京", ""),
+    "not utf-8": np.array([[b"\xff"]], dtype=object),
+}
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("case", sorted(MINIMAL_CASES))
+def test_minimal_answers_as_under_the_harness(
+    harness: RepositoryHarness, server: TritonServer, protocol: str, case: str
+) -> None:
+    inputs = {"TEXT": MINIMAL_CASES[case]}
+    try:
+        want: Result = harness.infer("hello", inputs)
+    except TritonRequestError as exc:
+        want = exc
+    got = server_infer(server, protocol, "hello", inputs)
+    if isinstance(want, TritonRequestError):
+        assert case == "not utf-8"
+        assert isinstance(got, TritonRequestError), got
+        assert (got.code, want.code) == ("INVALID_ARG", "INVALID_ARG")
+        assert want.message in got.message
+        return
+    assert not isinstance(got, TritonRequestError), got
+    assert got["UPPER"].dtype == want["UPPER"].dtype
+    assert got["UPPER"].tolist() == want["UPPER"].tolist()
+    expected = [[text.upper()] for text in (row[0].decode() for row in inputs["TEXT"])]
+    assert [[v.decode() for v in row] for row in got["UPPER"].tolist()] == expected

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,8 +54,8 @@ def test_new_lists_templates_and_explains_missing_arguments(
     assert main(["new", "--list"]) == 0
     listed = capsys.readouterr().out.split()
     assert {"image_preprocess", "torch_model", "ensemble_classifier"} <= set(listed)
-    assert main(["new", "x"]) == 2
-    assert "needs NAME and --template" in capsys.readouterr().err
+    assert main(["new"]) == 2
+    assert "new needs NAME, the new model's name" in capsys.readouterr().err
 
 
 def test_bad_param_syntax_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,3 +181,45 @@ def test_new_text_stream_renders_a_decoupled_model(tmp_path: Path) -> None:
     assert config.model_transaction_policy.decoupled
     assert config.parameters["unit"].string_value == "word"
     assert check_repository(tmp_path).errors == []
+
+
+# -- the minimal template: what `tritonpy new NAME` renders --------------------------------
+
+
+def run_pytest(where: Path) -> subprocess.CompletedProcess:
+    """pytest in a fresh interpreter, in ``where``'s parent, as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", where.name],
+        cwd=where.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_new_without_a_template_renders_the_minimal_model_with_its_test(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "model_repository"
+    assert main(["new", "hello", "--repo", str(repo)]) == 0
+    out = capsys.readouterr().out
+    assert f"created {repo / 'hello'} from template 'minimal'" in out
+    assert f"test it:  python -m pytest {repo / 'hello'}" in out
+    rendered = sorted(str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file())
+    assert rendered == ["hello/1/model.py", "hello/config.pbtxt", "hello/test_hello.py"]
+    assert load_config(repo / "hello" / "config.pbtxt").name == "hello"
+    report = check_repository(repo)
+    assert report.errors == [], report.errors
+    tested = run_pytest(repo / "hello")
+    assert tested.returncode == 0 and "3 passed" in tested.stdout, tested.stdout + tested.stderr
+
+
+def test_several_minimal_models_are_tested_in_one_run(tmp_path: Path) -> None:
+    repo = tmp_path / "model_repository"
+    for name in ("hello", "my-model.v2"):
+        assert main(["new", name, "--repo", str(repo)]) == 0
+    assert (repo / "my-model.v2" / "test_my_model_v2.py").is_file()
+    tested = run_pytest(repo)  # one test module name per model: no import clash
+    assert tested.returncode == 0 and "6 passed" in tested.stdout, tested.stdout + tested.stderr

@@ -14,6 +14,8 @@ from .._tooling.resources import ResourceNotFoundError, resource
 
 #: environment variable naming a directory of templates (overrides the built-in lookup)
 TEMPLATES_ENV = "TRITONPY_TEMPLATES"
+#: the template ``tritonpy new NAME`` renders when no other is named
+DEFAULT_TEMPLATE = "minimal"
 #: what a model (and template) directory name may be
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 

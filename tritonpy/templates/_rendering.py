@@ -40,10 +40,12 @@ def render_template(
     In the copy's config.pbtxt, ``name`` becomes ``name``, ``parameters`` are set (added or
     replaced, values as strings) and, for an ensemble, ``models`` renames the steps'
     ``model_name`` (``{"old name": "new name"}``). Every other field is kept; comments are not
-    (the file is parsed and printed with protobuf). Tests, ``__pycache__``, training scripts
-    and READMEs are not copied. The template's members (``members/<role>/``) are rendered
-    beside it as ``name_<role>`` (see the module documentation). An existing model directory
-    is refused unless ``overwrite``; each new directory appears complete or not at all.
+    (the file is parsed and printed with protobuf). The ``tests/`` folder, ``__pycache__``,
+    training scripts and READMEs are not copied; a test beside config.pbtxt named
+    ``test_<template>.py`` (the minimal template's) is, as ``test_<name>.py``. The template's
+    members (``members/<role>/``) are rendered beside it as ``name_<role>`` (see the module
+    documentation). An existing model directory is refused unless ``overwrite``; each new
+    directory appears complete or not at all.
     """
     source = template_dir(template)
     check_model_name(name)
@@ -105,12 +107,28 @@ def _write_model(template: str, source: Path, config: Any, target: Path) -> Path
             source, fresh, ignore=shutil.ignore_patterns(*_SKIPPED_DIRS, *_SKIPPED_FILES)
         )
         (fresh / CONFIG_FILE).write_text(text, encoding="utf-8")
+        _rename_own_test(fresh, template, name)
         if target.exists():
             target.rename(staging / "previous")
         fresh.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def own_test_name(model: str) -> str:
+    """The file name of the test a template brings beside its config.pbtxt, for a model named
+    ``model`` (``test_<model>.py``, the name's other characters as ``_``): one name per model,
+    so that pytest can collect the tests of several rendered models in one run."""
+    return "test_" + "".join(c if c.isalnum() else "_" for c in model) + ".py"
+
+
+def _rename_own_test(model_dir: Path, template: str, name: str) -> None:
+    """A template's own test (``test_<template>.py`` beside its config.pbtxt) is rendered
+    with the model as ``test_<name>.py``."""
+    own = model_dir / own_test_name(template)
+    if own.is_file():
+        own.rename(model_dir / own_test_name(name))
 
 
 def _parameter_text(template: str, key: str, value: Any) -> str:
