@@ -19,8 +19,10 @@ How Python values are encoded (pb_utils cannot read another model's configuratio
 * a scalar becomes a one-element tensor of shape ``[1]``; a list keeps its nesting as shape.
 
 Errors: an error response raises :class:`tritonpy.TritonRequestError` with the code and message
-pb_utils gives. Triton 24.10 hands every BLS error to the caller as ``INTERNAL`` (the target's
-own code is lost on the way), with the target's message.
+pb_utils gives and ``model`` the target; it reads ``call to model 'NAME' failed: MESSAGE`` (no
+code: re-raised from ``infer()``, the caller's response adds its own). Triton 24.10 hands every
+BLS error to the caller as ``INTERNAL`` (the target's own code is lost on the way), with the
+target's message.
 """
 
 from __future__ import annotations
@@ -259,7 +261,7 @@ class ModelCalls:
             return _outputs(response)
         if self._call_relearn(model, encoded, error.message()):
             return None
-        raise TritonRequestError(error_code_name(error.code()), error.message())
+        raise TritonRequestError(error_code_name(error.code()), error.message(), model=model)
 
     def _stream_head(
         self, model: str, encoded: _Encoded, responses: Iterator[Any]
@@ -346,7 +348,7 @@ class ModelCalls:
             responses = iter(request().exec(decoupled=True))
             head = self._stream_head(model_name, encoded, responses)
             if head is not None:
-                return _stream(head, responses)
+                return _stream(head, responses, model_name)
 
     async def call_stream_async(
         self, model_name: str, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
@@ -357,7 +359,7 @@ class ModelCalls:
             responses = iter(await request().async_exec(decoupled=True))
             head = self._stream_head(model_name, encoded, responses)
             if head is not None:
-                for part in _stream(head, responses):
+                for part in _stream(head, responses, model_name):
                     yield part
                 return
 
@@ -366,11 +368,11 @@ def _outputs(response: Any) -> Outputs:
     return {t.name(): t.as_numpy() for t in response.output_tensors()}
 
 
-def _stream(head: List[Any], rest: Iterator[Any]) -> Iterator[Outputs]:
+def _stream(head: List[Any], rest: Iterator[Any], model: str) -> Iterator[Outputs]:
     for response in _chain(head, rest):
         if response.has_error():
             error = response.error()
-            raise TritonRequestError(error_code_name(error.code()), error.message())
+            raise TritonRequestError(error_code_name(error.code()), error.message(), model=model)
         tensors = response.output_tensors()
         if tensors:  # a flags-only FINAL response carries nothing
             yield {t.name(): t.as_numpy() for t in tensors}

@@ -60,12 +60,27 @@ class TritonRequestError(TritonPyError):
 
     ``code`` is the Triton error code name (``"INVALID_ARG"``, ``"INTERNAL"``, ``"CANCELLED"``,
     ...) and ``message`` the error text, exactly as the model (or the server) produced it.
+    ``model`` names the model a BLS call (``Model.call`` and its kin) went to, None for a
+    client's request; such an error reads ``call to model 'NAME' failed: MESSAGE``, without
+    the code: re-raised from ``infer()`` it becomes the caller's error response, to which the
+    server (or the client) adds the caller's own code, so the text shows one code, not two.
+
+    Example::
+
+        str(TritonRequestError("INVALID_ARG", "input 'X': expected FP32"))
+        # "[INVALID_ARG] input 'X': expected FP32"
+        str(TritonRequestError("INTERNAL", "Stub process 'b_0_0' is not healthy.", model="b"))
+        # "call to model 'b' failed: Stub process 'b_0_0' is not healthy."
     """
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"[{code}] {message}")
+    def __init__(self, code: str, message: str, *, model: Optional[str] = None) -> None:
+        if model is None:
+            super().__init__(f"[{code}] {message}")
+        else:
+            super().__init__(f"call to model {model!r} failed: {message}")
         self.code = code
         self.message = message
+        self.model = model
 
 
 class ToolError(TritonPyError):

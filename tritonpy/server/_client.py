@@ -482,29 +482,44 @@ def infer_once(
     client = InferClient(url, protocol, timeout=timeout)
     try:
         sig = client.signature(model)
-        unknown = [name for name in values if name not in sig.inputs]
-        if unknown:
-            raise ServerError(
-                f"model {model!r} has no input(s) {', '.join(map(repr, unknown))}; its inputs "
-                f"are {', '.join(sig.inputs) or 'none'}."
-            )
-        missing = [n for n, s in sig.inputs.items() if not s.optional and n not in values]
-        if missing:
-            raise ServerError(
-                f"model {model!r} needs input(s) {', '.join(map(repr, missing))}: pass "
-                + " ".join(f"--input {n}=..." for n in missing)
-                + "."
-            )
-        bad_outputs = [n for n in outputs or () if n not in sig.outputs]
-        if bad_outputs:
-            raise ServerError(
-                f"model {model!r} has no output(s) {', '.join(map(repr, bad_outputs))}; its "
-                f"outputs are {', '.join(sig.outputs) or 'none'}."
-            )
-        arrays = {
-            name: parse_input_value(text, sig.inputs[name], sig.max_batch_size)
-            for name, text in values.items()
-        }
+        arrays = request_arrays(sig, values, outputs)
         return client.infer(model, arrays, outputs, signature=sig)
     finally:
         client.close()
+
+
+def request_arrays(
+    sig: ModelSignature, values: Mapping[str, str], outputs: Optional[Sequence[str]] = None
+) -> Dict[str, NDArray[Any]]:
+    """The tensors of a request to the model ``sig`` describes, from command-line strings
+    (see :func:`parse_input_value`), once every name is checked: no unknown input, every
+    required one given, no unknown output among ``outputs``.
+
+    Example::
+
+        request_arrays(client.signature("add_sub"), {"INPUT0": "[1,2,3,4]", ...})
+    """
+    model = sig.name
+    unknown = [name for name in values if name not in sig.inputs]
+    if unknown:
+        raise ServerError(
+            f"model {model!r} has no input(s) {', '.join(map(repr, unknown))}; its inputs "
+            f"are {', '.join(sig.inputs) or 'none'}."
+        )
+    missing = [n for n, s in sig.inputs.items() if not s.optional and n not in values]
+    if missing:
+        raise ServerError(
+            f"model {model!r} needs input(s) {', '.join(map(repr, missing))}: pass "
+            + " ".join(f"--input {n}=..." for n in missing)
+            + "."
+        )
+    bad_outputs = [n for n in outputs or () if n not in sig.outputs]
+    if bad_outputs:
+        raise ServerError(
+            f"model {model!r} has no output(s) {', '.join(map(repr, bad_outputs))}; its "
+            f"outputs are {', '.join(sig.outputs) or 'none'}."
+        )
+    return {
+        name: parse_input_value(text, sig.inputs[name], sig.max_batch_size)
+        for name, text in values.items()
+    }
