@@ -92,7 +92,7 @@ def _check_archive(path: Path, file: str) -> Iterator[Finding]:
             "",
             f"not a readable gzip-compressed tar archive ({type(exc).__name__}: {exc}); "
             f"Triton cannot extract the environment",
-            "rebuild it (conda-pack -o env.tar.gz, or scripts/pack_env.sh MODEL_DIR)",
+            "rebuild it (tritonpy pack-env MODEL_DIR, or conda-pack -o env.tar.gz)",
         )
         return
     bad: Dict[MemberProblemKind, List[str]] = {kind: [] for kind in _RULES}

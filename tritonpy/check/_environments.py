@@ -252,7 +252,7 @@ def _missing_environment(entry: ModelEntry, place: EnvPlace) -> Finding:
         "TP501",
         _FIELD,
         f"{place.raw!r} does not exist (looked for {entry.display(place.path)})",
-        "build the environment there (conda-pack, or scripts/pack_env.sh MODEL_DIR) or fix the "
+        "build the environment there (tritonpy pack-env MODEL_DIR, or conda-pack) or fix the "
         "path",
     )
 
