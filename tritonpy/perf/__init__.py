@@ -3,13 +3,19 @@
 
 - :mod:`.inputs`: valid request inputs from a model's configuration (and its tritonpy
   declarations, when known), or from user files;
+- :mod:`.kinds`: the model's kind (plain, decoupled, sequence) from its configuration;
 - :mod:`.engine`: a bounded closed-loop load generator over gRPC or HTTP;
+- :mod:`.stream`: a gRPC stream per worker for decoupled models;
+- :mod:`.sequences`: sequences of requests with correlation ids and START/END for sequence
+  models;
+- :mod:`.refusals`: why a model cannot be measured, named with the fix;
 - :mod:`.cpu`: server CPU seconds through psutil (the pid found from the URL's port);
 - :mod:`.stats`: Triton's per-model statistics, before/after differences;
 - :mod:`.report`: one measurement point per concurrency, the table and the JSON;
 - :mod:`.perf_analyzer`: perf_analyzer as the load engine where it is installed;
 - :mod:`.runner`: :func:`run_perf`, the whole sweep;
-- :mod:`.tune`: the configuration search on the embedded server.
+- :mod:`.candidates`, :mod:`.tune`: the configurations and their search on the embedded
+  server.
 
 Example::
 

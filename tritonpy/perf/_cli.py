@@ -258,7 +258,9 @@ def cmd_perf(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     """Serve MODEL_DIR in the embedded tritonserver, measure each configuration of a small sweep
     (instances, max_batch_size, dynamic batching delay and preferred sizes), and report the
-    fastest one whose p99 latency meets the budget."""
+    fastest one whose p99 latency meets the budget. Decoupled and sequence models are measured
+    as perf measures them; on a sequence model only instances and max_batch_size vary (its
+    sequence batcher forms the batches: dynamic batching does not apply)."""
     from ._plot import plot_trials
     from ._tune import tune, write_best
 

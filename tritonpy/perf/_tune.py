@@ -7,7 +7,9 @@ quarter of it), dynamic batching's ``max_queue_delay_microseconds`` (0, 1 ms, 5 
 ``preferred_batch_size``. Each configuration is loaded with the server's explicit model
 control (a load request carrying the configuration as an override: no restart) and measured
 with the same engine as ``tritonpy perf``. The search stops at ``max_minutes``; the served
-configuration ("default") is always measured first.
+configuration ("default") is always measured first. A decoupled or sequence model is measured
+in its mode (streams, sequences); a sequence model's sweep leaves dynamic batching out (the
+sequence batcher forms its batches).
 
 Example::
 
