@@ -222,7 +222,7 @@ def test_sequence_refusal_names_the_reason(
     argv = ["perf", "seq_string_corrid", "--url", server.grpc_url, "--duration", "1"]
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert "'seq_string_corrid' (a sequence model (oldest strategy)) refused" in err
+    assert "'seq_string_corrid', a sequence model (oldest strategy), refused" in err
     assert "unexpected number of string elements" in err  # the server's own words
     assert "TYPE_STRING CORRID control" in err and "--sequence-ids string" in err
     assert "--shape" not in err  # not sent to the inputs' options

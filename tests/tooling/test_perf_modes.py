@@ -213,7 +213,7 @@ def test_refusals_name_the_kind_and_the_fix() -> None:
     sequence = model_kind({**SEQUENCE_CONFIG, "name": "seq"})
     bug = "INVALID_ARG: unexpected number of string elements 2 for inference input 'CORRID'"
     text = refused_message(sequence, bug, sequence_length=20)
-    assert text.startswith("model 'seq' (a sequence model (oldest strategy)) refused the "
+    assert text.startswith("model 'seq', a sequence model (oldest strategy), refused the "
                            "first request of a sequence (20 requests")  # fmt: skip
     assert "remove the CORRID control" in text and "--sequence-ids string" in text
     plain = refused_message(ModelKind("m"), "INVALID_ARG: bad shape", sequence_length=20)

@@ -69,7 +69,7 @@ def refused_message(kind: ModelKind, detail: str, *, sequence_length: int) -> st
             "first, END on the last, a fresh correlation id)"
         )
         fix = _sequence_fix(kind, detail) if about_sequence else _INPUT_FIX
-        return f"model {name!r} ({kind.describe()}) refused {what}: {detail}. {fix}"
+        return f"model {name!r}, {kind.describe()}, refused {what}: {detail}. {fix}"
     return f"model {name!r} refused the generated request: {detail}. {_INPUT_FIX}"
 
 
