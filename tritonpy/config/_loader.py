@@ -24,6 +24,7 @@ from typing import Iterator, List, Optional
 from .._tooling.errors import ModelLoadError
 from .._tooling.pbtxt import ConfigError, PathLike
 from ..testing._install import fake_pb_utils_installed
+from ..testing._load_checks import explain_import
 from ..testing._loading import import_model_file, on_sys_path, pick_version, unload_package
 from ..testing._loading import version_dirs as versions_of
 
@@ -132,7 +133,7 @@ def load_model_class(
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         raise ModelImportError(
-            f"{model_file}: importing it failed: {type(exc).__name__}: {exc}", exc
+            f"{model_file}: importing it failed: {explain_import(exc, model_file)}", exc
         ) from exc
     # only the class is wanted: the module (and its package) leave sys.modules again
     unload_package(str(module.__package__))

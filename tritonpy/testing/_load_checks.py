@@ -104,16 +104,19 @@ def import_failed(exc: BaseException, model_file: Path, model: str) -> ModelLoad
     """The :class:`ModelLoadError` for ``model_file`` failing to parse or import with ``exc``
     (raise it ``from exc``): the server's ``Type: message``, the file and line, the fix."""
     text = f"{type(exc).__name__}: {exc}"
-    where = _where(exc, model_file)
-    at = f" at {where[0]}, line {where[1]}" if where else ""
-    message = (
-        f"model {model!r} failed to load: importing {model_file} raised {text}{at}; "
-        f"{_import_fix(exc)}"
-    )
+    explained = explain_import(exc, model_file)
+    message = f"model {model!r} failed to load: importing {model_file} raised {explained}"
     return ModelLoadError(message, failures={model: text})
 
 
-def _where(exc: BaseException, model_file: Path) -> Optional[Tuple[str, int]]:
+def explain_import(exc: BaseException, model_file: Path) -> str:
+    """``Type: message at FILE, line N; fix`` for ``model_file`` failing to import."""
+    where = failure_location(exc, model_file)
+    at = f" at {where[0]}, line {where[1]}" if where else ""
+    return f"{type(exc).__name__}: {exc}{at}; {import_fix(exc)}"
+
+
+def failure_location(exc: BaseException, model_file: Path) -> Optional[Tuple[str, int]]:
     """The file and line an import failure points at: a syntax error's own position, else
     the innermost frame in the model's directory (model.py or a sibling it imports)."""
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
@@ -129,7 +132,7 @@ def _where(exc: BaseException, model_file: Path) -> Optional[Tuple[str, int]]:
     return frames[-1].filename, int(frames[-1].lineno or 0)
 
 
-def _import_fix(exc: BaseException) -> str:
+def import_fix(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError):
         return "fix the syntax at that line (tritonserver refuses the model the same way)"
     if isinstance(exc, ModuleNotFoundError):
