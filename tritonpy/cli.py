@@ -135,6 +135,7 @@ def _server(args: argparse.Namespace, log_file: Path) -> TritonServer:
         heal=not args.no_heal,
         heal_report=_print,
         reloadable=args.reload,
+        allow_failures=args.reload,  # a failed model is fixed and loaded while serving
         check_report=_print_check,
         **shared.options(
             args,
@@ -159,7 +160,10 @@ def _print_load_failures(server: TritonServer) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start tritonserver (the nvidia-pytriton wheel's by default) on REPO, wait until every model
-    is ready, print the URLs, and serve until Ctrl-C or SIGTERM."""
+    is ready, print the URLs, and serve until Ctrl-C or SIGTERM. 'tritonpy check' runs first (its
+    errors stop serve, its warnings are printed); a model that fails to load is said once, with
+    its own frames and the fix. With --reload, a model directory added, edited or removed is
+    loaded, reloaded or unloaded while serving (a failed reload keeps the last good version)."""
     from ._tooling.installation import cache_directory
     from .server._logs import new_log_file
 
@@ -196,6 +200,11 @@ def _serve(server: TritonServer, *, restart: bool, reload: bool) -> int:
         raise
     for line in _serve_ready_lines(server):
         _print(line)
+    for failure in server.load_failures:  # with --reload, serving goes on without them
+        shared.print_error("\n".join(failure.lines()))
+    if server.load_failures:
+        failed = ", ".join(f.model for f in server.load_failures)
+        _print(f"serving without {failed}: fix it and save, --reload loads it")
     watcher = None
     if reload:
         watcher = RepositoryWatcher(server, on_event=lambda e: _print("\n".join(e.lines())))

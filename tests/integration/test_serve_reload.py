@@ -171,6 +171,9 @@ def read_lines(stream: subprocess.Popen[str], into: queue.Queue[str]) -> None:
 
 def test_cli_reload_reports_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
+    write_scale(repo, "late", 6)  # broken at start: served without it, loaded once fixed
+    late = repo / "late" / "1" / "model.py"
+    late.write_text("import scipy_not_there\n" + late.read_text())
     proc = subprocess.Popen(
         [sys.executable, "-m", "tritonpy.cli", "serve", str(repo), "--reload", "-q"],
         stdout=subprocess.PIPE,
@@ -188,8 +191,15 @@ def test_cli_reload_reports_and_stops_on_ctrl_c(tmp_path: Path) -> None:
                 return line
 
     try:
+        failed = next_line("tritonpy: error: model 'late' failed to load: ")
+        assert failed.endswith("ModuleNotFoundError: No module named 'scipy_not_there'")
+        assert next_line("serving without") == (
+            "serving without late: fix it and save, --reload loads it"
+        )
         assert next_line("watching ") == f"watching {repo} for changes"
         next_line("serving")
+        write_scale(repo, "late", 6)
+        assert next_line("loaded late").startswith("loaded late (v1) in ")
         source = repo / "m" / "1" / "model.py"
         source.write_text(source.read_text().replace("X * 2", "X * undefined_factor") + "x = (")
         assert next_line("reload of m failed").startswith(

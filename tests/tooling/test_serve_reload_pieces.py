@@ -122,6 +122,7 @@ def test_the_lines_of_a_load_failure_are_left_to_the_log() -> None:
         'E1203 10:55:37.497194 12612 backend_model.cc:692] "ERROR: Failed to create instance: x"',
         "I1203 10:51:03.141777 4809 model_lifecycle.cc:777] \"failed to load 'broken'\"",
         "error: creating server: Internal - failed to load all models",
+        'E1203 11:09:47.2 8224 server.cc:241] "Internal: failed to load all models"',
         "W1203 10:51:04.1 4818 model.py:3] \"failed to load 'weights.bin', using defaults\"",
     ]
     assert feed(console, log) == [

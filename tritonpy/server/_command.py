@@ -21,6 +21,7 @@ def server_command(
     ports: Tuple[int, int, int],
     log_verbose: int = 0,
     explicit: bool = False,
+    exit_on_error: bool = True,
     extra_args: Sequence[str] = (),
 ) -> List[str]:
     """The arguments of one tritonserver run.
@@ -28,6 +29,8 @@ def server_command(
     ``explicit``: run with ``--model-control-mode=explicit --load-model=*``, so that every
     model still loads at startup and models can be reloaded through the repository API (what
     healing needs); Triton refuses repository-API loads in its default mode.
+    ``exit_on_error=False``: the server keeps serving the other models when one fails to load
+    at startup.
     """
     http_port, grpc_port, metrics_port = ports
     control = ["--model-control-mode=explicit", "--load-model=*"] if explicit else []
@@ -41,7 +44,7 @@ def server_command(
         f"--http-port={http_port}",
         f"--grpc-port={grpc_port}",
         f"--metrics-port={metrics_port}",
-        "--exit-on-error=true",
+        f"--exit-on-error={'true' if exit_on_error else 'false'}",
         "--strict-readiness=true",
         f"--log-verbose={log_verbose}",
         *control,

@@ -53,6 +53,7 @@ _LOAD_FAILURE = (
     "ERROR: Failed to create instance",
     "failed to load '",
     "Poll failed for model directory",
+    "failed to load all models",
 )
 _STARTUP_FAILED = "error: creating server: "
 # the lines that start a traceback, or continue it after an exception line

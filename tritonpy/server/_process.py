@@ -7,7 +7,6 @@ import atexit
 import contextlib
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,19 +24,20 @@ from typing import (
     Union,
 )
 
-from .._tooling.errors import ModelLoadError, ServerError, ServerTimeoutError
+from .._tooling.errors import ServerError
 from .._tooling.installation import Installation, resolve_installation
 from .._tooling.options import PYTHON_NAMES, OptionNames
 from ._command import server_command
 from ._console import ConsoleLog, LogEcho
 from ._endpoints import Endpoints
-from ._failures import condensed, load_error_message, port_clash_message, timeout_message
-from ._loadfail import LoadFailure, describe_load_failure
-from ._logs import LogFollower, lines_about, read_tail, temporary_log_file
+from ._failures import condensed, port_clash_message
+from ._loadfail import LoadFailure
+from ._logs import LogFollower, read_tail, temporary_log_file
 from ._preflight import preflight
 from ._procs import end_process_group
 from ._readiness import ModelStatus, health_ready, repository_index
 from ._shadow import StubPlan, build_shadow, plan_stubs, remove_shadow, repository_models, user_path
+from ._startfail import FAILURE_GRACE_S, StartReports
 from ._supervise import StubHealer
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 _POLL_S = 0.1
 _PORT_ATTEMPTS = 3
-_FAILURE_GRACE_S = 1.0
+
 _LIVE: Set[TritonServer] = set()
 
 
@@ -64,7 +64,7 @@ class _PortClash(Exception):
     pass
 
 
-class TritonServer(Endpoints):
+class TritonServer(Endpoints, StartReports):
     """A real tritonserver serving ``model_repository`` on loopback ports.
 
     By default it runs the tritonserver of the ``nvidia-pytriton`` wheel with a prepared Python
@@ -90,10 +90,14 @@ class TritonServer(Endpoints):
     - ``reloadable``: run ``--model-control-mode=explicit`` even without ``heal``, so that
       models can be loaded, reloaded and unloaded through the repository API (what
       :class:`~tritonpy.server.RepositoryWatcher` does).
+    - ``allow_failures``: a model that fails to load at startup does not fail ``start()``:
+      the server serves the others, and ``load_failures`` says why (with ``reloadable``, a
+      fixed model can then be loaded through the repository API).
     - ``check_report``: called with the preflight check's report (``check=True``) before the
       server is launched, so its warnings can be shown first.
 
-    After a failed start, ``load_failures`` holds each failed model's
+    After a failed start (or one with ``allow_failures``), ``load_failures`` holds each failed
+    model's
     :class:`~tritonpy.server.LoadFailure` (the exception, the user's frames, the fix).
 
     ``env`` holds extra environment variables for the server (on top of ``os.environ``);
@@ -134,6 +138,7 @@ class TritonServer(Endpoints):
         heal_report: Optional[Callable[[str], None]] = None,
         reloadable: bool = False,
         check_report: Optional[Callable[[Report], None]] = None,
+        allow_failures: bool = False,
     ) -> None:
         super().__init__(host, (http_port, grpc_port, metrics_port), default_ports, option_names)
         self.model_repository = Path(model_repository).absolute()
@@ -166,6 +171,7 @@ class TritonServer(Endpoints):
         #: the warnings of the preflight check of the last start() (``check=True``)
         self.preflight_report: Optional[Report] = None
         self.reloadable = reloadable
+        self.allow_failures = allow_failures
         self._check_report = check_report
         #: why each model failed to load, after a start() that raised ModelLoadError
         self.load_failures: List[LoadFailure] = []
@@ -200,27 +206,6 @@ class TritonServer(Endpoints):
 
     def _user_text(self, text: str) -> str:
         return user_path(text, self._shadow, self.model_repository)
-
-    @property
-    def serving_python(self) -> Optional[str]:
-        """The interpreter whose stub serves the models (``None`` for another tritonserver
-        given without ``python``)."""
-        if self.python is not None:
-            return self.python
-        return None if self.tritonserver is not None else sys.executable
-
-    def describe_failure(self, model: str, text: str) -> LoadFailure:
-        """Triton's failure text for ``model`` (a load at startup or through the repository
-        API) in its short form, with the user's paths and the fix.
-
-        Example::
-
-            server.describe_failure("m", str(reload_error)).lines()
-        """
-        return describe_load_failure(
-            model, self._user_text(text), repository=self.model_repository,
-            python=self.serving_python,
-        )  # fmt: skip
 
     def model_statuses(self) -> List[ModelStatus]:
         """Every model of the repository with its state (``POST /v2/repository/index``)."""
@@ -319,14 +304,14 @@ class TritonServer(Endpoints):
                     ).start()
                 return self
             except _PortClash as clash:
-                self._stop_quietly(_FAILURE_GRACE_S)
+                self._stop_quietly(FAILURE_GRACE_S)
                 if not self._clash_is_ours(str(clash)) or attempt == _PORT_ATTEMPTS:
                     raise ServerError(
                         port_clash_message(self._ports or [], self.host, str(clash), self.names),
                         log_tail=self.log_tail(),
                     ) from None
             except BaseException:
-                self._stop_quietly(_FAILURE_GRACE_S)
+                self._stop_quietly(FAILURE_GRACE_S)
                 raise
         raise AssertionError("unreachable")
 
@@ -404,6 +389,7 @@ class TritonServer(Endpoints):
             log_verbose=self.log_verbose,
             explicit=(self.heal or self.reloadable)
             and not any("--model-control-mode" in a for a in self.extra_args),
+            exit_on_error=not self.allow_failures,
             extra_args=self.extra_args,
         )
 
@@ -456,7 +442,7 @@ class TritonServer(Endpoints):
         while True:
             returncode = proc.poll()
             follower.poll()
-            if follower.failures:
+            if follower.failures and not self.allow_failures:
                 self._raise_load_error(follower)
             if follower.port_clash:
                 raise _PortClash(follower.port_clash)
@@ -475,8 +461,11 @@ class TritonServer(Endpoints):
                 unavailable = {m.name: m.reason for m in statuses if m.state == "UNAVAILABLE"}
                 if unavailable:
                     follower.failures.update(unavailable)
-                    self._raise_load_error(follower)
+                    if not self.allow_failures:
+                        self._raise_load_error(follower)
                 if ready and statuses and all(m.state in ("READY", "") for m in statuses):
+                    return
+                if self.allow_failures and self._settled(statuses, follower):
                     return
                 if ready and not statuses and not self._expected_models():
                     return  # an empty repository
@@ -486,42 +475,6 @@ class TritonServer(Endpoints):
 
     def _expected_models(self) -> List[str]:
         return repository_models(self.model_repository)
-
-    def _raise_load_error(self, follower: LogFollower) -> None:
-        self._stop_quietly(_FAILURE_GRACE_S)
-        follower.poll()  # failures of other models logged meanwhile
-        assert self._log_path is not None
-        failures = {name: self._user_text(text) for name, text in sorted(follower.failures.items())}
-        about = {
-            name: [
-                self._user_text(line)
-                for line in lines_about(self._log_path, name, start=self._log_start)
-            ]
-            for name in failures
-        }
-        tail = self.log_tail(40)
-        self.load_failures = [self.describe_failure(n, text) for n, text in failures.items()]
-        raise ModelLoadError(
-            load_error_message(self.model_repository, self.load_failures, about, tail),
-            failures=failures,
-            log_tail=tail,
-        )
-
-    def _raise_timeout(self, follower: LogFollower, statuses: List[ModelStatus]) -> None:
-        if statuses:
-            not_ready = sorted({m.name for m in statuses if m.state not in ("READY", "")})
-        else:
-            expected = set(self._expected_models()) | follower.loading
-            not_ready = sorted(expected - follower.loaded)
-        self._stop_quietly(_FAILURE_GRACE_S)
-        tail = self.log_tail(40)
-        raise ServerTimeoutError(
-            timeout_message(
-                self.model_repository, self.startup_timeout, not_ready, tail, self.names
-            ),
-            not_ready=not_ready,
-            log_tail=tail,
-        )
 
     def _stop_quietly(self, grace: float) -> None:
         with contextlib.suppress(ServerError):

@@ -50,7 +50,8 @@ EventKind = Literal["loaded", "reloaded", "unloaded", "failed"]
 class WatchEvent:
     """One thing the watcher did to ``model``.
 
-    - ``kind``: ``loaded`` (a new directory), ``reloaded``, ``unloaded`` or ``failed``;
+    - ``kind``: ``loaded`` (a new directory, or a model that was not READY), ``reloaded``,
+      ``unloaded`` or ``failed``;
     - ``seconds``: how long the server took; ``versions``: the versions READY afterwards;
     - ``failure``: why a load failed, short (:class:`~tritonpy.server.LoadFailure`);
       ``versions`` then holds the versions that keep serving (none for a new model);
@@ -134,7 +135,13 @@ class RepositoryWatcher:
 
     def look(self) -> List[WatchEvent]:
         """One poll: act on a change that has settled; return the events of this poll."""
-        change = self._settle.look(snapshot(self.server.model_repository), self.clock())
+        began = self.clock()
+        now = snapshot(self.server.model_repository)
+        at = self.clock()
+        # a repository of many files (an unpacked environment) is looked at less often: the
+        # look itself never takes more than about a fifth of a core
+        self._poller.interval = max(self.interval, 4 * (at - began))
+        change = self._settle.look(now, at)
         return self.apply(change) if change else []
 
     def apply(self, change: Change) -> List[WatchEvent]:
@@ -151,13 +158,13 @@ class RepositoryWatcher:
         plain = [n for n in changed if not is_ensemble(repository / n)]
         done: List[str] = []
         for name in plain:
-            event = self._load(name, new=name in change.added)
+            event = self._load(name)
             events.append(event)
             if event.kind != "failed":
                 done.append(name)
         edited_ensembles = [n for n in changed if n not in plain]
         for name in edited_ensembles:
-            events.append(self._load(name, new=name in change.added))
+            events.append(self._load(name))
         events += self._follow(repository, done, skip=edited_ensembles)
         return events
 
@@ -175,7 +182,7 @@ class RepositoryWatcher:
                 event = WatchEvent("reloaded", name, 0.0, versions, after=after, by_server=True)
                 events.append(self._report(event))
             else:
-                events.append(self._load(name, new=False, after=after))
+                events.append(self._load(name, after=after))
             if events[-1].kind != "failed":
                 done.append(name)
         return events
@@ -196,7 +203,10 @@ class RepositoryWatcher:
                 ready[status.name] = (*ready.get(status.name, ()), status.version)
         return ready
 
-    def _load(self, name: str, *, new: bool, after: str = "") -> WatchEvent:
+    def _load(self, name: str, *, after: str = "") -> WatchEvent:
+        """Load ``name``: ``loaded`` when it was not READY before (new, or failed), else
+        ``reloaded``."""
+        was_ready = name in self._ready_versions()
         started = self.clock()
         try:
             _repository_call(self.server.http_url, name, "load", self.timeout)
@@ -206,7 +216,7 @@ class RepositoryWatcher:
             return self._report(WatchEvent("failed", name, versions=kept, failure=failure))
         seconds = self.clock() - started
         versions = self._ready_versions().get(name, ())
-        kind: EventKind = "loaded" if new else "reloaded"
+        kind: EventKind = "reloaded" if was_ready else "loaded"
         return self._report(WatchEvent(kind, name, seconds, versions, after=after))
 
     def _unload(self, name: str) -> WatchEvent:
