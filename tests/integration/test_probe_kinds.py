@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -23,6 +24,7 @@ import pytest
 
 from tritonpy import TritonRequestError
 from tritonpy.cli import main
+from tritonpy.export._manifests import PROBE_COMMAND
 from tritonpy.probe._diagnosis import server_refused
 from tritonpy.server import TritonServer
 from tritonpy.server._client import InferClient, SequenceControl
@@ -122,6 +124,23 @@ def test_a_string_corrid_control_gets_a_string_id_which_2410_refuses(
     assert main(["probe", "--url", server.http_url, "-m", "kind_seq_string"]) == 1
     line = capsys.readouterr().out.splitlines()[0]
     assert "not probed (listed READY): the server refused the probe's request before" in line
+
+
+def test_the_exports_liveness_command_passes_a_healthy_repository_of_every_kind(
+    server: TritonServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # without the TYPE_STRING CORRID model, which 24.10 refuses every request to
+    unload = urllib.request.Request(
+        f"{server.http_url}/v2/repository/models/kind_seq_string/unload", data=b"{}"
+    )
+    with urllib.request.urlopen(unload, timeout=60) as reply:
+        assert reply.status == 200
+    argv = list(PROBE_COMMAND[1:])
+    assert argv[argv.index("--url") + 1] == "grpc://localhost:8001"
+    argv[argv.index("--url") + 1] = f"grpc://{server.grpc_url}"
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == f"{len(HEALTHY)} of {len(HEALTHY)} model(s) answered at {argv[2]}"
 
 
 def test_the_servers_own_refusals_are_told_from_a_models(server: TritonServer) -> None:

@@ -25,8 +25,11 @@ from .._runtime._optional import optional_import
 #: Triton's ports: name -> container port
 PORTS: Dict[str, int] = {"http": 8000, "grpc": 8001, "metrics": 8002}
 READY_PATH = "/v2/health/ready"
-#: the liveness check inside the container (the image installs tritonpy for it)
-PROBE_COMMAND = ("tritonpy", "probe", "--url", f"localhost:{PORTS['http']}", "--timeout", "5")
+#: the liveness check inside the container (the image installs tritonpy for it). Over gRPC:
+#: only gRPC reaches every kind of model (a decoupled model's stream with a sequence's
+#: correlation id, binary BYTES, BF16), which HTTP generate_stream cannot all carry
+_PROBE_URL = f"grpc://localhost:{PORTS['grpc']}"
+PROBE_COMMAND = ("tritonpy", "probe", "--url", _PROBE_URL, "--timeout", "5")
 
 
 @dataclass(frozen=True)
