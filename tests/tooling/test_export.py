@@ -97,7 +97,7 @@ def make_repo(root: Path, *, env: Optional[str] = "$$TRITON_MODEL_DIRECTORY/env.
 
 
 WHEEL = running_tritonpy().wheel_name
-PROBE = ["tritonpy", "probe", "--url", "localhost:8000", "--timeout", "5"]
+PROBE = ["tritonpy", "probe", "--url", "grpc://localhost:8001", "--timeout", "5"]
 
 
 def tree(root: Path) -> List[str]:
@@ -182,7 +182,7 @@ def test_dockerfile_and_dockerignore(tmp_path: Path) -> None:
         "install",
         "--no-cache-dir",
         f"/tmp/{WHEEL}",
-        "'tritonclient[http]'",
+        "'tritonclient[grpc]'",
         "'numpy<2'",  # 24.10's stub predates numpy 2
         "&&",
         "rm",
@@ -275,7 +275,7 @@ def test_kubernetes_manifests(tmp_path: Path) -> None:
         "kubectl apply -f k8s/inferenceservice.yaml",
         "- `double`",
         "- `plain`",
-        "livenessProbe runs `tritonpy probe --url localhost:8000 --timeout 5`",
+        "livenessProbe runs `tritonpy probe --url grpc://localhost:8001 --timeout 5`",
     ):
         assert expected in readme, expected
 

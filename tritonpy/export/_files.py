@@ -37,12 +37,13 @@ FROM {base_image}
 
 # tritonpy itself (the one that wrote this export) for the liveness check below: 'tritonpy
 # probe' sends each model one real request, which sees a model whose stub process died while
-# Triton still says READY. tritonclient[http] comes from your package index at build time.
+# Triton still says READY, over gRPC (the one protocol that reaches every kind of model:
+# streams, sequences). tritonclient[grpc] comes from your package index at build time.
 # (The models do not use this install: each brings tritonpy in its own environment.)
 # PIP_BREAK_SYSTEM_PACKAGES: newer containers mark the system Python as externally managed.
 COPY {WHEELS_DIR}/{wheel} /tmp/{wheel}
 RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir /tmp/{wheel} \\
-        'tritonclient[http]'{pin} && rm /tmp/{wheel}
+        'tritonclient[grpc]'{pin} && rm /tmp/{wheel}
 
 # every model with its config.pbtxt, environment archive (EXECUTION_ENV_PATH) and, where the
 # environment's Python differs from the container's, its triton_python_backend_stub
