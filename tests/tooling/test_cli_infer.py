@@ -1,8 +1,11 @@
-"""``tritonpy infer`` without a server: how outputs are shown and how VALUEs become tensors."""
+"""``tritonpy infer`` without a server: how outputs are shown and how VALUEs become tensors, a
+stream's responses and a sequence's options (the real server:
+tests/integration/test_infer_kinds.py)."""
 
 from __future__ import annotations
 
 import json
+from typing import Any, Iterator, List
 
 import numpy as np
 import pytest
@@ -86,3 +89,105 @@ def test_cli_help_documents_the_value_rule(capsys: pytest.CaptureFixture[str]) -
     assert "sends that JSON document to a tp.JSON input" in help_text
     assert "--full" in help_text and "--json" in help_text
     assert "default localhost:8001" in help_text
+
+
+# ------------------------------------------------------------ decoupled and sequence models
+def test_sequence_options_on_each_kind() -> None:
+    from tritonpy._tooling.errors import ServerError
+    from tritonpy.server._infer_kinds import SequenceOptions, sequence_control
+    from tritonpy.server._model_kind import ModelKind
+
+    seq = ModelKind(sequence=True, sequence_model="s", id_type="TYPE_UINT64")
+    fresh = sequence_control("s", seq, SequenceOptions())
+    assert fresh is not None and (fresh.start, fresh.end) == (True, True)
+    assert isinstance(fresh.id, int) and fresh.id > 0
+    driven = sequence_control("s", seq, SequenceOptions("user-7", start=True))
+    assert driven is not None and (driven.id, driven.start, driven.end) == ("user-7", True, False)
+    with pytest.raises(ServerError, match="--sequence-start and --sequence-end need --sequence-id"):
+        sequence_control("s", seq, SequenceOptions(end=True))
+    with pytest.raises(ServerError, match="needs a non-zero number or a non-empty string"):
+        sequence_control("s", seq, SequenceOptions(0))
+    assert sequence_control("p", ModelKind(), SequenceOptions()) is None
+    with pytest.raises(ServerError, match="model 'p' is no sequence model"):
+        sequence_control("p", ModelKind(), SequenceOptions(3))
+
+
+def test_a_sequence_id_is_a_number_when_it_reads_as_one() -> None:
+    from tritonpy.server._model_kind import sequence_id_from_text
+
+    assert sequence_id_from_text("42") == 42
+    assert sequence_id_from_text("user-7") == "user-7"
+    assert sequence_id_from_text("-3") == "-3"  # no negative ids: a string
+
+
+def stream_events(final: bool = True) -> List[Any]:
+    from tritonpy.server._infer_kinds import InferEnd, InferResponse
+
+    out = [OutputTensor("OUT", "INT32", np.array([4], np.int32))]
+    return [
+        InferResponse(0, out, True),
+        InferResponse(1, out, True),
+        InferEnd(2, True, final, None),
+    ]
+
+
+def test_a_stream_prints_each_response_then_the_count(capsys: pytest.CaptureFixture[str]) -> None:
+    from tritonpy.server._infer_cli import print_infer_events
+
+    assert print_infer_events(stream_events(), as_json=False, model="square") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "response 0",
+        "OUT (INT32, shape [1]): [4]",
+        "response 1",
+        "OUT (INT32, shape [1]): [4]",
+        "2 response(s), the stream ended with the final flag",
+    ]
+    print_infer_events(stream_events(final=False), as_json=True, model="square")
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line.get("index") for line in lines] == [0, 1, None]
+    assert lines[2] == {"model": "square", "responses": 2, "final": False}
+
+
+def test_an_error_after_responses_says_how_many_came(capsys: pytest.CaptureFixture[str]) -> None:
+    from tritonpy import TritonRequestError
+    from tritonpy.server._infer_cli import print_infer_events
+
+    def events() -> Iterator[Any]:
+        yield stream_events()[0]
+        raise TritonRequestError("UNKNOWN", "boom")
+
+    with pytest.raises(TritonRequestError, match="boom"):
+        print_infer_events(events(), as_json=False, model="m")
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "1 response(s), then the stream ended with an error:"
+    )
+
+
+def test_a_plain_json_document_names_its_sequence(capsys: pytest.CaptureFixture[str]) -> None:
+    from tritonpy.server._client import SequenceControl
+    from tritonpy.server._infer_cli import print_infer_events
+    from tritonpy.server._infer_kinds import InferEnd, InferNote, InferResponse
+
+    out = [OutputTensor("SUM", "INT32", np.array([[7]], np.int32))]
+    control = SequenceControl(9, start=True, end=True)
+    events = [InferNote("a fresh id"), InferResponse(0, out), InferEnd(1, False, False, control)]
+    print_infer_events(events, as_json=True, model="seq")
+    captured = capsys.readouterr()
+    assert captured.err == "tritonpy: a fresh id\n"
+    assert json.loads(captured.out) == {
+        "model": "seq",
+        "outputs": [{"name": "SUM", "datatype": "INT32", "shape": [1, 1], "data": [[7]]}],
+        "sequence": {"id": 9, "start": True, "end": True},
+    }
+
+
+def test_cli_help_documents_streams_and_sequences(capsys: pytest.CaptureFixture[str]) -> None:
+    from tritonpy.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["infer", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for flag in ("--sequence-id ID", "--sequence-start", "--sequence-end"):
+        assert flag in help_text
+    assert "JSON lines, one {model, index, outputs} per response" in help_text
+    assert "each response is printed as it arrives" in help_text

@@ -23,8 +23,11 @@ from tritonpy._tooling.errors import ServerError
 from tritonpy.cli import main
 from tritonpy.probe import ProbeRequestError, ProbeUsageError, probe
 from tritonpy.probe import _runner as runner
-from tritonpy.probe._report import judge
+from tritonpy.probe._diagnosis import dead_stub, server_refused
+from tritonpy.probe._report import ProbeResult, judge
 from tritonpy.probe._requests import probe_inputs, warmup_sample
+from tritonpy.server._model_kind import fresh_sequence_id, model_kind
+from tritonpy.server._streaming import UNKNOWN_CODE
 
 
 def config(max_batch_size: int = 0, **inputs: Any) -> Dict[str, Any]:
@@ -359,3 +362,154 @@ def test_missing_tritonclient_is_one_line_and_exit_2() -> None:
         "tritonpy: error: tritonpy probe needs tritonclient[http] (not installed): "
         "pip install 'tritonpy[client]'"
     ]
+
+
+# ------------------------------------------------------------------ every kind of model
+# the messages below are the real 24.10 server's (tests/integration/test_probe_kinds.py)
+NO_CORRID = (
+    "inference request to model 'seq_sum_direct' must specify a non-zero or non-empty "
+    "correlation ID"
+)
+SERVER_REFUSALS = [
+    NO_CORRID,
+    f"in ensemble 'kind_ens_seq', {NO_CORRID}",
+    "inference request for sequence 77 to model 'seq_sum_oldest' must specify the START flag "
+    "on the first request of the sequence",
+    "inference request to model 'seq_sum_direct' must specify batch-size 1 due to "
+    "requirements of sequence batcher",
+    "[request id: <id_unknown>] unexpected shape for input 'INPUT0' for model 'add_sub'. "
+    "Expected [4], got [3]. ",
+    "[request id: <id_unknown>] expected 2 inputs but got 1 inputs for model 'add_sub'.",
+    "The schema can not convert input 'INPUT0' to tensor with proper shape",
+    "HTTP end point doesn't support models with decoupled transaction policy",
+]
+
+
+@pytest.mark.parametrize("message", SERVER_REFUSALS)
+def test_the_servers_refusals_are_no_answer(message: str) -> None:
+    assert server_refused(message)
+    assert judge(TritonRequestError("INVALID_ARG", message))[:2] == (False, "INVALID_ARG")
+    assert judge(TritonRequestError(UNKNOWN_CODE, message))[0] is False
+
+
+def test_a_streams_error_without_code_is_judged_by_its_message() -> None:
+    own = TritonRequestError(UNKNOWN_CODE, "word 0 is BAD; send words other than BAD")
+    assert judge(own) == (True, UNKNOWN_CODE, own.message)
+    dead = TritonRequestError(UNKNOWN_CODE, "Stub process 'square_0_0' is not healthy.")
+    assert judge(dead)[0] is False
+    crashed = "Failed to process the request(s) for model 'm_0_0', message: ValueError: x"
+    assert judge(TritonRequestError(UNKNOWN_CODE, crashed))[0] is False
+    # the model's own INVALID_ARG still counts (it ran): not a server message
+    assert not server_refused("input 'IMAGE', row 0: expected an encoded image")
+
+
+def test_a_dead_stub_is_named_by_its_model() -> None:
+    models = ["kind_bls_callee", "kind_bls_caller", "square", "square_big"]
+    bls = (
+        "Failed to process the request(s) for model 'kind_bls_caller_0_0', message: "
+        "TritonModelException: Stub process 'kind_bls_callee_0_0' is not healthy.\n\nAt:\n"
+    )
+    assert dead_stub(bls, models) == "kind_bls_callee"
+    assert dead_stub("in ensemble 'e', Stub process 'square_big_0_1' is not healthy.", models) == (
+        "square_big"
+    )
+    assert dead_stub("Stub process 'cf_image_0' is not healthy.", ["cf_image"]) == "cf_image"
+    assert dead_stub("Stub process 'gone_0' is not healthy.", models) == "gone_0"
+    assert dead_stub("input 'X': bad", models) is None
+
+
+def test_fail_lines_name_the_member_or_callee_and_the_servers_refusal() -> None:
+    member = ProbeResult(
+        "pipe",
+        True,
+        False,
+        0.002,
+        "INTERNAL",
+        "in ensemble 'pipe', Stub process 'sq_0_0' is not healthy.",
+        dead_stub="sq",
+        dead_stub_role="member",
+    )
+    assert member.render() == (
+        "FAIL  pipe  2.0 ms  did not answer (listed READY): the stub process of its ensemble "
+        "member 'sq' is dead: [INTERNAL] in ensemble 'pipe', Stub process 'sq_0_0' is not "
+        "healthy."
+    )
+    callee = ProbeResult(
+        "c",
+        True,
+        False,
+        0.001,
+        "INTERNAL",
+        "x\n\nAt:\n  model.py(19)",
+        dead_stub="b",
+        dead_stub_role="callee",
+    )
+    assert callee.render().endswith(
+        "the stub process of its BLS callee 'b' is dead: [INTERNAL] x At: model.py(19)"
+    )
+    refused = ProbeResult("q", True, False, 0.001, "INVALID_ARG", NO_CORRID, refused_by_server=True)
+    assert refused.render().startswith(
+        "FAIL  q  1.0 ms  not probed (listed READY): the server refused the probe's request "
+        f"before the model ran: [INVALID_ARG] {NO_CORRID} (give the model a model_warmup"
+    )
+    streamed = ProbeResult("s", True, True, 0.001, "OK", request="stream: the final flag")
+    assert streamed.render() == "ok    s  1.0 ms  answered (stream: the final flag)"
+    assert refused.to_json()["refused_by_server"] is True
+    assert member.to_json()["dead_stub"] == "sq" and streamed.to_json()["dead_stub"] is None
+
+
+SEQUENCE = {
+    "direct": {},
+    "control_input": [
+        {"name": "CORRID", "control": [{"kind": "CONTROL_SEQUENCE_CORRID", "data_type": "X"}]}
+    ],
+}
+
+
+def sequence_config(id_type: str) -> Dict[str, Any]:
+    batching = json.loads(json.dumps(SEQUENCE).replace('"X"', json.dumps(id_type)))
+    return {**config(4, VALUE=("TYPE_INT32", [1])), "sequence_batching": batching}
+
+
+def test_model_kinds_follow_ensembles_and_corrid_types() -> None:
+    configs = {
+        "seq": {**sequence_config("TYPE_UINT64"), "name": "seq"},
+        "plain": config(0, X=("TYPE_FP32", [1])),
+        "ens": {
+            "name": "ens",
+            "platform": "ensemble",
+            "ensemble_scheduling": {"step": [{"model_name": "plain"}, {"model_name": "seq"}]},
+        },
+    }
+    kind = model_kind(configs["ens"], configs.__getitem__)
+    assert (kind.sequence, kind.sequence_model, kind.string_id) == (True, "seq", False)
+    assert model_kind(configs["ens"]).sequence is False  # without a reader: its own config
+    assert model_kind(configs["plain"]).describe() == "plain"
+    string = model_kind(sequence_config("TYPE_STRING"))
+    assert string.string_id and str(fresh_sequence_id(string)).startswith("tritonpy-")
+    small = model_kind(sequence_config("TYPE_INT32"))
+    ids = {fresh_sequence_id(small) for _ in range(50)}
+    assert len(ids) == 50 and all(0 < i < 2**31 for i in ids)  # type: ignore[operator]
+
+
+def test_a_sequence_model_gets_a_one_request_sequence(
+    stand_in: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(CONFIGS, "seq", sequence_config("TYPE_UINT64"))
+    monkeypatch.setattr(
+        sys.modules[__name__], "INDEX", [{"name": "seq", "version": "1", "state": "READY"}]
+    )
+    sequences: List[Any] = []
+    original = StandIn.infer
+
+    def infer(self: Any, model: str, inputs: Any, **kwargs: Any) -> List[Any]:
+        sequences.append(kwargs.get("sequence"))
+        return original(self, model, inputs, **kwargs)
+
+    monkeypatch.setattr(StandIn, "infer", infer)
+    probe("localhost:8000")
+    report = probe("localhost:8000")
+    (result,) = report.results
+    assert result.answered and result.request.startswith("infer in sequence ")
+    assert [(s.start, s.end) for s in sequences] == [(True, True), (True, True)]
+    assert sequences[0].id != sequences[1].id and all(s.id > 0 for s in sequences)
