@@ -11,6 +11,7 @@ import shutil
 import stat
 import sys
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -44,7 +45,7 @@ def server(
 ) -> TritonServer:
     repo = tmp_path_factory.mktemp("perf_kinds")
     repository_builder(repo, "perf_square", "seq_string_corrid", "seq_stream_sum",
-                       source=PERF_MODELS)  # fmt: skip
+                       "ens_square", "ens_seq_sum", source=PERF_MODELS)  # fmt: skip
     repository_builder(repo, "seq_sum_direct", "seq_sum_oldest", source=KIND_MODELS)
     repository_builder(repo, "cf_stream", source=STREAMING_MODELS)
     flaky = repo / "perf_square_flaky"
@@ -214,6 +215,23 @@ def test_perf_cli_on_sequence_models(server: TritonServer, tmp_path: Path) -> No
     assert status == 0 and data["mode"] == "sequence" and data["streamed"] is True
     point = data["points"][0]
     assert point["errors"] == 0 and point["responses_per_request"] == 2.0
+
+
+def test_ensembles_over_decoupled_and_sequence_models(server: TritonServer, three: Path) -> None:
+    """The server marks an ensemble with a decoupled step decoupled; an ensemble over a
+    sequence model wants correlation ids: perf finds its step and sends sequences."""
+    specs = {"IN": InputSpec("file", path=three)}
+    options = PerfOptions(concurrency=(2,), duration=1.0, warmup=0.2, engine="builtin",
+                          specs=specs, sequence_length=5)  # fmt: skip
+    stream = run_perf("ens_square", server.grpc_url, options)
+    assert stream.mode == "streaming" and stream.points[0].errors == 0
+    assert stream.points[0].responses_per_request == 3.0
+    options = replace(options, specs={})
+    sequences = run_perf("ens_seq_sum", server.http_url, options)  # HTTP: not decoupled
+    assert sequences.mode == "sequence" and sequences.protocol == "http"
+    point = sequences.points[0]
+    assert point.errors == 0 and point.completed > 0 and point.sequences_per_s
+    assert abs(point.sequences_per_s * 5 - point.throughput) <= 5 * 2
 
 
 def test_sequence_refusal_names_the_reason(

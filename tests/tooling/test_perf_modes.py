@@ -64,6 +64,25 @@ def test_model_kind_from_the_served_configuration() -> None:
     assert both.mode == "sequence" and both.decoupled
 
 
+def test_an_ensemble_over_a_sequence_model_is_one() -> None:
+    configs = {
+        "outer": {"name": "outer", "ensemble_scheduling": {"step": [{"model_name": "plain"},
+                                                                   {"model_name": "inner"}]}},
+        "inner": {"name": "inner", "ensemble_scheduling": {"step": [{"model_name": "seq"}]}},
+        "plain": {"name": "plain"},
+        "seq": SEQUENCE_CONFIG,
+    }  # fmt: skip
+    kind = model_kind(configs["outer"], lambda name: configs[name])
+    assert kind.sequence and kind.via == "seq" and kind.strategy == "oldest" and kind.string_ids
+    assert kind.describe() == "an ensemble over the sequence model 'seq' (oldest strategy)"
+    assert not model_kind(configs["outer"]).sequence  # without a lookup: its own config only
+
+    def missing(name: str) -> Dict[str, Any]:
+        raise KeyError(name)
+
+    assert not model_kind(configs["outer"], missing).sequence
+
+
 def test_sequence_ids_are_fresh_bounded_and_checked() -> None:
     ids = SequenceIds(5, 8)
     assert [ids.take() for _ in range(5)] == [5, 6, 7, 5, 6]  # END excluded, then again

@@ -11,8 +11,8 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Literal, Mapping, Optional, Set
 
 #: how a load test drives a model: ``plain`` one request one response, ``streaming`` each
 #: request on a gRPC stream until its final response, ``sequence`` sequences of requests
@@ -27,13 +27,15 @@ _CORRID = "CONTROL_SEQUENCE_CORRID"
 class ModelKind:
     """The model's kind as a load test needs it: ``decoupled``, ``sequence``, the sequence
     batcher's ``strategy`` (``direct``, ``oldest``; empty when not a sequence model), the
-    ``corrid_type`` of its CORRID control (e.g. ``TYPE_UINT64``; empty without one)."""
+    ``corrid_type`` of its CORRID control (e.g. ``TYPE_UINT64``; empty without one);
+    ``via``: for an ensemble, the step whose sequence batcher makes it a sequence model."""
 
     name: str
     decoupled: bool = False
     sequence: bool = False
     strategy: str = ""
     corrid_type: str = ""
+    via: str = ""
 
     @property
     def mode(self) -> Mode:
@@ -58,6 +60,8 @@ class ModelKind:
         if not self.sequence:
             return "a decoupled model" if self.decoupled else "a model"
         strategy = f"{self.strategy} strategy" if self.strategy else "sequence batching"
+        if self.via:
+            return f"an ensemble over the sequence model {self.via!r} ({strategy})"
         prefix = "a decoupled sequence model" if self.decoupled else "a sequence model"
         return f"{prefix} ({strategy})"
 
@@ -70,9 +74,46 @@ def _corrid_type(batching: Mapping[str, Any]) -> str:
     return ""
 
 
-def model_kind(config: Mapping[str, Any]) -> ModelKind:
+#: the served configuration of a model by name (``InferClient.model_config``)
+ConfigLookup = Callable[[str], Mapping[str, Any]]
+
+
+def model_kind(config: Mapping[str, Any], lookup: Optional[ConfigLookup] = None) -> ModelKind:
     """The :class:`ModelKind` of the model whose configuration (JSON form, as the server's
-    ``/config`` returns it) is ``config``."""
+    ``/config`` returns it) is ``config``. With ``lookup``, an ensemble one of whose steps
+    (at any depth) is a sequence model is one too: the server wants correlation ids and
+    START/END for it (a decoupled step already marks the ensemble decoupled in its served
+    configuration)."""
+    kind = _own_kind(config)
+    if lookup is None or kind.sequence or "ensemble_scheduling" not in config:
+        return kind
+    step = _sequence_step(config, lookup, {kind.name})
+    if step is None:
+        return kind
+    via = step.via or step.name
+    return replace(kind, sequence=True, strategy=step.strategy, corrid_type=step.corrid_type,
+                   via=via)  # fmt: skip
+
+
+def _sequence_step(
+    config: Mapping[str, Any], lookup: ConfigLookup, seen: Set[str]
+) -> Optional[ModelKind]:
+    """The first step of an ensemble that is (or runs) a sequence model, or None."""
+    for step in (config.get("ensemble_scheduling") or {}).get("step") or []:
+        name = str(step.get("model_name", ""))
+        if not name or name in seen:
+            continue
+        seen.add(name)
+        try:
+            found = model_kind(lookup(name), lookup)
+        except Exception:  # a step the server does not describe: the ensemble stays as it is
+            continue
+        if found.sequence:
+            return found
+    return None
+
+
+def _own_kind(config: Mapping[str, Any]) -> ModelKind:
     policy = config.get("model_transaction_policy") or {}
     batching: Optional[Mapping[str, Any]] = config.get("sequence_batching")
     strategy = ""

@@ -136,7 +136,7 @@ def run_perf(
     endpoint = client.endpoint
     try:
         config = client.model_config(model)
-        kind = model_kind(config)
+        kind = model_kind(config, client.model_config)
         if kind.decoupled and endpoint.protocol != "grpc":
             raise http_refusal(kind, url)
         payloads = generate_payloads(
