@@ -46,8 +46,8 @@ def load_error(model: Path) -> ModelLoadError:
     return caught.value
 
 
-def leftover_packages() -> list:
-    return [name for name in sys.modules if name.startswith("_tritonpy_model_m_")]
+def model_packages() -> set:
+    return {name for name in sys.modules if name.startswith("_tritonpy_model_m_")}
 
 
 # -- model.py that does not parse or import --------------------------------------------------
@@ -56,6 +56,7 @@ def leftover_packages() -> list:
 def test_a_syntax_error_names_file_and_line_and_chains_the_original(tmp_path: Path) -> None:
     broken = PLAIN.replace("def execute(self, requests):", "def execute(self, requests)")
     model = model_dir(tmp_path, broken)
+    before = model_packages()
     error = load_error(model)
     model_py = model / "1" / "model.py"
     assert isinstance(error.__cause__, SyntaxError)
@@ -65,7 +66,7 @@ def test_a_syntax_error_names_file_and_line_and_chains_the_original(tmp_path: Pa
         f"model 'm' failed to load: importing {model_py} raised {server_text} at {model_py}, "
         f"line 5; fix the syntax at that line (tritonserver refuses the model the same way)"
     )
-    assert leftover_packages() == []
+    assert model_packages() == before  # nothing of the failed import stays imported
 
 
 def test_a_syntax_error_in_a_sibling_module_names_the_sibling(tmp_path: Path) -> None:
@@ -78,6 +79,7 @@ def test_a_syntax_error_in_a_sibling_module_names_the_sibling(tmp_path: Path) ->
 
 def test_a_missing_package_names_the_import_line_and_how_to_install_it(tmp_path: Path) -> None:
     model = model_dir(tmp_path, '"""doc"""\n\nimport tritonpy_no_such_package_xyz\n' + PLAIN)
+    before = model_packages()
     error = load_error(model)
     assert isinstance(error.__cause__, ModuleNotFoundError)
     text = "ModuleNotFoundError: No module named 'tritonpy_no_such_package_xyz'"
@@ -86,7 +88,7 @@ def test_a_missing_package_names_the_import_line_and_how_to_install_it(tmp_path:
     assert f"raised {text} at {model / '1' / 'model.py'}, line 3;" in message
     assert "install 'tritonpy_no_such_package_xyz' where the model runs" in message
     assert "tritonpy pack-env" in message and "or remove the import" in message
-    assert leftover_packages() == []
+    assert model_packages() == before  # nothing of the failed import stays imported
 
 
 @pytest.mark.parametrize(
