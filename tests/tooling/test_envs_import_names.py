@@ -96,7 +96,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "google/_upb/_message.abi3.so": b"",
         },
     )
-    _dist(  # a single module, its bytecode, a .pth file, a .data folder, a script in bin/
+    _dist(  # a module, its bytecode, .pth, .data and .egg-info folders, a script in bin/
         site,
         "six",
         {
@@ -104,6 +104,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "__pycache__/six.cpython-38.pyc": b"",
             "six-extra.pth": b"",
             "six-1.0.data/scripts/tool": b"",
+            "six-0.9.egg-info/PKG-INFO": b"",
             "../../bin/six-tool": b"",
             "tests/__init__.py": b"",
         },
