@@ -3,7 +3,11 @@
 A model whose Python stub process died stays READY in Triton (``/v2/health/ready``, model
 readiness) while every request fails with ``Stub process 'NAME_0' is not healthy``. The probe
 sends each model one real inference built from its configuration and reports the models that
-did not answer: the command exits 1 then, so an orchestrator restarts the server.
+did not answer: the command exits 1 then, so an orchestrator restarts the server. Every kind of
+model: a decoupled one gets a stream (healthy at its first response or final flag), a sequence
+one a one-request sequence (START and END, a fresh correlation id); an ensemble is probed as a
+whole and a BLS caller through its callees, a failure naming the member or callee whose stub
+died.
 
 Example::
 

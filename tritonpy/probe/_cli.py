@@ -49,9 +49,16 @@ def add_parser(subparsers: shared.Subparsers) -> None:
 def cmd_probe(args: argparse.Namespace) -> int:
     """Send one inference request, built from the model's configuration (or its model_warmup
     sample), to each model of a running Triton (default: every READY model) and report which
-    answered. A success or a refusal of the input (INVALID_ARG) counts as an answer; INTERNAL
-    errors such as 'Stub process ... is not healthy', UNAVAILABLE and timeouts do not. Exit 1
-    when a model did not answer: use it as a livenessProbe."""
+    answered. A success or the model's own refusal of the input (INVALID_ARG) counts as an
+    answer; INTERNAL errors such as 'Stub process ... is not healthy', UNAVAILABLE, timeouts
+    and the server's refusals before any model ran (no correlation id, a wrong shape) do not.
+    A decoupled model gets a stream and answers with its first response or its final flag
+    (gRPC's bidirectional stream; over HTTP generate_stream, which carries JSON numbers and
+    text but no sequence id: use grpc://HOST:8001 for the rest); a sequence model (or an
+    ensemble over one) gets a one-request sequence, START and END with a fresh correlation id.
+    A failure names the ensemble member or BLS callee whose stub died. Exit 1 when a model did
+    not answer: use it as a livenessProbe (tritonpy export runs it over gRPC). A bare host:port
+    --url is HTTP here (the port Kubernetes probes use), gRPC for tritonpy infer."""
     from ._runner import probe
 
     report = probe(args.url, args.model, **shared.options(args, "timeout protocol repository"))

@@ -197,9 +197,14 @@ def probe(
     repository index, ensembles included) of the server at ``url`` and judge each answer (see
     :func:`tritonpy.probe._report.judge`).
 
-    ``url`` is ``host:port`` (HTTP unless ``protocol="grpc"``), ``http://``, ``https://``,
-    ``grpc://`` or ``grpcs://``. Each request is built from the model's configuration as the
-    server reports it (see :func:`tritonpy.probe._requests.probe_inputs`); ``repository`` is the
+    ``url`` is ``host:port`` (HTTP unless ``protocol="grpc"``: the port Kubernetes probes and
+    the health endpoints use; :class:`~tritonpy.server.InferClient` reads it as gRPC),
+    ``http://``, ``https://``, ``grpc://`` or ``grpcs://``. Each request is built from the
+    model's configuration as the server reports it (see
+    :func:`tritonpy.probe._requests.probe_inputs`) and sent as its kind needs: a stream to a
+    decoupled model (gRPC, or HTTP ``generate_stream`` where the inputs fit it, else a
+    ``REQUEST`` failure saying to use gRPC), a one-request sequence (START and END, a fresh
+    correlation id) to a sequence model or an ensemble over one; ``repository`` is the
     server's model repository as seen from here, needed only for warmup samples that name an
     ``input_data_file``. ``timeout`` bounds every call in seconds.
 
