@@ -2,7 +2,8 @@
 (NVIDIA's raw ``square``, a tritonpy streaming model, an ensemble over ``square``) answer on a
 stream over gRPC and over HTTP ``generate_stream``; sequence models (direct and oldest
 strategies, an ensemble over one, a decoupled one) get a one-request sequence with a fresh
-correlation id; BLS callers and ensembles answer through their callees and members. Then every
+correlation id; BLS callers (raw and tritonpy, plain and streaming) and ensembles answer through
+their callees and members. Then every
 stub is SIGKILLed: each kind FAILs, an ensemble naming its member, a BLS caller its callee.
 
 The judging rule is checked on the real server's own messages: its refusals before any model
@@ -34,8 +35,14 @@ pytestmark = pytest.mark.integration
 
 HERE = Path(__file__).parent
 KINDS = HERE / "kind_models"
+#: tritonpy BLS callers (a plain one, a streaming one) and their callees
+TRITONPY_BLS = ["cf_bls_relay", "cf_bls_router", "cf_target_scale", "cf_target_words"]
 HEALTHY = [
+    "cf_bls_relay",
+    "cf_bls_router",
     "cf_stream",
+    "cf_target_scale",
+    "cf_target_words",
     "kind_bls_callee",
     "kind_bls_caller",
     "kind_ens_plain",
@@ -57,7 +64,8 @@ def server(
     repo = tmp_path_factory.mktemp("kinds") / "repo"
     repository_builder(repo, "square", source=HERE.parent / "runtime" / "nvidia_examples")
     repository_builder(repo, "cf_stream", source=HERE / "streaming_models")
-    names = [n for n in HEALTHY if (KINDS / n).is_dir()] + ["kind_seq_string"]
+    repository_builder(repo, *TRITONPY_BLS, source=HERE / "bls_models")
+    names = [n for n in HEALTHY if n.startswith(("kind_", "seq_"))] + ["kind_seq_string"]
     repository_builder(repo, *names, source=KINDS)
     return triton_server_factory(
         repo, heal=False, extra_args=["--model-control-mode=explicit", "--load-model=*"]
@@ -175,6 +183,8 @@ def test_every_kind_fails_once_its_stub_is_killed(
     for model in ("square", "cf_stream", "seq_sum_direct", "seq_sum_oldest", "kind_bls_callee"):
         kill_stub(server, model)
     kill_stub(server, "kind_seq_stream")
+    kill_stub(server, "cf_target_scale")
+    kill_stub(server, "cf_target_words")
     for url in urls(server):
         status, models = run_probe(capsys, "--url", url, *model_args())
         assert status == 1
@@ -192,8 +202,17 @@ def test_every_kind_fails_once_its_stub_is_killed(
                 member,
                 "member",
             )
-        caller = models["kind_bls_caller"]
-        assert (caller["dead_stub"], caller["dead_stub_role"]) == ("kind_bls_callee", "callee")
+        for caller, callee in (
+            ("kind_bls_caller", "kind_bls_callee"),
+            ("cf_bls_router", "cf_target_scale"),
+            ("cf_bls_relay", "cf_target_words"),
+        ):
+            found = (models[caller]["dead_stub"], models[caller]["dead_stub_role"])
+            assert found == (callee, "callee"), models[caller]
+        # a tritonpy caller re-raises the call's error naming the callee, one code only
+        assert models["cf_bls_router"]["message"].startswith(
+            "call to model 'cf_target_scale' failed: Stub process 'cf_target_scale_0"
+        )
     assert main(["probe", "--url", f"grpc://{server.grpc_url}", *model_args()]) == 1
     lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()}
     assert "the stub process of its ensemble member 'square' is dead: [" in lines["kind_ens_square"]
