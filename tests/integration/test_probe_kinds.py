@@ -3,8 +3,8 @@
 stream over gRPC and over HTTP ``generate_stream``; sequence models (direct and oldest
 strategies, an ensemble over one, a decoupled one) get a one-request sequence with a fresh
 correlation id; BLS callers (raw and tritonpy, plain and streaming) and ensembles answer through
-their callees and members. Then every
-stub is SIGKILLed: each kind FAILs, an ensemble naming its member, a BLS caller its callee.
+their callees and members. Then every stub is SIGKILLed: each kind FAILs, an ensemble naming
+its member, a BLS caller its callee.
 
 The judging rule is checked on the real server's own messages: its refusals before any model
 ran (no correlation id, no START, an unknown input, a wrong shape, a decoupled model over a
