@@ -184,11 +184,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _serve(server: TritonServer, *, restart: bool, reload: bool) -> int:
     """Start ``server``, print where it serves, and serve until it dies for good."""
-    from .server import ModelLoadError, RepositoryWatcher
+    from .server import ModelLoadError, PreflightError, RepositoryWatcher
     from .server._keeper import serve_until_exit
 
     try:
         server.start()
+    except PreflightError as exc:  # its message lists the errors; the warnings come first
+        for finding in exc.report.warnings:
+            _print(f"check: {finding.render()}")
+        raise
     except ModelLoadError:
         if not server.load_failures:
             raise

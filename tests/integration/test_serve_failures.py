@@ -188,3 +188,22 @@ def test_a_bls_callers_traceback_is_shown_under_the_caller(tmp_path: Path) -> No
     frame = f'File "{repo}/tprouter/1/model.py", line 10, in infer'
     assert any(ln.startswith("[tprouter]") and frame in ln for ln in console), shown
     assert not [ln for ln in console if ln.startswith("[callee]") and "answer" in ln], shown
+
+
+def test_checks_warnings_come_before_its_errors_and_nothing_starts(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_model(repo, "broken", MISSING)
+    misnamed = write_model(repo, "misnamed", CALLEE)
+    (misnamed / "1" / "model.py").rename(misnamed / "1" / "Model.py")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tritonpy.cli", "serve", str(repo), "--timeout", "3600"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TRITONPY_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert proc.returncode == 1
+    assert "check: broken/1/model.py: warning TP109: importing it failed" in proc.stdout
+    assert "misnamed/1/model.py: error TP105" in proc.stderr, proc.stderr
+    assert "tritonserver was not started" in proc.stderr
+    assert "tritonserver ready" not in proc.stdout
