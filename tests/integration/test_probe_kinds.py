@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
@@ -29,7 +30,7 @@ from tritonpy.export._manifests import PROBE_COMMAND
 from tritonpy.probe._diagnosis import server_refused
 from tritonpy.server import TritonServer
 from tritonpy.server._client import InferClient, SequenceControl
-from tritonpy.server._streaming import stream_infer
+from tritonpy.server._streaming import open_stream, stream_infer
 
 pytestmark = pytest.mark.integration
 
@@ -175,6 +176,21 @@ def test_the_servers_own_refusals_are_told_from_a_models(server: TritonServer) -
         words = stream_infer(url, "cf_stream", {"TEXT": np.array([b"BAD"], object)}, timeout=10)
         for own in (square.error, words.error):
             assert own is not None and not server_refused(own.message), own
+
+
+def test_leaving_a_stream_early_cancels_the_rest(server: TritonServer) -> None:
+    # what the probe does after a first response: a slow stream (0.5 s a word, 3.5 s in all)
+    # is not read to its end
+    words = {"TEXT": np.array([b"SLOW a b c d e f g"], object)}
+    for url in urls(server):
+        stream = open_stream(url, "cf_stream", words, timeout=10)
+        began = time.perf_counter()
+        parts = iter(stream)
+        assert next(parts).outputs["WORD"].tolist() == [b"SLOW"]
+        parts.close()  # what leaving a for loop does
+        assert time.perf_counter() - began < 2.0
+        assert (stream.count, stream.result.final) == (1, False)
+        assert stream.result.cancelled is url.startswith("grpc")
 
 
 def test_every_kind_fails_once_its_stub_is_killed(

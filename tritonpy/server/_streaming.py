@@ -110,7 +110,9 @@ class _Request:
 class ResponseStream:
     """The responses of one streamed request, as they arrive (iterate it once). Once the
     iteration ended, :attr:`result` holds what :func:`stream_infer` returns: the error that
-    ended the stream, ``final``, ``cancelled`` (the responses themselves are not kept)."""
+    ended the stream, ``final``, ``cancelled`` (the responses themselves are not kept).
+    Leaving the loop early cancels the rest of the request over gRPC (``cancelled``) and
+    closes the connection over HTTP."""
 
     def __init__(self, protocol: WireProtocol, request: _Request) -> None:
         self.protocol = protocol
@@ -246,7 +248,12 @@ def _grpc_parts(
             final = bool(params.pop(_FINAL, False))
             if response.outputs or not final:
                 count += 1
-                yield {o.name: res.as_numpy(o.name) for o in response.outputs}, params
+                try:
+                    yield {o.name: res.as_numpy(o.name) for o in response.outputs}, params
+                except GeneratorExit:  # the reader stopped early: cancel the rest
+                    client.stop_stream(cancel_requests=True)
+                    result.cancelled = True
+                    raise
             if final:
                 result.final = True
                 return
