@@ -321,7 +321,12 @@ def add_new(subparsers: shared.Subparsers) -> None:
     summary = "render a model template into a repository under a new name"
     parser = shared.add_command(subparsers, "new", cmd_new, help=summary)
     parser.add_argument("name", metavar="NAME", nargs="?", help="the new model's name")
-    parser.add_argument("--template", "-t", help="template to start from")
+    parser.add_argument(
+        "--template",
+        "-t",
+        help="template to start from (default: minimal, a text-in text-out model with its "
+        "own test)",
+    )
     parser.add_argument("--repo", default="model_repository", help="model repository directory")
     for flag, metavar, text in (
         ("--param", "KEY=VALUE", "set a config.pbtxt parameter (repeatable)"),
@@ -354,16 +359,22 @@ def _pairs(items: Sequence[str], what: str) -> Dict[str, str]:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    """Copy template TEMPLATE into REPO/NAME, renaming the model in its config.pbtxt. The
-    ensemble_classifier template comes with its three members (NAME_preprocess, NAME_classifier,
-    NAME_postprocess), so the repository checks clean and serves. --list shows the templates."""
+    """Copy template TEMPLATE (default: minimal, a one-input one-output model with its own test)
+    into REPO/NAME, renaming the model in its config.pbtxt. The ensemble_classifier template
+    comes with its three members (NAME_preprocess, NAME_classifier, NAME_postprocess), so the
+    repository checks clean and serves. --list shows the templates."""
     from .templates import ENSEMBLE_TEMPLATE
+    from .templates._finding import DEFAULT_TEMPLATE
 
     if args.list:
         _print_templates()
         return 0
-    if not args.name or not args.template:
-        raise shared.UsageError("new needs NAME and --template (see tritonpy new --list)")
+    if not args.name:
+        raise shared.UsageError(
+            "new needs NAME, the new model's name (and --template T to start from another "
+            "template than minimal; see tritonpy new --list)"
+        )
+    args.template = args.template or DEFAULT_TEMPLATE
     parameters = _pairs(args.param, "--param") or None
     models = _pairs(args.model, "--model") or None
     if args.template == ENSEMBLE_TEMPLATE and not models:
@@ -421,12 +432,17 @@ def _new_model(
 
 
 def _print_model_next_steps(args: argparse.Namespace, target: Path) -> None:
+    from .templates._rendering import own_test_name
+
     model_py = target / "1" / "model.py"
     if model_py.is_file():
         print(f"next: edit {model_py}")
         if "model.pt" in model_py.read_text(encoding="utf-8"):
             print(f"      put its weights (a torch state_dict) at {target / '1' / 'model.pt'}")
-        print(f"      test it:  tritonpy.testing.ModelHarness({str(target)!r}) in pytest")
+        if (target / own_test_name(target.name)).is_file():
+            print(f"      test it:  python -m pytest {target}")
+        else:
+            print(f"      test it:  tritonpy.testing.ModelHarness({str(target)!r}) in pytest")
     else:  # an ensemble rendered alone (--model): its steps name models of the repository
         print(f"next: add the models its steps run to {args.repo} (or fix them with --model)")
     print(f"      check it: tritonpy check {args.repo}")
