@@ -9,7 +9,9 @@ import os
 from pathlib import Path
 from typing import List
 
-from tritonpy.server import LoadFailure, WatchEvent
+import pytest
+
+from tritonpy.server import LoadFailure, RepositoryWatcher, ServerError, TritonServer, WatchEvent
 from tritonpy.server._changes import Change, Settle, compare, ensembles_over, snapshot
 from tritonpy.server._console import ConsoleLog
 from tritonpy.server._loadfail import describe_load_failure, user_frames
@@ -227,3 +229,13 @@ def test_watch_events_as_console_lines() -> None:
     ]
     assert WatchEvent("failed", "n", failure=failure).lines()[0] == "load of n failed: NameError: x"
     assert WatchEvent("unloaded", "n", 0.1).lines() == ["unloaded n"]
+
+
+def test_the_watcher_refuses_a_server_it_cannot_reload(tmp_path: Path) -> None:
+    server = TritonServer(tmp_path)  # never started
+    with pytest.raises(ServerError, match="needs a server in explicit model-control mode"):
+        RepositoryWatcher(server, on_event=print)
+    server.command = ["tritonserver", "--model-repository=x"]  # as heal=False starts it
+    refused = r"polls its repository itself\. Start it first, with reloadable=True"
+    with pytest.raises(ServerError, match=refused):
+        RepositoryWatcher(server, on_event=print)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Literal, Optional, Tuple
 
+from .._tooling.errors import ServerError
 from ._changes import Change, Settle, ensemble_steps, ensembles_over, is_ensemble, snapshot
 from ._loadfail import LoadFailure
 from ._polling import Poller
@@ -56,7 +57,8 @@ class WatchEvent:
     - ``failure``: why a load failed, short (:class:`~tritonpy.server.LoadFailure`);
       ``versions`` then holds the versions that keep serving (none for a new model);
     - ``after``: for an ensemble reloaded because a member changed, that member;
-      ``by_server``: the server reloaded it with the member (no load of its own).
+      ``by_server``: the server reloaded it with the member (no load of its own);
+    - ``action``: what failed, ``load`` or ``unload``.
     """
 
     kind: EventKind
@@ -99,6 +101,9 @@ class RepositoryWatcher:
     ``look()`` does one poll on the caller's thread (what tests drive); ``start()`` polls on
     a daemon thread until ``stop()``. A load the server refuses keeps the previous version
     serving (release 24.10); the event says why, in the short form of a failed load.
+
+    Raises :class:`ServerError` when ``server`` is not running in explicit model-control mode
+    (not started, or started with ``heal=False`` and ``reloadable=False``).
     """
 
     def __init__(
@@ -111,6 +116,13 @@ class RepositoryWatcher:
         timeout: Optional[float] = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if "--model-control-mode=explicit" not in server.command:
+            state = "is not started" if not server.command else "polls its repository itself"
+            raise ServerError(
+                f"RepositoryWatcher needs a server in explicit model-control mode, but "
+                f"{server!r} {state}. Start it first, with reloadable=True (or heal=True, the "
+                "default), and without another --model-control-mode in extra_args."
+            )
         self.server = server
         self.on_event = on_event
         self.interval = interval
