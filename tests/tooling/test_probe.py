@@ -513,3 +513,12 @@ def test_a_sequence_model_gets_a_one_request_sequence(
     assert result.answered and result.request.startswith("infer in sequence ")
     assert [(s.start, s.end) for s in sequences] == [(True, True), (True, True)]
     assert sequences[0].id != sequences[1].id and all(s.id > 0 for s in sequences)
+
+
+def test_cli_help_says_how_each_kind_is_probed(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["probe", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "A decoupled model gets a stream and answers with its first response" in help_text
+    assert "a sequence model (or an ensemble over one) gets a one-request sequence" in help_text
+    assert "A bare host:port --url is HTTP here (the port Kubernetes probes use)" in help_text
