@@ -14,7 +14,7 @@ import pytest
 from tritonpy.server import LoadFailure, RepositoryWatcher, ServerError, TritonServer, WatchEvent
 from tritonpy.server._changes import Change, Settle, compare, ensembles_over, snapshot
 from tritonpy.server._console import ConsoleLog
-from tritonpy.server._loadfail import describe_load_failure, user_frames
+from tritonpy.server._loadfail import Frame, describe_load_failure, user_frames
 from tritonpy.server._shadow import StubPlan, sync_shadow
 
 # as release 24.10 words them (copied from its log and repository API)
@@ -53,6 +53,10 @@ def test_user_frames_come_outermost_first_without_tritonpy_or_importlib(tmp_path
     assert failure.where is not None and failure.where.function == "helper"
     assert failure.fix == ""
     assert user_frames(["  <frozen importlib._bootstrap>(1): f", "not a frame"]) == []
+    # a repository inside a folder named tritonpy (this project's checkout) is still the user's
+    frames = ["  /src/tritonpy/repo/m/1/model.py(3): setup", "  /src/tritonpy/_runtime/x.py(9): f"]
+    kept = user_frames(frames, Path("/src/tritonpy/repo"))
+    assert kept == [Frame("/src/tritonpy/repo/m/1/model.py", 3, "setup")]
 
 
 def test_a_syntax_error_points_at_the_file_of_its_version(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ _STATUS_PREFIX = re.compile(r"^(Internal|Invalid argument|Unavailable|Not found|
 _FRAME = re.compile(r"^\s+(?P<file>.+?)\((?P<line>\d+)\): (?P<function>.+?)\s*$")
 _SYNTAX_AT = re.compile(r"\((?P<file>[^(),]+), line (?P<line>\d+)\)\s*$")
 _NO_MODULE = re.compile(r"^ModuleNotFoundError: No module named '(?P<module>[^']+)'")
-_TRITONPY_FRAME = re.compile(r"[/\\]tritonpy[/\\](_runtime|testing|vision)[/\\]")
+_TRITONPY_FRAME = re.compile(r"[/\\]tritonpy[/\\]")  # its package, installed or checked out
 _MAX_FRAMES = 6
 
 
@@ -90,10 +91,10 @@ def _split(text: str) -> Tuple[str, List[str]]:
     return head, [ln for ln in frames.splitlines() if ln.strip() and ln.strip() != ";"]
 
 
-def user_frames(frame_lines: Sequence[str]) -> List[Frame]:
+def user_frames(frame_lines: Sequence[str], repository: Optional[Path] = None) -> List[Frame]:
     """The frames of pybind11's ``At:`` list (innermost first) that are the user's code,
     outermost first: no ``<frozen importlib...>``, tritonpy or ``triton_python_backend_utils``
-    frames. At most the innermost six.
+    frames (a file under ``repository`` is always the user's). At most the innermost six.
 
     >>> user_frames(["  /r/m/1/model.py(4): helper", "  <frozen importlib._bootstrap>(241): f"])
     [Frame(file='/r/m/1/model.py', line=4, function='helper')]
@@ -104,7 +105,8 @@ def user_frames(frame_lines: Sequence[str]) -> List[Frame]:
         if match is None:
             continue
         file = match["file"]
-        if file.startswith("<") or _TRITONPY_FRAME.search(file) or "triton_python_backend" in file:
+        ours = file.startswith("<") or _TRITONPY_FRAME.search(file) or "triton_python_back" in file
+        if ours and not (repository is not None and file.startswith(f"{repository}{os.sep}")):
             continue
         frames.append(Frame(file, int(match["line"]), match["function"]))
     return list(reversed(frames[:_MAX_FRAMES]))
@@ -166,7 +168,7 @@ def describe_load_failure(
 
     head, frame_lines = _split(text)
     model_dir = repository / model
-    frames = user_frames(frame_lines)
+    frames = user_frames(frame_lines, repository.absolute())
     exception = head.splitlines()[0] if head else text.strip().splitlines()[0]
     if not frames:
         syntax = _syntax_frame(model_dir, exception)
