@@ -184,9 +184,12 @@ def test_cli_reload_reports_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=read_lines, args=(proc, lines), daemon=True).start()
 
+    seen: List[str] = []
+
     def next_line(prefix: str) -> str:
         while True:
             line = lines.get(timeout=60)
+            seen.append(line)
             if line.startswith(prefix):
                 return line
 
@@ -216,3 +219,5 @@ def test_cli_reload_reports_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     while not lines.empty():
         rest.append(lines.get())
     assert rest[-1].startswith("stopped; the server log is kept in "), rest
+    # the stubs a reload ends are no deaths to the healer (on by default)
+    assert not [ln for ln in seen + rest if " died (" in ln], seen + rest
