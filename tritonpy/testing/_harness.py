@@ -54,6 +54,7 @@ from ._config import (
 )
 from ._coroutines import LoopRunner
 from ._errors import HarnessError, ModelBugError
+from ._hash_order import server_input_order
 from ._install import (
     install_fake_pb_utils,
     uninstall_fake_pb_utils,
@@ -79,6 +80,7 @@ from ._responses import (
     execute_failed,
     outputs_or_error,
 )
+from ._sequences import SequenceRules
 from ._targets import versioned_handler
 from .fake_pb_utils import _errors as pb_errors
 from .fake_pb_utils._models import model_running
@@ -136,6 +138,7 @@ class ModelHarness(Closing):
         with self._running():
             self.config: Dict[str, Any] = self._completed(raw, auto_complete)
             self.decoupled = pb.using_decoupled_model_transaction_policy(self.config)
+            self.sequence = SequenceRules.from_config(self.config)
             self.args: Dict[str, str] = self._initialize_args()
             self.model: Any = self.model_class()
             init = getattr(self.model, "initialize", None)
@@ -273,6 +276,13 @@ class ModelHarness(Closing):
         arrays = {n: to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
         validate_request(self.config, self.name, arrays, request_id)
         requested = check_requested_outputs(self.config, self.name, requested_outputs)
+        if self.sequence is not None:  # the sequence batcher's checks and control tensors
+            batched = int(self.config.get("max_batch_size", 0)) > 0
+            correlation_id, flags, controls = self.sequence.admit(
+                self.name, correlation_id, flags, batched=batched
+            )
+            merged = {**arrays, **controls}
+            arrays = {n: merged[n] for n in server_input_order(merged)}
         tensors = [pb.Tensor(n, a) for n, a in arrays.items()]
         params_json = json.dumps(parameters or {}, separators=(",", ":"))
         request = pb.InferenceRequest(
@@ -321,7 +331,16 @@ class ModelHarness(Closing):
         """Send one request; return its outputs as a client sees them (BYTES as object arrays
         of bytes). Raises TritonRequestError for a rejected request or an error response, and
         for a decoupled model (UNSUPPORTED, as the server's HTTP and gRPC endpoints refuse
-        non-streaming inference on those: use :meth:`infer_stream`)."""
+        non-streaming inference on those: use :meth:`infer_stream`).
+
+        ``correlation_id`` and ``flags`` (START 1, END 2, both 3) are the request's sequence
+        id and flags, for a model with ``sequence_batching``: the harness then checks them as
+        the sequence batcher does and adds the control tensors its config names.
+
+        Example::
+
+            model.infer({"VALUE": [[5]]}, correlation_id=7, flags=1)   # START of sequence 7
+        """
         if self.decoupled:
             raise decoupled_refused(self.name)
         request, requested = self._build_request(
@@ -339,12 +358,22 @@ class ModelHarness(Closing):
         parameters: Optional[Dict[str, Any]] = None,
         request_ids: Optional[Sequence[str]] = None,
         cancelled: Iterable[int] = (),
+        correlation_ids: Optional[Sequence[Union[int, str]]] = None,
+        flags: Optional[Sequence[int]] = None,
     ) -> List[Union[Outputs, TritonRequestError]]:
-        """Send several requests in ONE ``execute()`` call, as the dynamic batcher does.
+        """Send several requests in ONE ``execute()`` call, as the dynamic batcher does (or
+        the sequence batcher's ``oldest`` strategy, with requests of several sequences).
 
         Each entry of the result is that request's outputs or its TritonRequestError (a request
         the server would reject never reaches ``execute``). ``cancelled`` lists indexes of
-        requests marked cancelled before ``execute``."""
+        requests marked cancelled before ``execute``. ``correlation_ids`` and ``flags`` (one per
+        request) are the sequence id and START (1) / END (2) flags of each request.
+
+        Example::
+
+            model.infer_requests([{"VALUE": [[1]]}, {"VALUE": [[10]]}],
+                                 correlation_ids=[7, 8], flags=[1, 1])   # two new sequences
+        """
         if self.decoupled:
             raise decoupled_refused(self.name)
         requested_list = list(requested_outputs) if requested_outputs is not None else None
@@ -353,8 +382,12 @@ class ModelHarness(Closing):
         pending: List[Tuple[int, pb.InferenceRequest, Optional[List[str]]]] = []
         for idx, inputs in enumerate(requests):
             rid = request_ids[idx] if request_ids is not None else ""
+            corrid = correlation_ids[idx] if correlation_ids is not None else 0
+            flag = flags[idx] if flags is not None else 0
             try:
-                request, requested = self._build_request(inputs, requested_list, parameters, rid)
+                request, requested = self._build_request(
+                    inputs, requested_list, parameters, rid, corrid, flag
+                )
             except TritonRequestError as exc:
                 results.append(exc)
                 continue

@@ -12,7 +12,7 @@ inputs follow the server's map order with the controls inserted after the client
 Example::
 
     rules = SequenceRules.from_config(config)          # None without sequence_batching
-    tensors = rules.admit("seq_sum", 7, flags=START, batched=True)  # {'START': [[1]], ...}
+    corrid, flags, tensors = rules.admit("seq_sum", 7, START, batched=True)  # {'START': [[1]]..}
 """
 
 from __future__ import annotations
@@ -78,9 +78,11 @@ class SequenceRules:
     """The sequence batcher's checks and control tensors for one model (see the module
     docstring); it remembers which sequences are open, as the server's slots do."""
 
-    def __init__(self, controls: List[_Control]) -> None:
+    def __init__(self, controls: List[_Control], iterative: bool = False) -> None:
         self.controls = controls
+        self.iterative = iterative
         self.open: Set[CorrelationId] = set()
+        self._next_id = 1  # the iterative sequencer's own ids, as core's counter
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Optional[SequenceRules]:
@@ -88,7 +90,7 @@ class SequenceRules:
         batching = config.get("sequence_batching")
         if batching is None:
             return None
-        return cls(_controls(batching))
+        return cls(_controls(batching), bool(batching.get("iterative_sequence", False)))
 
     @property
     def control_names(self) -> List[str]:
@@ -96,10 +98,16 @@ class SequenceRules:
 
     def admit(
         self, model: str, correlation_id: CorrelationId, flags: int, *, batched: bool
-    ) -> Dict[str, NDArray[Any]]:
-        """Check one request as the server does and return its control tensors; an END
-        request closes its sequence. Raises :class:`TritonRequestError` (INVALID_ARG, the
-        server's words) for a request the server refuses."""
+    ) -> Tuple[CorrelationId, int, Dict[str, NDArray[Any]]]:
+        """Check one request as the server does and return the correlation id and flags the
+        model sees, and the control tensors; an END request closes its sequence. Raises
+        :class:`TritonRequestError` (INVALID_ARG, the server's words) for a request the
+        server refuses."""
+        if correlation_id in (0, "") and self.iterative:
+            # core's IterativeSequencer: a request outside a sequence starts its own, under
+            # an id of the server's counter, its flags replaced by START
+            correlation_id, flags = self._next_id, SEQUENCE_START
+            self._next_id += 1
         if correlation_id in (0, ""):
             raise TritonRequestError(
                 "INVALID_ARG",
@@ -131,7 +139,7 @@ class SequenceRules:
             }.get(control.kind, False)
             value = control.values[1] if on else control.values[0]
             tensors[control.name] = np.full(shape, value, dtype=control.dtype)
-        return tensors
+        return correlation_id, flags, tensors
 
 
 def _corrid(
