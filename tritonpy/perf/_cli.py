@@ -207,12 +207,26 @@ class _ProgressLine:
 
 
 def _hints(model_dir: Optional[str]) -> Dict[str, str]:
+    """What the BYTES inputs of the model in ``model_dir`` hold, from its declarations; {}
+    for a model without them (an ensemble, a plain pb_utils model) or whose model.py cannot
+    be imported here (one with its own environment: a warning says so)."""
     if not model_dir:
         return {}
-    from ..config._loader import load_model_class
+    from .._tooling.pbtxt import ConfigError
+    from ..config._loader import ModelImportError, load_model_class
     from ._inputs import hints_from_class
 
-    loaded = load_model_class(model_dir)
+    try:
+        loaded = load_model_class(model_dir)
+    except ConfigError:  # no model.py: an ensemble, or another backend's model
+        return {}
+    except ModelImportError as exc:
+        sys.stderr.write(
+            f"tritonpy perf: warning: --model-dir: {exc}\n  (a model with its own environment "
+            "imports only there) BYTES inputs get generated text; say what they hold with "
+            "--input NAME=image|text|json|FILE\n"
+        )
+        return {}
     return hints_from_class(loaded.cls) if loaded.is_tritonpy else {}
 
 
