@@ -56,7 +56,7 @@ CASES: List[Any] = [
         "target-error-raised",
         "cf_bls_calls",
         calls("raise-error", 2),
-        ("INTERNAL", f"[INTERNAL] {scale_error(-2.0)}"),
+        ("INTERNAL", f"call to model 'cf_target_scale' failed: {scale_error(-2.0)}"),
     ),
     (
         "missing-model",
@@ -178,7 +178,7 @@ CASES: List[Any] = [
         "async-error",
         "cf_bls_async",
         {"X": np.array([-1], np.float32)},
-        ("INTERNAL", f"[INTERNAL] {scale_error(-1.0)}"),
+        ("INTERNAL", f"call to model 'cf_target_scale' failed: {scale_error(-1.0)}"),
     ),
 ]
 IDS = [case[0] for case in CASES]

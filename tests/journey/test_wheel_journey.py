@@ -40,6 +40,7 @@ TEMPLATES = [
     "detection_postprocess",
     "ensemble_classifier",
     "image_preprocess",
+    "minimal",
     "text_stream",
     "torch_model",
 ]
@@ -312,6 +313,12 @@ def test_journey_from_the_wheel(wheel: Path, tmp_path: Path) -> None:
         # the ensemble came with its members: the rendered repository checks clean
         rendered = journey.tritonpy("check", "templates")
         assert " 0 errors" in rendered.stdout, rendered.stdout
+
+    with journey.step("new NAME without --template: the minimal model passes its own test"):
+        journey.tritonpy("new", "hello", "--repo", "starters")
+        python = str(journey.venv / "bin" / "python")
+        tested = journey.run(python, "-m", "pytest", "-q", str(journey.work / "starters" / "hello"))
+        assert " passed" in tested.stdout and "failed" not in tested.stdout, tested.stdout
 
     repo = journey.work / "model_repository"
     model = repo / "thumb"

@@ -35,6 +35,7 @@ TEMPLATES = [
     "detection_postprocess",
     "ensemble_classifier",
     "image_preprocess",
+    "minimal",
     "text_stream",
     "torch_model",
 ]
