@@ -66,7 +66,7 @@ def server(
     repository_builder(repo, "square", source=HERE.parent / "runtime" / "nvidia_examples")
     repository_builder(repo, "cf_stream", source=HERE / "streaming_models")
     repository_builder(repo, *TRITONPY_BLS, source=HERE / "bls_models")
-    names = [n for n in HEALTHY if n.startswith(("kind_", "seq_"))] + ["kind_seq_string"]
+    names = [n for n in HEALTHY if n.startswith(("kind_", "seq_"))] + ["seq_string_corrid"]
     repository_builder(repo, *names, source=KINDS)
     return triton_server_factory(
         repo, heal=False, extra_args=["--model-control-mode=explicit", "--load-model=*"]
@@ -125,12 +125,12 @@ def test_a_string_corrid_control_gets_a_string_id_which_2410_refuses(
     server: TritonServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for url in urls(server):
-        status, models = run_probe(capsys, "--url", url, "-m", "kind_seq_string")
-        result = models["kind_seq_string"]
+        status, models = run_probe(capsys, "--url", url, "-m", "seq_string_corrid")
+        result = models["seq_string_corrid"]
         assert status == 1 and result["refused_by_server"], result
         assert result["request"].startswith("infer in sequence 'tritonpy-")
         assert "unexpected number of string elements" in result["message"]
-    assert main(["probe", "--url", server.http_url, "-m", "kind_seq_string"]) == 1
+    assert main(["probe", "--url", server.http_url, "-m", "seq_string_corrid"]) == 1
     line = capsys.readouterr().out.splitlines()[0]
     assert "not probed (listed READY): the server refused the probe's request before" in line
 
@@ -140,7 +140,7 @@ def test_the_exports_liveness_command_passes_a_healthy_repository_of_every_kind(
 ) -> None:
     # without the TYPE_STRING CORRID model, which 24.10 refuses every request to
     unload = urllib.request.Request(
-        f"{server.http_url}/v2/repository/models/kind_seq_string/unload", data=b"{}"
+        f"{server.http_url}/v2/repository/models/seq_string_corrid/unload", data=b"{}"
     )
     with urllib.request.urlopen(unload, timeout=60) as reply:
         assert reply.status == 200
