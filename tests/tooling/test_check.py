@@ -464,8 +464,8 @@ ENV_EXPECTED: Dict[str, list] = {
         (
             "double/config.pbtxt [parameters[EXECUTION_ENV_PATH]]: error TP501: "
             "'$$TRITON_MODEL_DIRECTORY/missing.tar.gz' does not exist (looked for "
-            "double/missing.tar.gz)\n    fix: build the environment there (conda-pack, or "
-            "scripts/pack_env.sh MODEL_DIR) or fix the path"
+            "double/missing.tar.gz)\n    fix: build the environment there (tritonpy pack-env "
+            "MODEL_DIR, or conda-pack) or fix the path"
         ),
     ],
     "TP502": [
@@ -594,7 +594,7 @@ ENV_EXPECTED: Dict[str, list] = {
         (
             "double/env.tar.gz: error TP604: not a readable gzip-compressed tar archive "
             "(ReadError: not a gzip file); Triton cannot extract the environment\n    fix: "
-            "rebuild it (conda-pack -o env.tar.gz, or scripts/pack_env.sh MODEL_DIR)"
+            "rebuild it (tritonpy pack-env MODEL_DIR, or conda-pack -o env.tar.gz)"
         ),
     ],
 }
@@ -929,3 +929,84 @@ def test_rendered_templates_check_clean(tmp_path: Path) -> None:
     config = tmp_path / "digits" / "config.pbtxt"
     config.write_text(config.read_text().replace("TYPE_INT64", "TYPE_INT32"))
     assert check_repository(tmp_path).codes == ["TP404"]
+
+
+# ------------------------------------------------- imports inside the model's own environment
+ENV_MODEL = """import yaml  # the tool's virtualenv has PyYAML; the model's environment has not
+
+import tritonpy as tp
+
+
+class Reader(tp.Model):
+    inputs = {"X": tp.Tensor("FP32", [-1])}
+    outputs = {"Y": tp.Tensor("FP32", [-1])}
+    max_batch_size = 4
+
+    def infer(self, X):
+        return {"Y": X}
+
+
+TritonPythonModel = Reader
+"""
+
+
+def _env_repo(tmp_path: Path, env: str, source: str = ENV_MODEL) -> Path:
+    model = tmp_path / "repo" / "reader"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(source)
+    (model / "config.pbtxt").write_text(
+        'name: "reader"\nbackend: "python"\n'
+        f'parameters {{ key: "EXECUTION_ENV_PATH" value {{ string_value: "{env}" }} }}\n'
+    )
+    return tmp_path / "repo"
+
+
+def test_a_package_missing_from_the_model_environment_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mini_envs import XY, mini_env
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    import yaml  # noqa: F401  (the old behaviour, importing here, would pass)
+
+    repo = _env_repo(tmp_path, "$$TRITON_MODEL_DIRECTORY/env")
+    mini_env(repo / "reader" / "env")
+    report = check_repository(repo)
+    (finding,) = [f for f in report.findings if f.code == "TP109"]
+    assert (finding.severity, finding.file) == ("error", "reader/1/model.py")
+    assert finding.message == (
+        f"importing it inside its environment $$TRITON_MODEL_DIRECTORY/env (Python {XY}) "
+        "failed: ModuleNotFoundError: No module named 'yaml'"
+    )
+    assert finding.fix == (
+        "the environment $$TRITON_MODEL_DIRECTORY/env lacks 'yaml': add pyyaml to the model's "
+        "spec (REPO/reader/requirements.txt or environment.yml) and rebuild it: 'tritonpy "
+        "pack-env REPO/reader --triton-version YY.MM --force'"
+    )
+    # --no-envs: imported here, as before, where PyYAML is installed
+    assert [f.code for f in check_repository(repo, envs=False).findings] == []
+
+
+def test_declarations_are_read_inside_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mini_envs import mini_archive
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    # a package the tool lacks, which the environment has (a stand-in module on its path)
+    source = ENV_MODEL.replace("import yaml", "import tritonpy_only_in_env")
+    repo = _env_repo(tmp_path, "$$TRITON_MODEL_DIRECTORY/env.tar.gz", source)
+    archive = mini_archive(repo / "reader" / "env.tar.gz")
+    packages = tmp_path / "repo" / "reader" / "env-src-packages"
+    (packages / "tritonpy_only_in_env.py").write_text("")
+    config = repo / "reader" / "config.pbtxt"
+    config.write_text(
+        config.read_text() + 'input { name: "X" data_type: TYPE_INT32 dims: [ -1 ] }\n'
+    )
+    report = check_repository(repo)
+    assert [f.code for f in report.findings] == ["TP203"]  # the declarations were read
+    assert "but TYPE_FP32 in Reader in reader/1/model.py" in report.findings[0].message
+    # unpacked once, into the cache, by the archive's digest
+    (unpacked,) = (tmp_path / "cache" / "envs" / "unpacked").iterdir()
+    assert (unpacked / "bin" / "python3").exists() and archive.is_file()
+    assert check_repository(repo, envs=False).codes == ["TP109"]  # the tool lacks the module

@@ -296,8 +296,8 @@ def test_non_empty_out_is_refused_unless_force(tmp_path: Path) -> None:
         export_repository(repo, out, triton_version="24.10")
     assert str(refused.value) == (
         f"OUT {out} is not empty; pass an empty or new directory, or --force to replace the "
-        "export's files there (model_repository, wheels, Dockerfile, .dockerignore, k8s, "
-        "README.md)"
+        "export's files there (model_repository, envs, wheels, Dockerfile, .dockerignore, "
+        "k8s, README.md)"
     )
     assert tree(out) == ["notes.txt"]
     export_repository(repo, out, triton_version="24.10", force=True)
@@ -433,3 +433,168 @@ def test_missing_protobuf_is_one_line_and_exit_2(tmp_path: Path) -> None:
         "installed): pip install 'tritonpy[config]'"
     ]
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------- validation in each model's environment, the build cache
+READER = MODEL.replace(
+    "import tritonpy as tp", "import yaml  # the tool has PyYAML\nimport tritonpy as tp"
+)
+
+
+def _model(root: Path, name: str, source: str = MODEL, config: str = "") -> Path:
+    model = root / name
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(source.replace("Double", name.title()))
+    (model / "config.pbtxt").write_text(f'name: "{name}"\nbackend: "python"\n' + config)
+    return model
+
+
+def _no_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an environment was built")
+
+    monkeypatch.setattr("tritonpy.envs._envcache.pack_env", refuse)
+    monkeypatch.setattr("tritonpy.export._models.pack_env", refuse, raising=False)
+
+
+def test_a_package_the_environment_lacks_fails_before_anything_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mini_envs import XY, mini_env
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    _no_builds(monkeypatch)
+    repo = tmp_path / "repo"
+    reader = _model(repo, "reader", READER, ENV % "$$TRITON_MODEL_DIRECTORY/env")
+    mini_env(reader / "env")
+    _model(repo, "waiting")  # no environment: it would need one built, after validation
+    out = tmp_path / "deploy"
+    with pytest.raises(ExportError) as refused:
+        export_repository(repo, out, triton_version="24.10")
+    assert str(refused.value) == (
+        "model 'reader' (reader/1/model.py): importing it inside its environment "
+        f"$$TRITON_MODEL_DIRECTORY/env (Python {XY}) failed: ModuleNotFoundError: No module "
+        "named 'yaml'. Fix: the environment $$TRITON_MODEL_DIRECTORY/env lacks 'yaml': add "
+        "pyyaml to the model's spec (REPO/reader/requirements.txt or environment.yml) and "
+        "rebuild it: 'tritonpy pack-env REPO/reader --triton-version 24.10 --force'"
+    )
+    assert tree(out) == []
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mini_envs import mini_env
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    _no_builds(monkeypatch)
+    repo = tmp_path / "repo"
+    for name in ("first", "second"):
+        model = _model(repo, name, READER, ENV % "$$TRITON_MODEL_DIRECTORY/env")
+        mini_env(model / "env")
+    with pytest.raises(ExportError) as refused:
+        export_repository(repo, tmp_path / "deploy", triton_version="24.10")
+    lines = str(refused.value).splitlines()
+    assert lines[0] == (
+        "2 problems found before building any environment; nothing was written. Fix them and "
+        "export again (what was built is kept in the cache):"
+    )
+    assert [line.split(" (")[0] for line in lines[1:]] == ["- model 'first'", "- model 'second'"]
+    assert all("No module named 'yaml'" in line for line in lines[1:])
+
+
+SPEC = """name: shared
+dependencies:
+  - python=%s
+  - pip
+  - pip:
+    - -r base.txt
+"""
+
+
+class FakeBuilds:
+    """pack_env for the build cache: a real (mini) environment archive, counted."""
+
+    def __init__(self, home: Path) -> None:
+        self.models: List[str] = []
+        self.home = home  # where the environments' sources stay
+
+    def __call__(self, model_dir: Path, **options: Any) -> Any:
+        from types import SimpleNamespace
+
+        from mini_envs import XY, mini_archive
+
+        self.models.append(Path(model_dir).name)
+        source = self.home / f"env{len(self.models)}"
+        archive = mini_archive(Path(model_dir) / f"{options['name']}_py{XY}.tar.gz", source)
+        return SimpleNamespace(archive=archive, python=XY, builder="local")
+
+
+def _spec_repo(root: Path) -> Path:
+    from mini_envs import XY
+
+    for name, base in (("alpha", "numpy<2\n"), ("beta", "numpy<2\n"), ("gamma", "numpy<2\nsix\n")):
+        model = _model(root, name)
+        (model / "environment.yml").write_text(SPEC % XY)
+        (model / "base.txt").write_text(base)
+    return root
+
+
+def test_models_of_one_spec_share_one_build_and_the_cache_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mini_envs import XY
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    builds = FakeBuilds(tmp_path / "sources")
+    monkeypatch.setattr("tritonpy.envs._envcache.pack_env", builds)
+    repo = _spec_repo(tmp_path / "repo")
+    out = tmp_path / "deploy"
+    first = export_repository(repo, out, triton_version="24.10", allow_warnings=True)
+    assert builds.models == ["alpha", "gamma"]  # beta's spec is alpha's: one build
+    assert [(m.name, m.environment, m.cached) for m in first.models] == [
+        ("alpha", "packed", False),
+        ("beta", "packed", True),
+        ("gamma", "packed", False),
+    ]
+    assert [sorted(e.models) for e in first.environments] == [["alpha", "beta"], ["gamma"]]
+    exported = out / "model_repository"
+    alpha, beta = (
+        exported / "alpha" / f"alpha_py{XY}.tar.gz",
+        exported / "beta" / f"beta_py{XY}.tar.gz",
+    )
+    assert alpha.stat().st_ino == beta.stat().st_ino  # one file on this disk, two names
+    assert first.models[0].parameter == f"$$TRITON_MODEL_DIRECTORY/alpha_py{XY}.tar.gz"
+    # a second export builds nothing; a change in an included file builds that spec again
+    again = export_repository(repo, out, triton_version="24.10", allow_warnings=True, force=True)
+    assert builds.models == ["alpha", "gamma"]
+    assert [m.cached for m in again.models] == [True, True, True]
+    (repo / "gamma" / "base.txt").write_text("numpy<2\nsix==1.16.0\n")
+    export_repository(repo, out, triton_version="24.10", allow_warnings=True, force=True)
+    assert builds.models == ["alpha", "gamma", "gamma"]
+
+
+def test_the_shared_layout_puts_one_archive_per_environment_beside_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("tritonpy.envs._envcache.pack_env", FakeBuilds(tmp_path / "sources"))
+    repo = _spec_repo(tmp_path / "repo")
+    out = tmp_path / "deploy"
+    result = export_repository(
+        repo, out, triton_version="24.10", env_layout="shared", allow_warnings=True
+    )
+    archives = sorted(p.name for p in (out / "envs").iterdir())
+    assert len(archives) == 2
+    parameters = [m.parameter for m in result.models]
+    assert parameters[0] == parameters[1] != parameters[2]
+    assert {p.split("/envs/")[1] for p in parameters if p} == set(archives)
+    assert all(p and p.startswith("$$TRITON_MODEL_DIRECTORY/../../envs/") for p in parameters)
+    assert [m.shared for m in result.models] == [True, True, True]
+    assert "COPY envs/ /envs/" in (out / "Dockerfile").read_text()
+    assert "!envs/\n" in (out / ".dockerignore").read_text()
+    assert "--env-layout per-model" in (out / "README.md").read_text()
+    report = check_repository(out / "model_repository", triton_version="24.10")
+    assert {(f.code, f.severity) for f in report.findings if f.code == "TP502"} == {
+        ("TP502", "warning")
+    }
+    with pytest.raises(ExportError, match="--env-layout 'flat': expected one of per-model, shared"):
+        export_repository(repo, tmp_path / "o", triton_version="24.10", env_layout="flat")  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ from .._tooling.releases import TritonRelease
 from ._archives import check_archives
 from ._batching import check_batching
 from ._consistency import check_consistency
-from ._context import Repository
+from ._context import EnvImports, Repository
 from ._ensembles import check_ensembles
 from ._environments import check_environments
 from ._layout import check_layout
@@ -71,6 +71,9 @@ def check_repository(
     *,
     triton_version: Optional[str] = None,
     server_python: Optional[str] = None,
+    envs: bool = True,
+    build_envs: bool = False,
+    builder: str = "auto",
 ) -> Report:
     """Check the model repository ``repo`` and return every finding.
 
@@ -80,7 +83,11 @@ def check_repository(
     rules that compare against the server are skipped.
 
     Importing each python model's ``model.py`` (with the fake pb_utils) is the only user code
-    that runs; nothing is initialised. Raises
+    that runs; nothing is initialised. It is imported inside the model's own environment when
+    it has one (``envs``, the default): the ``EXECUTION_ENV_PATH`` archive (unpacked once into
+    tritonpy's cache) or directory, or, with ``triton_version``, the environment the model
+    directory's ``requirements.txt``/``environment.yml`` declares when it is in the build cache
+    (``build_envs``: build it first, with ``builder``); else in the tool's Python. Raises
     :class:`~tritonpy.MissingDependencyError` when protobuf or tritonclient (the
     ``config`` extra) is missing, :class:`CheckError` for a bad ``repo`` or options.
 
@@ -100,12 +107,18 @@ def check_repository(
     if triton_version is not None and server_python is not None:
         raise CheckError("give either triton_version or server_python, not both")
     release = TritonRelease.parse(triton_version) if triton_version else None
+    if build_envs and release is None:
+        raise CheckError(
+            "build_envs (--build-envs) needs triton_version (--triton-version YY.MM): an "
+            "environment is built for a release's container Python"
+        )
     if server_python is not None:
         parts = server_python.strip().split(".")
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
             raise CheckError(f"server Python {server_python!r} is not X.Y (e.g. 3.12)")
         server_python = ".".join(parts)
-    repository = Repository.scan(root, release=release, server_python=server_python)
+    imports = EnvImports(enabled=envs, build=build_envs, builder=builder)
+    repository = Repository.scan(root, release=release, server_python=server_python, envs=imports)
     report = Report(root)
     for rule in RULES:
         report.findings.extend(rule(repository))

@@ -16,13 +16,9 @@ from __future__ import annotations
 import types
 from typing import Any, Iterator
 
+from ..envs._inenv import GPU_MODULES  # top-level packages whose import suggests GPU work
 from ._context import ModelEntry, Repository, error
 from ._report import WARNING, Finding
-
-#: top-level packages whose import suggests GPU work in model.py
-GPU_MODULES = frozenset(
-    {"torch", "cupy", "tensorflow", "jax", "onnxruntime", "tensorrt", "numba", "triton"}
-)
 
 
 def check_batching(repo: Repository) -> Iterator[Finding]:
@@ -80,6 +76,9 @@ def is_cpu_only(entry: ModelEntry) -> bool:
     from .._runtime.codecs.torch_tensor import TorchTensor
 
     cls = entry.model_class
+    found = entry.env_import
+    if found is not None:  # imported in its own environment: judged there
+        return cls is not None and found.cpu_only
     loaded = entry.loaded
     if cls is None or loaded is None:
         return False

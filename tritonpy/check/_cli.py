@@ -1,4 +1,5 @@
-"""``tritonpy check REPO [--json] [--strict] [--triton-version YY.MM | --server-python X.Y]``.
+"""``tritonpy check REPO [--json] [--strict] [--triton-version YY.MM | --server-python X.Y]
+[--build-envs | --no-envs]``.
 
 Exit status: 0 without errors (warnings alone pass unless ``--strict``), 1 with errors, 2 when
 the check cannot run (no such directory, a bad option, protobuf/tritonclient not installed: one
@@ -28,6 +29,18 @@ def add_parser(subparsers: shared.Subparsers) -> None:
     shared.add_repository(parser)
     parser.add_argument("--json", action="store_true", help="print the findings as JSON")
     parser.add_argument("--strict", action="store_true", help="fail on warnings too")
+    parser.add_argument(
+        "--no-envs",
+        action="store_true",
+        help="import every model.py in this Python, not in the model's own environment",
+    )
+    parser.add_argument(
+        "--build-envs",
+        action="store_true",
+        help="build (or take from the cache) the environment a model directory's "
+        "requirements.txt/environment.yml declares, and import model.py there "
+        "(needs --triton-version)",
+    )
     target = parser.add_mutually_exclusive_group()
     shared.add_triton_version(
         target, help="the target server's release (its container Python; numpy 2 support)"
@@ -44,7 +57,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from . import check_repository
 
     report = check_repository(
-        args.repository, **shared.options(args, "triton_version server_python")
+        args.repository,
+        envs=not args.no_envs,
+        build_envs=args.build_envs,
+        **shared.options(args, "triton_version server_python"),
     )
     sys.stdout.write(report.to_json() + "\n" if args.json else report.render_text())
     return report.exit_code(strict=args.strict)

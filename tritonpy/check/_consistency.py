@@ -70,10 +70,7 @@ def _check_model(entry: ModelEntry, cls: Any) -> Iterator[Finding]:
 
 
 def _model_file(entry: ModelEntry) -> str:
-    loaded = entry.loaded
-    if loaded is None:
-        return entry.model_filename
-    return f"{loaded.model_file.parent.name}/{loaded.model_file.name}"
+    return entry.model_file
 
 
 def _check_section(

@@ -8,12 +8,20 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple
 
-from .._runtime.model import Model
-from .._tooling.model_dirs import CONFIG_FILE, model_directories
+from .._tooling.errors import ArchiveError
+from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER, model_directories
 from .._tooling.pbtxt import ConfigError, parse_config
 from .._tooling.releases import TritonRelease
 from ..config._declarations import autocomplete_config
-from ..config._loader import LoadedModel, ModelImportError, load_model_class, version_dirs
+from ..config._loader import (
+    LoadedModel,
+    ModelImportError,
+    find_model_file,
+    load_model_class,
+    version_dirs,
+)
+from ..envs._inenv import EnvImport, EnvStartError, import_in_environment
+from ._envimport import ModelEnvironment, stand_in
 from ._report import ERROR, Finding, Severity
 
 #: the tensor lists of a ModelConfig (and of a model's declarations)
@@ -29,6 +37,12 @@ class ModelEntry:
     path: Path
     config: Any = None  # the parsed ModelConfig, None when missing or invalid
     config_error: Optional[str] = None
+    #: the model's own environment, where model.py is imported (None: the tool's Python)
+    environment: Optional[ModelEnvironment] = None
+    #: why the model's environment could not be used (then the tool's Python imported it)
+    environment_note: Optional[str] = None
+    #: why the environment its spec declares could not be built
+    environment_error: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -61,7 +75,7 @@ class ModelEntry:
 
     @cached_property
     def _load(self) -> Tuple[Optional[LoadedModel], Optional[ModelImportError]]:
-        if self.config is None or self.is_ensemble:
+        if self.config is None or self.is_ensemble or self.env_import is not None:
             return None, None
         try:
             return load_model_class(self.path, filename=self.model_filename), None
@@ -70,19 +84,52 @@ class ModelEntry:
         except ConfigError:  # no model file: the layout rules report it
             return None, None
 
+    @cached_property
+    def env_import(self) -> Optional[EnvImport]:
+        """What importing model.py inside the model's own environment gave (None when it has
+        none, or its Python did not start: see :attr:`environment_note`)."""
+        if self.environment is None or self.config is None or self.is_ensemble:
+            return None
+        try:
+            model_file = find_model_file(self.path, filename=self.model_filename)
+        except ConfigError:
+            return None
+        try:
+            return import_in_environment(self.environment.path, model_file)
+        except (EnvStartError, ArchiveError) as exc:
+            self.environment_note = str(exc)
+            return None
+
     @property
     def loaded(self) -> Optional[LoadedModel]:
-        """The imported model.py of the highest version (None when there is none or the
-        import failed: see :attr:`load_error`)."""
+        """The model.py of the highest version as imported in the tool's Python (None when
+        there is none, it was imported in its environment, or the import failed: see
+        :attr:`load_error`)."""
         return self._load[0]
 
     @property
     def load_error(self) -> Optional[ModelImportError]:
+        """The failure of importing model.py in the tool's Python."""
         return self._load[1]
 
     @property
+    def model_file(self) -> str:
+        """``<version>/<model file>`` of the version that was imported."""
+        loaded = self.loaded
+        if loaded is None:
+            for version in self.versions():
+                if (version / self.model_filename).is_file():
+                    return f"{version.name}/{self.model_filename}"
+            return self.model_filename
+        return f"{loaded.model_file.parent.name}/{loaded.model_file.name}"
+
+    @cached_property
     def model_class(self) -> Optional[Any]:
-        """The ``tritonpy.Model`` subclass of model.py, or None for other models."""
+        """The ``tritonpy.Model`` subclass of model.py (a stand-in carrying its declarations
+        when imported in its own environment), or None for other models."""
+        found = self.env_import
+        if found is not None:
+            return stand_in(found) if found.ok and found.is_tritonpy else None
         loaded = self.loaded
         if loaded is not None and loaded.is_tritonpy:
             return loaded.cls
@@ -95,7 +142,7 @@ class ModelEntry:
         if self.config is None:
             return None
         cls = self.model_class
-        if cls is None or not issubclass(cls, Model):
+        if cls is None:
             return self.config
         return autocomplete_config(self.config, cls)
 
@@ -111,6 +158,35 @@ class ModelEntry:
     ) -> Finding:
         """A finding about this model (``file`` defaults to its config.pbtxt)."""
         return Finding(code, severity, file or self.config_file, field, message, fix)
+
+
+@dataclass(frozen=True)
+class EnvImports:
+    """How the check finds each model's environment: ``enabled`` (False: every model.py is
+    imported in the tool's Python, as before), ``build`` (build a spec's environment that is
+    not in the cache yet) and the ``builder`` for that."""
+
+    enabled: bool = True
+    build: bool = False
+    builder: str = "auto"
+
+
+def _find_environment(entry: ModelEntry, repo: Repository, envs: EnvImports) -> None:
+    """Set ``entry.environment`` (or ``environment_error``) for a python-backend model."""
+    from .._runtime.errors import ToolError
+    from ._envimport import configured_environment, spec_environment
+
+    if not envs.enabled or not entry.is_python:
+        return
+    entry.environment = configured_environment(entry.path, entry.config)
+    if entry.environment is not None or ENV_PARAMETER in entry.config.parameters:
+        return
+    try:
+        entry.environment = spec_environment(
+            entry.path, repo.release, build=envs.build, builder=envs.builder
+        )
+    except ToolError as exc:
+        entry.environment_error = str(exc)
 
 
 @dataclass
@@ -129,8 +205,10 @@ class Repository:
         *,
         release: Optional[TritonRelease] = None,
         server_python: Optional[str] = None,
+        envs: EnvImports = EnvImports(),
     ) -> Repository:
-        """Read every model directory (a non-hidden subdirectory) and parse its config."""
+        """Read every model directory (a non-hidden subdirectory), parse its config and find
+        the environment its model.py is imported in (see :class:`EnvImports`)."""
         repo = cls(root, release, server_python or (release.python if release else None))
         for path in model_directories(root):
             entry = ModelEntry(root, path)
@@ -143,6 +221,7 @@ class Repository:
                     entry.config_error = f"{entry.config_file}: cannot be read: {exc}"
                 except ConfigError as exc:
                     entry.config_error = str(exc)
+            _find_environment(entry, repo, envs)
             repo.models[path.name] = entry
         return repo
 

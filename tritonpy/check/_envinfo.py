@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import re
 import tarfile
+from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import List, Literal, Optional, Tuple
 
@@ -72,17 +72,26 @@ def resolve_env_path(raw: str, model_dir: Path) -> EnvPlace:
     return EnvPlace(raw, normal, kind, inside)
 
 
-@lru_cache(maxsize=16)
-def _members(path: str, mtime_ns: int, size: int) -> Tuple[tarfile.TarInfo, ...]:
-    with tarfile.open(path, "r:gz") as archive:
-        return tuple(archive.getmembers())
+#: member lists by (device, inode, mtime, size): hard links of one archive (an export's
+#: models of one spec) are read once
+_MEMBERS: OrderedDict[Tuple[int, int, int, int], Tuple[tarfile.TarInfo, ...]] = OrderedDict()
+_KEPT = 16
 
 
 def archive_members(path: Path) -> Tuple[tarfile.TarInfo, ...]:
     """The members of a ``.tar.gz`` (read once per file version). Raises ``tarfile.TarError``,
     ``OSError`` or ``EOFError`` when it is not a readable gzip tar."""
     stat = path.stat()
-    return _members(str(path), stat.st_mtime_ns, stat.st_size)
+    key = (stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    if key in _MEMBERS:
+        _MEMBERS.move_to_end(key)
+        return _MEMBERS[key]
+    with tarfile.open(path, "r:gz") as archive:
+        members = tuple(archive.getmembers())
+    _MEMBERS[key] = members
+    while len(_MEMBERS) > _KEPT:
+        _MEMBERS.popitem(last=False)
+    return members
 
 
 def inspect_env(path: Path) -> EnvContents:

@@ -9,8 +9,10 @@ rules that need it are skipped.
 TP501       both      the path does not exist (warning for an absolute path: it may
                       exist only on the server)
 TP502       both      ``$$TRITON_MODEL_DIRECTORY/..`` escapes the model directory
-                      (error); a bare relative path (warning: the server resolves it
-                      against its working directory)
+                      (error; a warning when the path exists: a shared environment
+                      beside the repository does not travel to object storage); a bare
+                      relative path (warning: the server resolves it against its
+                      working directory)
 TP503       error     neither a ``.tar.gz`` nor a directory
 TP504       error     no ``bin/activate`` in the environment
 TP505       error     no single ``lib/libpythonX.Y.so*`` in the environment
@@ -205,15 +207,28 @@ def _place_findings(entry: ModelEntry, place: EnvPlace) -> Iterator[Finding]:
     """TP501-TP503: where EXECUTION_ENV_PATH points, and whether something usable is there."""
     raw = place.raw
     if place.kind != "absolute" and not place.inside_model_dir:
-        yield error(
-            entry,
+        if not place.path.exists():
+            yield error(
+                entry,
+                "TP502",
+                _FIELD,
+                f"{raw!r} points outside the model directory (to {entry.display(place.path)})",
+                "keep the environment inside the model directory: "
+                "$$TRITON_MODEL_DIRECTORY/<env>.tar.gz",
+            )
+            return
+        # a shared environment beside the repository (tritonpy export --env-layout shared)
+        yield entry.finding(
             "TP502",
+            WARNING,
             _FIELD,
-            f"{raw!r} points outside the model directory (to {entry.display(place.path)})",
-            "keep the environment inside the model directory: "
-            "$$TRITON_MODEL_DIRECTORY/<env>.tar.gz",
+            f"{raw!r} points outside the model directory (to {entry.display(place.path)}): "
+            "it works where the repository is served in place or from an image that keeps "
+            "that folder, but a repository copied model directory by model directory "
+            "(object storage, KServe) loses it",
+            "for object storage keep the environment inside the model directory "
+            "($$TRITON_MODEL_DIRECTORY/<env>.tar.gz; tritonpy export --env-layout per-model)",
         )
-        return
     if place.kind == "relative":
         yield entry.finding(
             "TP502",
@@ -252,8 +267,7 @@ def _missing_environment(entry: ModelEntry, place: EnvPlace) -> Finding:
         "TP501",
         _FIELD,
         f"{place.raw!r} does not exist (looked for {entry.display(place.path)})",
-        "build the environment there (tritonpy pack-env MODEL_DIR, or conda-pack) or fix the "
-        "path",
+        "build the environment there (tritonpy pack-env MODEL_DIR, or conda-pack) or fix the path",
     )
 
 

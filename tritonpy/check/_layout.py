@@ -10,7 +10,8 @@ TP105       error     a version directory without model.py (python backend)
 TP106       error     model.py is not valid Python
 TP107       error     model.py does not define TritonPythonModel
 TP108       error     neither backend nor platform set, but model.py present
-TP109       both      importing model.py fails (warning for a missing package)
+TP109       both      importing model.py fails (in its own environment when it has
+                      one; warning for a package missing from the tool's Python)
 TP110       warning   the repository has no model directory
 ==========  ========  ==============================================================
 """
@@ -18,11 +19,14 @@ TP110       warning   the repository has no model directory
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, List
+from typing import Iterator, List, Optional
 
 from .._tooling.model_dirs import CONFIG_FILE
+from .._tooling.releases import TritonRelease
 from ..config._loader import defines_triton_python_model
+from ..envs._pack import find_default_spec
 from ._context import ModelEntry, Repository, error
+from ._envimport import import_failure, import_fix
 from ._report import ERROR, WARNING, Finding
 
 
@@ -39,10 +43,10 @@ def check_layout(repo: Repository) -> Iterator[Finding]:
             "REPO/<model>/1/model.py",
         )
     for entry in repo:
-        yield from _check_model(entry)
+        yield from _check_model(entry, repo.release)
 
 
-def _check_model(entry: ModelEntry) -> Iterator[Finding]:
+def _check_model(entry: ModelEntry, release: Optional[TritonRelease]) -> Iterator[Finding]:
     yield from _check_config(entry)
     if entry.config is None:
         return  # missing or unparsable: TP101/TP102 said it
@@ -73,7 +77,7 @@ def _check_model(entry: ModelEntry) -> Iterator[Finding]:
             )
         return
     if entry.is_python:
-        yield from _check_model_files(entry, versions)
+        yield from _check_model_files(entry, versions, release)
 
 
 def _check_config(entry: ModelEntry) -> Iterator[Finding]:
@@ -116,7 +120,9 @@ def _check_config(entry: ModelEntry) -> Iterator[Finding]:
         )
 
 
-def _check_model_files(entry: ModelEntry, versions: List[Path]) -> Iterator[Finding]:
+def _check_model_files(
+    entry: ModelEntry, versions: List[Path], release: Optional[TritonRelease]
+) -> Iterator[Finding]:
     """TP105-TP107 for each version's model file, then TP109 for importing it."""
     filename = entry.model_filename
     for version in versions:
@@ -133,7 +139,7 @@ def _check_model_files(entry: ModelEntry, versions: List[Path]) -> Iterator[Find
             )
             continue
         yield from _check_source(entry, model_file.read_text(encoding="utf-8"), rel)
-    yield from _check_import(entry)
+    yield from _check_import(entry, release)
 
 
 def _check_source(entry: ModelEntry, source: str, rel: str) -> Iterator[Finding]:
@@ -160,23 +166,62 @@ def _check_source(entry: ModelEntry, source: str, rel: str) -> Iterator[Finding]
         )
 
 
-def _check_import(entry: ModelEntry) -> Iterator[Finding]:
+def _check_import(entry: ModelEntry, release: Optional[TritonRelease]) -> Iterator[Finding]:
+    rel = f"{entry.name}/{exc_path(entry)}"
+    found, place = entry.env_import, entry.environment
+    if entry.environment_error:
+        yield entry.finding(
+            "TP109",
+            ERROR,
+            "",
+            f"the environment its spec declares could not be built: {entry.environment_error}",
+            "fix the spec (REPO/<model>/requirements.txt or environment.yml) and check again",
+            file=rel,
+        )
+    if found is not None and place is not None:
+        if not found.ok:
+            yield entry.finding(
+                "TP109",
+                ERROR,
+                "",
+                import_failure(entry.name, place, found, release),
+                import_fix(entry.name, place, found, release),
+                file=rel,
+            )
+        return
+    if place is not None and entry.environment_note:
+        yield entry.finding(
+            "TP109",
+            WARNING,
+            "",
+            f"its environment {place.label} cannot run here ({entry.environment_note}); "
+            "model.py was imported in the tool's Python instead",
+            "check it on a machine like the server's",
+            file=rel,
+        )
     exc = entry.load_error
     if exc is None:
         return
     cause = exc.cause
-    rel = f"{entry.name}/{exc_path(entry)}"
     if isinstance(cause, SyntaxError):
         return  # TP106 already says it
     missing = isinstance(cause, ImportError)
+    fix = (
+        "install the package where you run 'tritonpy check' (it may only exist in the "
+        "model's EXECUTION_ENV_PATH environment)"
+    )
+    if missing and find_default_spec(entry.path) is not None:
+        fix += (
+            "; or import it in the environment its spec declares: 'tritonpy check REPO "
+            "--triton-version YY.MM --build-envs'"
+        )
     yield entry.finding(
         "TP109",
         WARNING if missing else ERROR,
         "",
         f"importing it failed: {type(cause).__name__}: {cause}"
         + ("; the declarations could not be checked" if missing else ""),
-        "install the package where you run 'tritonpy check' (it may only exist in the "
-        "model's EXECUTION_ENV_PATH environment)"
+        fix
         if missing
         else "fix the error raised at import time; Triton would fail to load the model",
         file=rel,

@@ -40,6 +40,15 @@ def add_parser(subparsers: shared.Subparsers) -> None:
     )
     add_builder(parser, "how missing environments are built (as tritonpy pack-env --builder)")
     parser.add_argument(
+        "--env-layout",
+        choices=["per-model", "shared"],
+        default="per-model",
+        help="per-model (default): every model directory gets its own copy of its environment "
+        "(works everywhere, object storage and KServe included); shared: one archive per "
+        "environment in OUT/envs/, beside the repository, unpacked once by Triton (a "
+        "repository served where it lies, or the image; not object storage)",
+    )
+    parser.add_argument(
         "--allow-warnings",
         action="store_true",
         help="accept check warnings in the exported repository (errors still fail)",
@@ -83,8 +92,16 @@ def cmd_export(args: argparse.Namespace) -> int:
             **shared.options(
                 args,
                 "triton_version base_image name image replicas cpu memory builder force "
-                "allow_warnings",
+                "allow_warnings env_layout",
             ),
+        )
+    for built in result.environments:
+        how = "built" if built.built else "from the cache"
+        users = ", ".join(built.models) or "-"
+        print(
+            f"environment {built.plan.label} (Python {built.python}): {how}"
+            + (f" in {built.seconds:.1f} s" if built.built else "")
+            + f", used by {users}"
         )
     for model in result.models:
         env: str = model.environment
@@ -92,7 +109,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             env += f" {model.parameter} (Python {model.python})"
         stub = f", stub: {model.stub}" if model.stub else ""
         print(f"{model.name}: {model.kind}, config {model.config}, environment {env}{stub}")
-    print(f"wrote {result.repository} and {', '.join(str(f) for f in result.files)}")
+    print(
+        f"wrote {result.repository} and {', '.join(str(f) for f in result.files)} "
+        f"(environment layout {result.env_layout}, {result.seconds:.1f} s)"
+    )
     print(f"next: docker build -t {args.image or f'{args.name}:{result.release}'} {result.out}")
     print(f"      (see {result.out / 'README.md'} for docker run, push and kubectl apply)")
     return 0

@@ -19,17 +19,19 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 from .._runtime._optional import require
 from .._tooling.model_dirs import model_directories
 from .._tooling.pbtxt import CONFIG_MODULES
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
-from ..check import Report, check_repository
+from ..check import WARNING, Report, check_repository
+from ..envs._envcache import BuiltEnv
 from ..envs._pack import BUILDERS, Builder
 from ..envs._selfwheel import running_tritonpy, self_wheel
 from ._files import (
+    ENVS_DIR,
     REPOSITORY_DIR,
     WHEELS_DIR,
     default_base_image,
@@ -38,12 +40,29 @@ from ._files import (
     readme,
 )
 from ._manifests import DeploySettings, deployment_manifests, kserve_manifest, to_yaml_documents
-from ._models import ExportError, ModelExport, copy_model, prepare_model
+from ._models import (
+    ENV_LAYOUTS,
+    EnvLayout,
+    ExportError,
+    ModelExport,
+    Prepared,
+    copy_model,
+    prepare_model,
+)
+from ._validate import ModelPlan, build_missing, plan_model, raise_problems, validate_now
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: what an export writes into OUT (``--force`` replaces these, and only these)
-OUTPUTS = (REPOSITORY_DIR, WHEELS_DIR, "Dockerfile", ".dockerignore", "k8s", "README.md")
+OUTPUTS = (
+    REPOSITORY_DIR,
+    ENVS_DIR,
+    WHEELS_DIR,
+    "Dockerfile",
+    ".dockerignore",
+    "k8s",
+    "README.md",
+)
 _STAGING_PREFIX = ".tritonpy-export-"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -61,6 +80,9 @@ class ExportResult:
     files: List[Path] = field(default_factory=list)
     report: Optional[Report] = None
     seconds: float = 0.0
+    env_layout: str = "per-model"
+    #: the environments built (or found in the cache) for this export, one per distinct spec
+    environments: List[BuiltEnv] = field(default_factory=list)
 
     @property
     def repository(self) -> Path:
@@ -127,15 +149,17 @@ def _write_deployment_files(
     base_image: str,
     models: List[str],
     reporter: Reporter,
+    *,
+    shared_envs: bool = False,
 ) -> List[Path]:
     files: List[Path] = []
     wheel = _write_wheel(staging, reporter, files)
     _write(
         staging / "Dockerfile",
-        dockerfile(base_image, wheel, numpy2_ok=release.numpy2_ok),
+        dockerfile(base_image, wheel, numpy2_ok=release.numpy2_ok, shared_envs=shared_envs),
         files,
     )
-    _write(staging / ".dockerignore", dockerignore(), files)
+    _write(staging / ".dockerignore", dockerignore(shared_envs=shared_envs), files)
     header = (
         "Written by 'tritonpy export'. Build and push the image first (see README.md), set\n"
         "its name as image: below, then: kubectl apply -f k8s/deployment.yaml"
@@ -156,13 +180,22 @@ def _write_deployment_files(
         to_yaml_documents([kserve_manifest(settings, storage)], header=header),
         files,
     )
-    _write(staging / "README.md", readme(settings, base_image, models), files)
+    _write(
+        staging / "README.md", readme(settings, base_image, models, shared_envs=shared_envs), files
+    )
     return files
 
 
-def _finding_lines(report: Report, allow_warnings: bool) -> List[str]:
+def _finding_lines(report: Report, allow_warnings: bool, shared: Sequence[str] = ()) -> List[str]:
+    """The findings that fail the export; the TP502 warnings of the shared layout's own
+    parameters (``shared``: those models) are what that layout means, not a failure."""
     bad = report.errors if allow_warnings else report.findings
-    return [finding.render() for finding in bad]
+    return [
+        finding.render()
+        for finding in bad
+        if not (finding.code == "TP502" and finding.file.split("/")[0] in shared)
+        or finding.severity != WARNING
+    ]
 
 
 def export_repository(
@@ -180,6 +213,7 @@ def export_repository(
     builder: Builder = "auto",
     force: bool = False,
     allow_warnings: bool = False,
+    env_layout: EnvLayout = "per-model",
     reporter: Optional[Reporter] = None,
 ) -> ExportResult:
     """Write a deployable copy of the model repository ``repo`` into ``out``.
@@ -192,6 +226,18 @@ def export_repository(
     NGC container; it installs ``wheels/``, the running tritonpy, for the liveness check
     ``tritonpy probe``), ``.dockerignore``, ``k8s/deployment.yaml`` (Deployment + Service named
     ``name``, running ``image``), ``k8s/inferenceservice.yaml`` (KServe) and ``README.md``.
+
+    Before anything is packed, every model is validated: its config and its import inside the
+    environment it will run in (its ``EXECUTION_ENV_PATH`` environment, else the one built
+    from its spec); every problem is reported at once (:class:`ExportError`). Built
+    environments are kept in tritonpy's build cache (keyed by the spec's contents, Python,
+    release and tritonpy), so models of the same spec share one build and a second export
+    takes seconds. ``env_layout`` ``"per-model"`` gives every model directory its own copy (it
+    works everywhere, object storage and KServe included); ``"shared"`` writes one archive
+    per environment to ``out/envs/`` beside the repository, named
+    ``$$TRITON_MODEL_DIRECTORY/../../envs/...`` (a repository served where it lies, or the
+    image: Triton unpacks each archive once; not for object storage, which copies each model
+    directory alone).
 
     The exported repository must pass ``tritonpy check --triton-version`` without findings
     (errors only, with ``allow_warnings``); otherwise :class:`ExportError` lists them and
@@ -206,10 +252,13 @@ def export_repository(
     require(*CONFIG_MODULES, "yaml", extra="config", feature="tritonpy export")
     source, target = Path(repo), Path(out)
     release = TritonRelease.parse(triton_version)
+    if env_layout not in ENV_LAYOUTS:
+        raise ExportError(f"--env-layout {env_layout!r}: expected one of {', '.join(ENV_LAYOUTS)}")
     models = _check_options(
         source, target, builder=builder, name=name, replicas=replicas, force=force
     )
     result = ExportResult(target, release.name, base_image or default_base_image(release.name))
+    result.env_layout = env_layout
     settings = DeploySettings(
         name=name,
         image=image or f"{name}:{release.name}",
@@ -218,7 +267,7 @@ def export_repository(
         cpu=cpu,
         memory=memory,
     )
-    options = _ModelOptions(release, pack, builder, reporter or Reporter())
+    options = _ModelOptions(release, pack, builder, reporter or Reporter(), env_layout)
     _export(source, models, settings, options, result, allow_warnings=allow_warnings)
     result.seconds = time.monotonic() - began
     return result
@@ -254,6 +303,7 @@ class _ModelOptions:
     pack: bool
     builder: Builder
     reporter: Reporter
+    layout: EnvLayout = "per-model"
 
 
 def _export(
@@ -273,12 +323,15 @@ def _export(
     staged_repo = staging / REPOSITORY_DIR
     try:
         staged_repo.mkdir(parents=True)
-        result.models = [_export_model(model, staged_repo, options) for model in models]
+        plans = _validate(models, staged_repo, options)
+        result.environments = _built_environments(plans)
+        result.models = [_export_model(plan, staging, options) for plan in plans]
         result.report = _check_export(staged_repo, source, result, options, allow_warnings)
         _purge_caches(staged_repo)
         names = [m.name for m in result.models]
+        shared = (staging / ENVS_DIR).is_dir()
         written = _write_deployment_files(
-            staging, settings, release, result.base_image, names, reporter
+            staging, settings, release, result.base_image, names, reporter, shared_envs=shared
         )
         _replace_outputs(staging, target)
         result.files = [target / p.relative_to(staging) for p in written]
@@ -286,16 +339,50 @@ def _export(
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _export_model(model: Path, staged_repo: Path, options: _ModelOptions) -> ModelExport:
-    with step(options.reporter, f"exporting {model.name}"):
-        copy_model(model, staged_repo / model.name)
+def _validate(models: List[Path], staged_repo: Path, options: _ModelOptions) -> List[ModelPlan]:
+    """Copy every model, import each in its environment (building the missing ones only
+    when nothing else failed); every problem at once."""
+    release, reporter = options.release, options.reporter
+    plans = []
+    with step(reporter, f"validating {len(models)} model(s)"):
+        for model in models:
+            copy_model(model, staged_repo / model.name)
+            plans.append(plan_model(model, staged_repo / model.name))
+        problems = [
+            problem
+            for plan in plans
+            for problem in validate_now(plan, release, pack=options.pack, builder=options.builder)
+        ]
+    raise_problems(problems, phase="found before building any environment")
+    raise_problems(build_missing(plans, release, reporter), phase="found")
+    return plans
+
+
+def _built_environments(plans: List[ModelPlan]) -> List[BuiltEnv]:
+    """One :class:`BuiltEnv` per distinct environment, shared by the plans that use it."""
+    found: Dict[str, BuiltEnv] = {}
+    for plan in plans:
+        if plan.built is not None:
+            plan.built = found.setdefault(plan.built.plan.key, plan.built)
+    return list(found.values())
+
+
+def _export_model(plan: ModelPlan, staging: Path, options: _ModelOptions) -> ModelExport:
+    prepared = Prepared(
+        found=plan.found,
+        built=plan.built,
+        layout=options.layout,
+        shared_dir=staging / ENVS_DIR,
+    )
+    with step(options.reporter, f"exporting {plan.name}"):
         return prepare_model(
-            model,
-            staged_repo / model.name,
+            plan.source,
+            plan.target,
             release=options.release,
             pack=options.pack,
             builder=options.builder,
             reporter=options.reporter,
+            prepared=prepared,
         )
 
 
@@ -311,7 +398,8 @@ def _check_export(
     release = options.release
     with step(options.reporter, f"tritonpy check --triton-version {release}"):
         report = check_repository(staged_repo, triton_version=release.name)
-    bad = _finding_lines(report, allow_warnings)
+    shared = [m.name for m in result.models if m.shared]
+    bad = _finding_lines(report, allow_warnings, shared)
     if bad:
         raise ExportError(
             f"the exported repository does not pass 'tritonpy check --triton-version "
@@ -322,7 +410,8 @@ def _check_export(
             + "\n".join(bad)
         )
     for finding in report.warnings:
-        options.reporter.note(f"check: {finding.render()}")
+        if finding.code != "TP502" or finding.file.split("/")[0] not in shared:
+            options.reporter.note(f"check: {finding.render()}")
     return report
 
 
@@ -336,4 +425,5 @@ def _replace_outputs(staging: Path, target: Path) -> None:
         elif previous.exists() or previous.is_symlink():
             previous.unlink()
     for entry in OUTPUTS:
-        os.replace(staging / entry, target / entry)
+        if (staging / entry).exists():
+            os.replace(staging / entry, target / entry)

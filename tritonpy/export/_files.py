@@ -16,6 +16,8 @@ from ._manifests import PORTS, PROBE_COMMAND, READY_PATH, DeploySettings
 REPOSITORY_DIR = "model_repository"
 #: the folder of the tritonpy wheel the image installs for its liveness check
 WHEELS_DIR = "wheels"
+#: the shared layout's environments, beside the repository (also in _models.ENVS_DIR)
+ENVS_DIR = "envs"
 
 
 def default_base_image(release: str) -> str:
@@ -23,11 +25,21 @@ def default_base_image(release: str) -> str:
     return f"nvcr.io/nvidia/tritonserver:{release}-py3"
 
 
-def dockerfile(base_image: str, wheel: str, *, numpy2_ok: bool = True) -> str:
+def dockerfile(
+    base_image: str, wheel: str, *, numpy2_ok: bool = True, shared_envs: bool = False
+) -> str:
     """A Dockerfile that installs tritonpy (the wheel ``wheel`` of ``wheels/``) for the
     liveness check, copies the repository to /models and serves it; ``numpy2_ok`` False pins
-    ``numpy<2`` for releases whose stub predates numpy 2."""
+    ``numpy<2`` for releases whose stub predates numpy 2; ``shared_envs`` copies the shared
+    layout's ``envs/`` to /envs, beside /models, where the models' parameters find it."""
     ports = " ".join(str(port) for port in PORTS.values())
+    envs = (
+        f"\n# the environments the models share (EXECUTION_ENV_PATH "
+        f"$$TRITON_MODEL_DIRECTORY/../../{ENVS_DIR}/...):\n# Triton unpacks each once, "
+        f"for all the models that name it\nCOPY {ENVS_DIR}/ /{ENVS_DIR}/\n"
+        if shared_envs
+        else ""
+    )
     probe = " ".join(PROBE_COMMAND)
     pin = "" if numpy2_ok else " 'numpy<2'"
     return f"""\
@@ -48,7 +60,7 @@ RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir /tmp/{whee
 # every model with its config.pbtxt, environment archive (EXECUTION_ENV_PATH) and, where the
 # environment's Python differs from the container's, its triton_python_backend_stub
 COPY {REPOSITORY_DIR}/ /models/
-
+{envs}
 EXPOSE {ports}
 
 # healthy = every READY model answers a real request (unpacking environment archives takes a
@@ -60,27 +72,35 @@ CMD ["tritonserver", "--model-repository=/models"]
 """
 
 
-def dockerignore() -> str:
-    """Only the model repository and the tritonpy wheel go into the build context."""
+def dockerignore(*, shared_envs: bool = False) -> str:
+    """Only the model repository, the shared environments and the tritonpy wheel go into the
+    build context."""
+    envs = f"!{ENVS_DIR}/\n" if shared_envs else ""
     return f"""\
 # Written by 'tritonpy export': send only the model repository to the Docker build
 *
 !{REPOSITORY_DIR}/
-!{WHEELS_DIR}/
+{envs}!{WHEELS_DIR}/
 **/__pycache__
 """
 
 
-def readme(settings: DeploySettings, base_image: str, models: Sequence[str]) -> str:
+def readme(
+    settings: DeploySettings,
+    base_image: str,
+    models: Sequence[str],
+    *,
+    shared_envs: bool = False,
+) -> str:
     """How to build, push, run and apply the export."""
-    return "\n".join(
-        [
-            _readme_contents(settings, base_image, models),
-            _readme_docker(settings, base_image),
-            _readme_kubernetes(settings),
-            _readme_object_storage(settings),
-        ]
-    )
+    parts = [
+        _readme_contents(settings, base_image, models),
+        _readme_shared(shared_envs),
+        _readme_docker(settings, base_image),
+        _readme_kubernetes(settings),
+        _readme_object_storage(settings),
+    ]
+    return "\n".join(part for part in parts if part)
 
 
 def _readme_contents(settings: DeploySettings, base_image: str, models: Sequence[str]) -> str:
@@ -96,6 +116,19 @@ Written by `tritonpy export` for Triton release {settings.release} (`{base_image
 auto-complete needed), each tritonpy model's environment archive (`EXECUTION_ENV_PATH`, with
 numpy and tritonpy inside: the container's Python has no tritonpy) and, where an environment's
 Python differs from the container's, a `triton_python_backend_stub` beside its `config.pbtxt`.
+"""
+
+
+def _readme_shared(shared_envs: bool) -> str:
+    if not shared_envs:
+        return ""
+    return f"""\
+Environment layout `shared`: the models of one spec share one archive in `{ENVS_DIR}/`, beside
+`{REPOSITORY_DIR}/` (their `EXECUTION_ENV_PATH` is
+`$$TRITON_MODEL_DIRECTORY/../../{ENVS_DIR}/<archive>`; Triton unpacks each archive once). Serve
+the repository where it lies, or build the image (it copies `{ENVS_DIR}/` to `/{ENVS_DIR}`). It
+does not travel to object storage or KServe, which copy each model directory alone: export
+again with `--env-layout per-model` for those.
 """
 
 

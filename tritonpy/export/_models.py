@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 import shutil
 import tarfile
 import zlib
@@ -22,12 +23,16 @@ from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER, MODEL_DIR_VARIABLE
 from .._tooling.pbtxt import ConfigError, load_config, set_parameter, write_config
 from .._tooling.progress import Reporter
 from .._tooling.releases import TritonRelease
+from ..check._envimport import stand_in
 from ..check._envinfo import inspect_env, resolve_env_path
 from ..check._imports import imports_tritonpy
-from ..config._declarations import NotDerivableError, sync_config
+from ..config._declarations import NotDerivableError, apply_declarations, sync_config
 from ..config._loader import ModelImportError
+from ..envs._envcache import BuiltEnv
+from ..envs._inenv import EnvImport
 from ..envs._pack import Builder
 from ..envs._record import RECORD_NAME
+from ._files import ENVS_DIR
 
 #: directories never copied: caches, and tests (they stay with the sources)
 _SKIPPED_DIRS = {"__pycache__", "tests", "test"}
@@ -37,6 +42,14 @@ _SKIPPED_DIRS = {"__pycache__", "tests", "test"}
 ModelKind = Literal["tritonpy", "python", "ensemble", "other"]
 #: what became of its config.pbtxt
 ConfigOutcome = Literal["materialised", "kept"]
+#: where built environments go: each model directory its own copy, or one shared folder
+#: ``envs/`` beside ``model_repository/``
+EnvLayout = Literal["per-model", "shared"]
+ENV_LAYOUTS = ("per-model", "shared")
+#: the folder of the shared layout's archives, beside model_repository/ in OUT
+
+#: the shared layout's EXECUTION_ENV_PATH prefix (model_repository/<model>/../../envs)
+SHARED_PREFIX = f"{MODEL_DIR_VARIABLE}/../../{ENVS_DIR}/"
 
 
 class ExportError(ToolError):
@@ -51,7 +64,9 @@ class ModelExport:
     ``"ensemble"`` or ``"other"``; ``config``: ``"materialised"`` (written from the
     declarations) or ``"kept"``; ``environment``: ``"kept"``, ``"packed"`` or ``"none"``;
     ``parameter``: the EXECUTION_ENV_PATH value; ``stub``: where the stub came from (a
-    :data:`tritonpy.stubs._provision.SOURCES` name), ``"removed"`` or None."""
+    :data:`tritonpy.stubs._provision.SOURCES` name), ``"removed"`` or None; ``cached``:
+    the packed environment came from the build cache (built by an earlier export, or by this
+    one for another model of the same spec); ``shared``: it is the shared layout's archive."""
 
     name: str
     kind: ModelKind = "other"
@@ -60,6 +75,8 @@ class ModelExport:
     parameter: Optional[str] = None
     python: Optional[str] = None
     stub: Optional[str] = None
+    cached: bool = False
+    shared: bool = False
 
 
 def _ignored(directory: str, names: List[str]) -> Set[str]:
@@ -77,9 +94,10 @@ def copy_model(source: Path, target: Path) -> None:
     shutil.copytree(source, target, ignore=_ignored)
 
 
-def _materialise(target: Path, outcome: ModelExport) -> Any:
-    """Write the full config.pbtxt of a tritonpy model; return the parsed config (None when
-    the model has none the check can read)."""
+def _materialise(target: Path, outcome: ModelExport, found: Optional[EnvImport] = None) -> Any:
+    """Write the full config.pbtxt of a tritonpy model (from its declarations as ``found``
+    read them inside its environment, else by importing it here); return the parsed config
+    (None when the model has none the check can read)."""
     path = target / CONFIG_FILE
     config = load_config(path) if path.is_file() else None
     if config is not None and (
@@ -89,6 +107,13 @@ def _materialise(target: Path, outcome: ModelExport) -> Any:
         return config
     if config is not None and config.backend != "python":
         return config  # another backend: its files go as they are
+    if config is not None and found is not None and found.ok:
+        if not found.is_tritonpy:
+            outcome.kind = "python"
+            return config
+        write_config(path, apply_declarations(config, stand_in(found), target.name))
+        outcome.kind, outcome.config = "tritonpy", "materialised"
+        return load_config(path)
     try:
         sync_config(target)
     except NotDerivableError:
@@ -209,6 +234,74 @@ def _pack(
         outcome.stub = result.stub.source
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What validation found for one model: its import inside its environment (``found``),
+    the built environment waiting for it (``built``), and where built environments go."""
+
+    found: Optional[EnvImport] = None
+    built: Optional[BuiltEnv] = None
+    layout: EnvLayout = "per-model"
+    shared_dir: Optional[Path] = None  # OUT's staged envs/ for the shared layout
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """A hard link where the file system allows one (same bytes, no second copy), else a
+    copy."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        return
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _place_built(
+    target: Path,
+    config: Any,
+    release: TritonRelease,
+    prepared: Prepared,
+    outcome: ModelExport,
+    reporter: Reporter,
+) -> None:
+    """Give the model the built environment: its own copy (per-model), or the shared
+    archive in ``envs/`` beside the repository; point EXECUTION_ENV_PATH at it; place the
+    stub its Python needs."""
+    built = prepared.built
+    assert built is not None
+    _remove_stub(target, outcome, reporter, "packing a new environment")
+    if prepared.layout == "shared" and prepared.shared_dir is not None:
+        name = f"{built.plan.key[:12]}_py{built.python}.tar.gz"
+        _link_or_copy(built.archive, prepared.shared_dir / name)
+        parameter, outcome.shared = SHARED_PREFIX + name, True
+    else:
+        name = f"{outcome.name}_py{built.python}.tar.gz"
+        _link_or_copy(built.archive, target / name)
+        parameter = f"{MODEL_DIR_VARIABLE}/{name}"
+    set_parameter(config, ENV_PARAMETER, parameter)
+    write_config(target / CONFIG_FILE, config)
+    outcome.environment, outcome.parameter, outcome.python = "packed", parameter, built.python
+    outcome.cached = not built.built or bool(built.models)  # built for another model
+    built.models.append(outcome.name)
+    if built.python != release.python:
+        from ..stubs._provision import provision_stub
+
+        placed = provision_stub(
+            target, triton_version=release.name, python=built.python, reporter=reporter
+        )
+        outcome.stub = placed.source
+
+
+def _no_pack(name: str, source: Path, release: TritonRelease, reason: str) -> ExportError:
+    return ExportError(
+        f"model {name!r}: model.py imports tritonpy, which the Python "
+        f"{release.python} of the release {release} container lacks, and {reason}. Pack "
+        f"one: 'tritonpy pack-env {source} --triton-version {release}', or export "
+        f"without --no-pack to let export pack it"
+    )
+
+
 def prepare_model(
     source: Path,
     target: Path,
@@ -217,42 +310,41 @@ def prepare_model(
     pack: bool,
     builder: Builder,
     reporter: Reporter,
+    prepared: Prepared = Prepared(),
 ) -> ModelExport:
     """Make the copied model ``target`` (from ``source``) deployable on ``release``.
 
-    - a tritonpy model's config.pbtxt is written in full from its declarations;
+    - a tritonpy model's config.pbtxt is written in full from its declarations (as read
+      inside its environment: ``prepared.found``);
     - a python model's existing environment is kept (moved inside the model directory and named
       with ``$$TRITON_MODEL_DIRECTORY``) when its Python is the release's, or when a stub for
       its Python can be placed;
-    - a model whose model.py imports tritonpy and has no fitting environment gets one packed
+    - a model whose model.py imports tritonpy and has no fitting environment gets the one
+      validation built for it (``prepared.built``, from the build cache), else one packed
       for the release's Python (:func:`tritonpy.envs.pack_env`), unless ``pack`` is false:
       then :class:`ExportError` says how to provide one.
     """
     outcome = ModelExport(target.name)
     try:
-        config = _materialise(target, outcome)
+        config = _materialise(target, outcome, prepared.found)
     except ConfigError:
         return outcome  # an unreadable config.pbtxt: the check reports it with its position
     if config is None or config.backend != "python":
         return outcome
     needs_tritonpy = imports_tritonpy(target, config.default_model_filename or "model.py")
     reason = "it has no environment"
-    if ENV_PARAMETER in config.parameters:
+    if ENV_PARAMETER in config.parameters and prepared.built is None:
         why_not = _existing_environment(source, target, config, release, outcome, reporter)
         if why_not is None:
             return outcome
         reason = why_not
-        if not needs_tritonpy:
-            return outcome  # a plain model: the check says what is wrong with its environment
     if not needs_tritonpy:
-        return outcome
+        return outcome  # a plain model: the check says what is wrong with its environment
     if not pack:
-        raise ExportError(
-            f"model {outcome.name!r}: model.py imports tritonpy, which the Python "
-            f"{release.python} of the release {release} container lacks, and {reason}. Pack "
-            f"one: 'tritonpy pack-env {source} --triton-version {release}', or export "
-            f"without --no-pack to let export pack it"
-        )
+        raise _no_pack(outcome.name, source, release, reason)
+    if prepared.built is not None:
+        _place_built(target, config, release, prepared, outcome, reporter)
+        return outcome
     reporter.note(f"{outcome.name}: {reason}; packing one for release {release}")
     _pack(target, release, builder, outcome, reporter)
     return outcome

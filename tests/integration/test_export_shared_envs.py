@@ -1,0 +1,167 @@
+"""Export with environments built once per spec, on the real tritonserver.
+
+Two tritonpy models share one requirements.txt: the export builds one Python 3.10
+environment (the local builder, about a minute) into the build cache and, with
+``--env-layout shared``, writes it once to ``OUT/envs/`` beside the repository. The copied
+export (model_repository/ and envs/ together, as the image has them) is served by the real
+tritonserver: both models answer from Python 3.10, and the server unpacks the shared archive
+once (its log says so). A second export, per-model layout, takes the environment from the
+cache. Then a model whose environment lacks a package the tool's own virtualenv has fails the
+check and the export before anything is built, naming the environment and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator, Tuple
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+
+from tritonpy.check import check_repository
+from tritonpy.envs._selfwheel import running_tritonpy
+from tritonpy.export import ExportError, ExportResult, export_repository
+from tritonpy.stubs._provision import provision_stub
+
+pytestmark = pytest.mark.integration
+
+MODEL = """
+import sys
+
+import numpy as np
+
+import tritonpy as tp
+
+
+class Add{n}(tp.Model):
+    inputs = {{"X": tp.Tensor("FP32", [-1])}}
+    outputs = {{"Y": tp.Tensor("FP32", [-1]), "PY": tp.Text()}}
+    max_batch_size = 4
+
+    def infer(self, X):
+        python = "%d.%d" % sys.version_info[:2]
+        return {{"Y": X + {n}, "PY": [python] * len(X)}}
+
+
+TritonPythonModel = Add{n}
+"""
+
+
+def _model(repo: Path, name: str, n: int, source: str = MODEL) -> Path:
+    model = repo / name
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(source.format(n=n))
+    (model / "config.pbtxt").write_text(f'name: "{name}"\nbackend: "python"\n')
+    return model
+
+
+@pytest.fixture(scope="module")
+def shared_export(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tuple[Path, ExportResult]]:
+    """Two models of one spec exported with the shared layout (one real build)."""
+    root = tmp_path_factory.mktemp("shared")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRITONPY_CACHE_DIR", str(root / "cache"))
+        # the cache key holds the running tritonpy's digest; in a working tree others edit,
+        # it may change between two exports of this module: hold it still
+        frozen = running_tritonpy()
+        patch.setattr("tritonpy.envs._envcache.running_tritonpy", lambda: frozen)
+        repo = root / "repo"
+        for n, name in enumerate(("one", "two"), start=1):
+            (_model(repo, name, n) / "requirements.txt").write_text("numpy<2\n")
+        result = export_repository(
+            repo, root / "deploy", triton_version="24.10", builder="local", env_layout="shared"
+        )
+        yield root, result
+
+
+def test_models_of_one_spec_share_one_archive_served(
+    shared_export: Tuple[Path, ExportResult], triton_server_factory: Callable[..., Any]
+) -> None:
+    root, result = shared_export
+    (built,) = result.environments
+    assert built.built and sorted(built.models) == ["one", "two"]
+    (archive,) = (root / "deploy" / "envs").iterdir()
+    assert [m.parameter for m in result.models] == [
+        f"$$TRITON_MODEL_DIRECTORY/../../envs/{archive.name}"
+    ] * 2
+    # the image's layout, elsewhere: /models and /envs side by side
+    elsewhere = root / "elsewhere"
+    shutil.copytree(root / "deploy" / "model_repository", elsewhere / "models")
+    shutil.copytree(root / "deploy" / "envs", elsewhere / "envs")
+    assert f"{sys.version_info[0]}.{sys.version_info[1]}" != "3.10"
+    for name in ("one", "two"):  # the 24.10 container's stub is 3.10; this server's is not
+        provision_stub(elsewhere / "models" / name, triton_version="24.10", python="3.10")
+    server = triton_server_factory(
+        elsewhere / "models",
+        startup_timeout=180,
+        log_verbose=1,
+        extra_args=["--disable-auto-complete-config"],
+    )
+    assert server.models_ready() == ["one", "two"]
+    client = httpclient.InferenceServerClient(server.http_url[len("http://") :])
+    for n, name in enumerate(("one", "two"), start=1):
+        x = np.array([[1.0, 2.0]], np.float32)
+        tensor = httpclient.InferInput("X", list(x.shape), "FP32")
+        tensor.set_data_from_numpy(x)
+        answer = client.infer(name, [tensor])
+        assert answer.as_numpy("Y").tolist() == [[1.0 + n, 2.0 + n]]
+        assert [p.decode() for p in answer.as_numpy("PY").reshape(-1)] == ["3.10"]
+    assert server.log_path is not None
+    log = server.log_path.read_text(errors="replace")
+    # Triton keys extractions by the archive's real path: one for both models
+    assert log.count("Extracting Python execution env") == 1
+
+
+def test_a_second_export_takes_the_environment_from_the_cache(
+    shared_export: Tuple[Path, ExportResult],
+) -> None:
+    root, first = shared_export  # (the fixture's cache folder is still set)
+    again = export_repository(root / "repo", root / "per-model", triton_version="24.10")
+    (built,) = again.environments
+    assert not built.built and built.archive == first.environments[0].archive
+    assert [(m.environment, m.cached) for m in again.models] == [("packed", True)] * 2
+    one = root / "per-model" / "model_repository" / "one" / "one_py3.10.tar.gz"
+    two = root / "per-model" / "model_repository" / "two" / "two_py3.10.tar.gz"
+    assert one.stat().st_ino == two.stat().st_ino == built.archive.stat().st_ino
+    assert again.seconds < first.seconds / 2, (again.seconds, first.seconds)
+
+
+def test_a_package_the_environment_lacks_fails_before_any_build(
+    shared_export: Tuple[Path, ExportResult],
+) -> None:
+    import yaml  # noqa: F401  (here it imports: the old, in-tool import would have passed)
+
+    root, first = shared_export
+    repo = root / "lacking"
+    reader = _model(repo, "reader", 1, MODEL.replace("import sys", "import sys\nimport yaml"))
+    shutil.copy(first.environments[0].archive, reader / "env_py3.10.tar.gz")
+    with (reader / "config.pbtxt").open("a") as config:
+        config.write(
+            'parameters { key: "EXECUTION_ENV_PATH" value { string_value: '
+            '"$$TRITON_MODEL_DIRECTORY/env_py3.10.tar.gz" } }\n'
+        )
+    # a second model whose spec is in no cache: export would have to build it
+    (_model(repo, "other", 2) / "requirements.txt").write_text("numpy<2\nsix\n")
+    built_before = sorted(os.listdir(root / "cache" / "envs" / "built"))
+    report = check_repository(repo, triton_version="24.10")
+    (finding,) = [f for f in report.errors if f.code == "TP109"]
+    assert finding.message == (
+        "importing it inside its environment $$TRITON_MODEL_DIRECTORY/env_py3.10.tar.gz "
+        "(Python 3.10) failed: ModuleNotFoundError: No module named 'yaml'"
+    )
+    with pytest.raises(ExportError) as refused:
+        export_repository(repo, root / "lacking-out", triton_version="24.10")
+    assert sorted(os.listdir(root / "cache" / "envs" / "built")) == built_before
+    assert str(refused.value) == (
+        "model 'reader' (reader/1/model.py): importing it inside its environment "
+        "$$TRITON_MODEL_DIRECTORY/env_py3.10.tar.gz (Python 3.10) failed: "
+        "ModuleNotFoundError: No module named 'yaml'. Fix: the environment "
+        "$$TRITON_MODEL_DIRECTORY/env_py3.10.tar.gz lacks 'yaml': add pyyaml to the model's "
+        "spec (REPO/reader/requirements.txt or environment.yml) and rebuild it: 'tritonpy "
+        "pack-env REPO/reader --triton-version 24.10 --force'"
+    )
+    assert not (root / "lacking-out" / "model_repository").exists()
