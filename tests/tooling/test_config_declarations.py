@@ -170,6 +170,26 @@ def test_plain_models_and_ensembles_cannot_be_derived(tmp_path: Path) -> None:
         sync_config(ensemble)
 
 
+def test_check_accepts_hand_written_configs_and_write_refuses_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A repository-wide ``config --check`` stays green on ensembles and plain models (their
+    file is the source of truth); writing one is refused, saying why."""
+    from tritonpy.cli import main
+
+    plain = "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"
+    model_dir = make_model(tmp_path, plain)
+    ensemble = tmp_path / "ens"
+    (ensemble / "1").mkdir(parents=True)
+    (ensemble / "config.pbtxt").write_text('name: "ens"\nplatform: "ensemble"\n')
+    for directory, kind in ((model_dir, "a plain Python-backend model"), (ensemble, "an ensemble")):
+        capsys.readouterr()
+        assert main(["config", "--check", str(directory)]) == 0
+        assert f"written by hand ({kind})" in capsys.readouterr().out
+    assert main(["config", str(model_dir)]) == 1
+    assert "cannot be derived" in capsys.readouterr().err
+
+
 def test_import_errors_name_the_file(tmp_path: Path) -> None:
     model_dir = make_model(tmp_path, "import no_such_module_for_tritonpy\n")
     with pytest.raises(ModelImportError, match=r"model\.py: importing it failed: "):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .._tooling import cli as shared
 
@@ -25,8 +26,9 @@ def add_parser(subparsers: shared.Subparsers) -> None:
         "--check",
         action="store_true",
         help="do not write; exit 0 when config.pbtxt matches the declarations or Triton's "
-        "auto-complete completes it to them (e.g. just name and backend), else print the "
-        "difference and exit 1",
+        "auto-complete completes it to them (e.g. just name and backend), or is written by "
+        "hand (an ensemble, a plain Python-backend model), else print the difference and "
+        "exit 1",
     )
     parser.add_argument(
         "--version", type=int, default=None, help="the version directory (default: highest)"
@@ -45,11 +47,21 @@ def cmd_config(args: argparse.Namespace) -> int:
     other field as written. A name other than the directory's is an error (tritonserver refuses
     the model) unless --fix-name. Comments in config.pbtxt are lost when the file is
     rewritten."""
-    from ._declarations import sync_config
+    from ._declarations import HandWrittenConfigError, sync_config
 
-    result = sync_config(
-        args.model_dir, check=args.check, version=args.version, fix_name=args.fix_name
-    )
+    try:
+        result = sync_config(
+            args.model_dir, check=args.check, version=args.version, fix_name=args.fix_name
+        )
+    except HandWrittenConfigError as exc:
+        if not args.check:
+            raise
+        # nothing to contradict a hand-written file: a repository-wide --check stays green
+        print(
+            f"{Path(args.model_dir) / 'config.pbtxt'}: written by hand ({exc.kind}); no "
+            "declarations to check it against ('tritonpy check' checks the file itself)"
+        )
+        return 0
     if args.check:
         if result.contradicts:
             sys.stdout.write(result.conflicts or result.diff)

@@ -46,6 +46,16 @@ class NotDerivableError(ConfigError):
     """The model's configuration cannot be derived: ``model.py`` is not a tritonpy model."""
 
 
+class HandWrittenConfigError(NotDerivableError):
+    """The model's configuration is written by hand, as it must be: ``kind`` says why (``"an
+    ensemble"``, ``"a plain Python-backend model"``). ``config --check`` accepts it: there
+    are no declarations to contradict it (``tritonpy check`` checks the file itself)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class ModelNameError(ConfigError):
     """``config.pbtxt`` names another model than its directory: tritonserver refuses to load
     it, so :func:`sync_config` does not rename it silently."""
@@ -250,9 +260,10 @@ def sync_config(
     existing = load_config(path) if exists else new_config()
     check_model_name(existing, root.resolve(), path, fix=fix_name and not check)
     if existing.platform == "ensemble" or existing.HasField("ensemble_scheduling"):
-        raise NotDerivableError(
+        raise HandWrittenConfigError(
             f"{path}: {root.name!r} is an ensemble; its configuration has no model.py to be "
-            f"derived from and is written by hand (check it with 'tritonpy check')"
+            f"derived from and is written by hand (check it with 'tritonpy check')",
+            "an ensemble",
         )
     filename = existing.default_model_filename or "model.py"
     loaded = load_model_class(root, version=version, filename=filename)
@@ -315,10 +326,11 @@ def tritonpy_class(loaded: LoadedModel) -> Any:
             f"to derive config.pbtxt from; bind it: TritonPythonModel = YourModel"
         )
     if not loaded.is_tritonpy:
-        raise NotDerivableError(
+        raise HandWrittenConfigError(
             f"{loaded.model_file}: TritonPythonModel ({loaded.cls.__name__}) is a plain "
             f"Python-backend model, not a tritonpy.Model subclass; its inputs and outputs "
             f"cannot be derived. Write them in config.pbtxt by hand, or make the class "
-            f"subclass tritonpy.Model with inputs/outputs declarations"
+            f"subclass tritonpy.Model with inputs/outputs declarations",
+            "a plain Python-backend model",
         )
     return loaded.cls
