@@ -221,3 +221,33 @@ def test_cli_reload_reports_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     assert rest[-1].startswith("stopped; the server log is kept in "), rest
     # the stubs a reload ends are no deaths to the healer (on by default)
     assert not [ln for ln in seen + rest if " died (" in ln], seen + rest
+
+
+def test_a_model_given_a_stub_by_serve_reloads_through_the_shadow(tmp_path: Path) -> None:
+    """A model packed for Python 3.10 is served from a shadow repository (serve gives it the
+    wheel's 3.10 stub); its edits, the files added to it and a new model beside it reach the
+    server through the shadow, which follows the repository."""
+    from tritonpy.envs import pack_env
+
+    repo = tmp_path / "repo"
+    write_scale(repo, "pv", 2)
+    (repo / "pv" / "requirements.txt").write_text("numpy<2\n")
+    pack_env(repo / "pv", python="3.10", builder="local", compress_level=1)
+    with TritonServer(repo, startup_timeout=180) as server:
+        shadow = server.served_repository
+        assert list(server.provided_stubs) == ["pv"] and shadow != repo
+        events: List[WatchEvent] = []
+        watch = RepositoryWatcher(server, on_event=events.append).start()
+        try:
+            source = repo / "pv" / "1" / "model.py"
+            source.write_text(source.read_text().replace("X * 2", "X * 3"))
+            until(lambda: answer(server.http_url, "pv") == [3.0, 3.0], timeout=20)
+            (repo / "pv" / "labels.txt").write_text("a\nb\n")
+            write_scale(repo, "q", 5)
+            until(lambda: answer(server.http_url, "q") == [5.0, 5.0], timeout=20)
+        finally:
+            watch.stop()
+        assert (shadow / "pv" / "labels.txt").resolve() == repo / "pv" / "labels.txt"
+        assert (shadow / "pv" / "triton_python_backend_stub").is_symlink()
+        assert ("loaded", "q") in [(e.kind, e.model) for e in events]
+        assert answer(server.http_url, "pv") == [3.0, 3.0]  # still the 3.10 stub's answer
