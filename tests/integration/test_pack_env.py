@@ -238,3 +238,52 @@ def test_nested_change_rebuilds_skip_flag_and_warning_through_the_cli(
         "environment (the modules read from its installed metadata: 'tinyguess_gone'); "
         f"{model / '1' / 'model.py'} imported fine there, so this is not a failure"
     ) in err
+
+
+# ------------------------------------ environment markers: evaluated for the env's Python
+# pywin32 has no distribution for Linux on the package index and backports.zoneinfo is only
+# for Pythons before 3.9: pip skips both lines in a Python 3.10 environment, so verifying
+# them would fail ("distribution pywin32 is not installed"); pack-env leaves them to pip.
+MARKER_LINES = [
+    "numpy<2",
+    'pywin32>=306; sys_platform == "win32"',
+    "backports.zoneinfo; python_version < '3.9'",
+]
+
+
+def test_false_marker_lines_are_left_to_pip_through_the_cli(
+    tmp_path: Path,
+    frozen_tritonpy: RunningTritonpy,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    triton_server_factory: Callable[..., Any],
+) -> None:
+    model = tmp_path / "repo" / "markers"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(MODEL)
+    (model / "config.pbtxt").write_text('name: "markers"\nbackend: "python"\n')
+    (model / "requirements.txt").write_text("\n".join(MARKER_LINES) + "\n")
+    monkeypatch.setattr(pack_module, "running_tritonpy", lambda: frozen_tritonpy)
+    argv = ["pack-env", str(model), "--python", "3.10", "--builder", "local"]
+    assert cli.main([*argv, "--server-python", SERVING, "--compress-level", "1"]) == 0
+    err = " ".join(capsys.readouterr().err.split())  # rich wraps long lines
+    assert "installing numpy with pip" in err
+    skipped = "; pip skips that line there, so it is neither listed nor verified"
+    assert 'pywin32: marker sys_platform == "win32" is false for Python 3.10 (3.10.' in err
+    assert 'backports-zoneinfo: marker python_version < "3.9" is false for Python 3.10' in err
+    assert err.count(skipped) == 2
+    archive = model / "markers_py3.10.tar.gz"
+    with tarfile.open(archive) as tar:
+        site = "lib/python3.10/site-packages/"
+        names = [n[len(site) :].lower() for n in tar.getnames() if n.startswith(site)]
+    assert any(n.startswith("numpy/") for n in names)
+    assert not any(n.startswith(("pywin32", "win32", "backports")) for n in names)
+
+    server = triton_server_factory(tmp_path / "repo", startup_timeout=180)
+    assert server.models_ready() == ["markers"]
+    client = httpclient.InferenceServerClient(server.http_url[len("http://") :])
+    inp = httpclient.InferInput("X", [1, 2], "FP32")
+    inp.set_data_from_numpy(np.array([[1.0, 2.0]], np.float32))
+    answer = client.infer("markers", [inp])
+    assert answer.as_numpy("VERSION").reshape(-1)[0].decode().startswith("3.10.")
+    assert answer.as_numpy("SUM").tolist() == [[3.0]]

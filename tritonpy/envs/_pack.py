@@ -55,6 +55,7 @@ from ._spec import (
     canonical_name,
     parse_requirement,
     read_spec,
+    requirement_applies,
     requirement_name,
     resolve_spec,
 )
@@ -147,6 +148,8 @@ class PackResult:
     verify: Optional[VerifyReport] = None
     stub: Optional[StubResult] = None  # when a stub was placed
     added: List[str] = field(default_factory=list)  # requirements added for codecs and extras
+    #: why spec lines were not listed nor verified (their marker is false for the environment)
+    marker_skipped: List[str] = field(default_factory=list)
 
 
 def parse_builder(value: str) -> Builder:
@@ -285,7 +288,7 @@ def _read_spec(
     if env_spec.python and env_spec.python != xy:
         reporter.note(f"building Python {xy} (the spec {spec_path} pins {env_spec.python})")
     env_spec = env_spec.with_python(xy)
-    check_numpy_pin(env_spec.pip, release)
+    check_numpy_pin(env_spec.applicable_pip, release)  # pip skips a line whose marker is false
     return env_spec
 
 
@@ -313,6 +316,11 @@ def _plan_build(model: _Model, options: PackOptions, reporter: Reporter) -> _Bui
     runtime = None if options.tritonpy_requirement else running_tritonpy()
     stem = options.name or env_spec.name or model.directory.resolve().name
     tool, base = _builder_tools(options, xy)
+    env_spec = env_spec.with_python(xy, base.version if base else None)
+    for skipped in env_spec.marker_skipped:
+        reporter.note(
+            f"{skipped.reason}; pip skips that line there, so it is neither listed nor verified"
+        )
     inputs = {
         "spec": env_spec.digest,
         "python": base.version if base else xy,
@@ -363,7 +371,8 @@ def _build_archive(
 def _verify(
     build: _Build, partial: Path, skip: Tuple[str, ...], reporter: Reporter
 ) -> VerifyReport:
-    names = [requirement_name(r) for r in build.added]
+    applying = [r for r in build.added if requirement_applies(r, build.spec.target)]
+    names = [requirement_name(r) for r in applying]
     distributions = list(dict.fromkeys([*build.spec.distributions, *(n for n in names if n)]))
     known = {canonical_name(d) for d in distributions}
     for name in skip:
@@ -475,4 +484,5 @@ def pack_env(
         verified,
         placed,
         build.added,
+        [skipped.reason for skipped in build.spec.marker_skipped],
     )

@@ -22,11 +22,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .._runtime._optional import require
 from .._tooling.errors import SpecError
 from .._tooling.resources import find_resource
+from ._markers import SkippedLine, TargetPython, marker_applies
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -56,6 +57,18 @@ def parse_requirement(line: str) -> Optional[Requirement]:
         return Requirement(text)
     except InvalidRequirement:
         return None  # a path, a URL, an option pip understands and PEP 508 does not
+
+
+def requirement_applies(line: str, target: TargetPython) -> bool:
+    """Whether pip installs the requirement ``line`` into ``target``: False only for a line
+    whose environment marker is false there (options, paths, URLs and undecided markers
+    apply).
+
+    >>> requirement_applies('pywin32; sys_platform == "win32"', TargetPython("3.10"))
+    False
+    """
+    requirement = parse_requirement(line)
+    return requirement is None or marker_applies(requirement.marker, target) is not False
 
 
 def canonical_name(name: str) -> str:
@@ -101,7 +114,8 @@ class EnvSpec:
     absolute, ``tritonpy`` lines left out); ``tritonpy_lines`` the ``tritonpy`` lines (their
     extras are honoured, the running tritonpy is installed); ``text`` the source text and
     ``included`` the texts of the nested ``-r``/``-c`` files, by absolute path (both part of
-    the rebuild hash).
+    the rebuild hash); ``python_full`` the full version of the environment's Python when known
+    (markers are evaluated for :attr:`target`, not for the running interpreter).
     """
 
     name: Optional[str]
@@ -113,17 +127,45 @@ class EnvSpec:
     text: str = ""
     tritonpy_lines: Tuple[str, ...] = ()
     included: Tuple[Tuple[Path, str], ...] = ()
+    python_full: Optional[str] = None
+
+    @property
+    def target(self) -> TargetPython:
+        """The environment the requirement lines' markers are evaluated for: Python
+        ``python`` (``python_full`` when known), Linux, this machine's architecture."""
+        return TargetPython(self.python, self.python_full)
+
+    @property
+    def applicable_pip(self) -> Tuple[str, ...]:
+        """The pip lines without those whose marker is false for :attr:`target`."""
+        return tuple(line for line in self.pip if requirement_applies(line, self.target))
 
     @property
     def distributions(self) -> List[str]:
-        """Project names of the pip requirements (what verification imports)."""
-        names = [requirement_name(line) for line in self.pip]
+        """Project names of the pip requirements that apply to :attr:`target` (what the
+        progress line lists and verification imports); a line whose marker is false there is
+        left out: pip skips it too (:attr:`marker_skipped`)."""
+        names = [requirement_name(line) for line in self.applicable_pip]
         return [n for n in names if n]
 
     @property
+    def marker_skipped(self) -> List[SkippedLine]:
+        """The pip lines whose environment marker is false for :attr:`target`, with why."""
+        skipped = []
+        for line in self.pip:
+            requirement = parse_requirement(line)
+            if requirement is not None and not requirement_applies(line, self.target):
+                name = canonical_name(requirement.name)
+                marker = str(requirement.marker)
+                skipped.append(SkippedLine(line, name, marker, self.target.describe()))
+        return skipped
+
+    @property
     def tritonpy_extras(self) -> List[str]:
-        """The extras the spec's ``tritonpy[...]`` lines ask for, in order, without repeats."""
-        found = [e for line in self.tritonpy_lines for e in requirement_extras(line)]
+        """The extras the spec's ``tritonpy[...]`` lines ask for, in order, without repeats
+        (a line whose marker is false for :attr:`target` asks for none)."""
+        lines = [ln for ln in self.tritonpy_lines if requirement_applies(ln, self.target)]
+        found = [e for line in lines for e in requirement_extras(line)]
         return list(dict.fromkeys(found))
 
     @property
@@ -133,9 +175,11 @@ class EnvSpec:
         parts.extend(text for _, text in self.included)
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
-    def with_python(self, python: str) -> EnvSpec:
-        """A copy with ``python`` replaced (``--python`` overrides the spec's pin)."""
-        return dataclasses.replace(self, python=python)
+    def with_python(self, python: str, full: Optional[str] = None) -> EnvSpec:
+        """A copy with ``python`` replaced (``--python`` overrides the spec's pin) and the
+        full version ``full`` (``"3.10.13"``: the local builder's interpreter; None: not
+        known) that markers are evaluated for."""
+        return dataclasses.replace(self, python=python, python_full=full)
 
 
 # ------------------------------------------------------------------------ environment.yml
@@ -210,26 +254,94 @@ def _nested(
     return constraint or lines  # pip reads the constraints itself; followed for the hash
 
 
-def _entries(text: str) -> List[str]:
-    """The non-empty lines of a requirements file, comments left out."""
-    stripped = (_COMMENT.sub("", line).strip() for line in text.splitlines())
-    return [line for line in stripped if line]
+#: one line of a spec: its line number in the file (None: not known) and its text
+_Entry = Tuple[Optional[int], str]
+
+
+def _entries(text: str) -> List[_Entry]:
+    r"""The non-empty lines of a requirements file with their line numbers, comments left
+    out, a line ending in a backslash joined with the next one (as pip joins them).
+
+    >>> _entries("numpy==1.26.4 \\\n    --hash=sha256:ab  # pinned\n\n# comment\nfoo\n")
+    [(1, 'numpy==1.26.4     --hash=sha256:ab'), (5, 'foo')]
+    """
+    joined: List[_Entry] = []
+    pending: List[str] = []
+    first = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if raw.endswith("\\") and not _COMMENT.match(raw):
+            first = first if pending else number
+            pending.append(raw.rstrip("\\"))
+            continue
+        joined.append((first, "".join([*pending, raw])) if pending else (number, raw))
+        pending = []
+    if pending:
+        joined.append((first, "".join(pending)))
+    stripped = ((n, _COMMENT.sub("", line).strip()) for n, line in joined)
+    return [(n, line) for n, line in stripped if line]
+
+
+def _yaml_entries(text: str, entries: Sequence[str]) -> List[_Entry]:
+    """The pip entries of an environment file with the line numbers they are found on (in
+    order; None where the YAML text does not hold the entry as written)."""
+    lines = text.splitlines()
+    found: List[_Entry] = []
+    at = 0
+    for entry in entries:
+        number = next((i for i in range(at, len(lines)) if entry.strip() in lines[i]), None)
+        at = at if number is None else number + 1
+        found.append((None if number is None else number + 1, entry))
+    return found
+
+
+#: what pip takes for a path, an archive or a URL rather than a requirement
+_LOCATION = re.compile(r"://|^file:|[/\\]|^[.~]|\$\{|\.(whl|zip|tar|tgz|tar\.(gz|bz2|xz))$")
+#: ``numpy=1.26``: a single ``=`` where pip needs ``==``
+_SINGLE_EQUALS = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?)\s*=\s*([^=<>!~].*)$")
+
+
+def _check_line(line: str, source: Path, number: Optional[int]) -> None:
+    """Refuse a line that is neither a PEP 508 requirement nor what pip reads besides
+    (an option such as ``--index-url``/``-e``, a path, an archive, a URL), naming the file
+    and line."""
+    text = line.split(" --", 1)[0].strip()
+    if not text or text.startswith("-") or _LOCATION.search(text):
+        return
+    require("packaging", feature=_PARSING, extra="tools")
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        Requirement(text)
+    except InvalidRequirement as exc:
+        where = f"{source}, line {number}" if number else str(source)
+        why = str(exc).splitlines()[0] if str(exc) else "not PEP 508"
+        single = _SINGLE_EQUALS.match(text)
+        hint = f" Did you mean '{single.group(1)}=={single.group(2)}'?" if single else ""
+        raise SpecError(
+            f"{where}: {text!r} is not a valid requirement ({why}).{hint} A requirement line "
+            "is NAME[EXTRAS] [VERSIONS] [; MARKER] (numpy==1.26.4, "
+            'foo>=1; python_version < "3.9"), a pip option (--index-url URL, -e PATH), a '
+            "path or a URL; fix the line."
+        ) from exc
 
 
 def _expand(
-    entries: List[str], source: Path, chain: Tuple[Path, ...], included: Dict[Path, str]
+    entries: Sequence[_Entry], source: Path, chain: Tuple[Path, ...], included: Dict[Path, str]
 ) -> List[str]:
-    """``entries`` (the lines of ``source``) with nested files followed (see :func:`_nested`)."""
+    """``entries`` (the lines of ``source``) with nested files followed (see :func:`_nested`)
+    and every other line checked (see :func:`_check_line`)."""
     kept: List[str] = []
-    for entry in entries:
+    for number, entry in entries:
         line = str(entry).strip()
         nested = _nested(line, source, chain, included)
+        if nested is None:
+            _check_line(line, source, number)
         kept.extend([line] if nested is None else nested)
     return [line for line in kept if line]
 
 
 def _pip_lines(
-    entries: List[str], source: Path
+    entries: Sequence[_Entry], source: Path
 ) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[Tuple[Path, str], ...]]:
     """(pip lines, tritonpy lines, nested files read) of the pip entries of ``source``."""
     included: Dict[Path, str] = {}
@@ -314,7 +426,7 @@ def read_spec(path: PathLike) -> EnvSpec:
         )
     data = parse_environment_yaml(text, str(path))
     python, conda, pip_entries = _conda_dependencies(path, data)
-    pip, tritonpy, included = _pip_lines(pip_entries, path)
+    pip, tritonpy, included = _pip_lines(_yaml_entries(text, pip_entries), path)
     name = data.get("name")
     channels = tuple(str(c) for c in data.get("channels") or [])
     return EnvSpec(
