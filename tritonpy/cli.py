@@ -254,6 +254,14 @@ def add_infer(subparsers: shared.Subparsers) -> None:
         parser.add_argument(
             flag, short, dest=dest, action="append", default=[], metavar=metavar, help=text
         )
+    parser.add_argument(
+        "--model-version",
+        metavar="N",
+        type=int,
+        default=None,
+        help="the version to ask, for a model served in several versions (default: the one "
+        "its version_policy picks, the newest)",
+    )
     shared.add_timeout(parser, 60.0, "request timeout")
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument(
@@ -310,6 +318,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         values,
         outputs=args.outputs or None,
         sequence=sequence,
+        version="" if args.model_version is None else str(args.model_version),
         **shared.options(args, "url protocol timeout"),
     )
     return print_infer_events(events, as_json=args.json, full=args.full, model=args.model)

@@ -202,7 +202,7 @@ class StandIn:
             raise error
         return INDEX
 
-    def model_config(self, model: str) -> Dict[str, Any]:
+    def model_config(self, model: str, version: str = "") -> Dict[str, Any]:
         return {**CONFIGS[model], "name": model}
 
     def infer(self, model: str, inputs: Mapping[str, NDArray[Any]], **kwargs: Any) -> List[Any]:

@@ -80,7 +80,9 @@ class ProbeResult:
     ``request`` how the probe was sent (``infer``, ``stream``, ``sequence ID``...),
     ``refused_by_server`` when the server refused it before any model ran, ``dead_stub`` the
     model whose stub process the error says is dead and ``dead_stub_role`` what it is to the
-    probed model (``""`` itself, ``"member"`` of the ensemble, ``"callee"`` of a BLS call)."""
+    probed model (``""`` itself, ``"member"`` of the ensemble, ``"callee"`` of a BLS call);
+    ``version`` the model version probed when the model serves several (each has its own
+    stub process, so each gets a request), else ``""``."""
 
     name: str
     ready: bool
@@ -92,6 +94,12 @@ class ProbeResult:
     refused_by_server: bool = False
     dead_stub: str = ""
     dead_stub_role: str = ""
+    version: str = ""
+
+    @property
+    def label(self) -> str:
+        """The name, with the version when the model serves several."""
+        return f"{self.name} (version {self.version})" if self.version else self.name
 
     def render(self) -> str:
         """One line: ``ok`` or ``FAIL``, the name, the latency, the status and message."""
@@ -100,12 +108,12 @@ class ProbeResult:
             how = "answered" if self.status == "OK" else "answered: refused the probe input"
             sent = f" ({self.request})" if self.request not in ("", "infer") else ""
             detail = f" ({self.status}: {_one_line(self.message)})" if self.message else ""
-            return f"ok    {self.name}  {latency}  {how}{sent}{detail}"
+            return f"ok    {self.label}  {latency}  {how}{sent}{detail}"
         ready = "listed READY" if self.ready else "not READY"
         error = f"[{self.status}] {_one_line(self.message)}"
         if self.refused_by_server:
             return (
-                f"FAIL  {self.name}  {latency}  not probed ({ready}): the server refused the "
+                f"FAIL  {self.label}  {latency}  not probed ({ready}): the server refused the "
                 f"probe's request before the model ran: {error} (give the model a "
                 "model_warmup sample the server accepts: the probe sends it)"
             )
@@ -113,7 +121,7 @@ class ProbeResult:
         if self.dead_stub_role:
             role = "ensemble member" if self.dead_stub_role == "member" else "BLS callee"
             whose = f"the stub process of its {role} {self.dead_stub!r} is dead: "
-        return f"FAIL  {self.name}  {latency}  did not answer ({ready}): {whose}{error}"
+        return f"FAIL  {self.label}  {latency}  did not answer ({ready}): {whose}{error}"
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -127,6 +135,7 @@ class ProbeResult:
             "refused_by_server": self.refused_by_server,
             "dead_stub": self.dead_stub or None,
             "dead_stub_role": self.dead_stub_role or None,
+            "version": self.version or None,
         }
 
 

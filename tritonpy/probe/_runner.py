@@ -74,30 +74,42 @@ class _ProbeClient(InferClient):
 
 
 def _states(entries: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, str]]:
-    # name -> {"state", "reason"}; a model with one READY version is READY
+    # name -> {"state", "reason", "versions"}; a model with one READY version is READY, and
+    # "versions" lists its READY versions (space-separated, ascending)
     states: Dict[str, Dict[str, str]] = {}
+    ready: Dict[str, List[str]] = {}
     for entry in entries:
         name = str(entry.get("name", ""))
         state = str(entry.get("state", ""))
+        if state == "READY":
+            ready.setdefault(name, []).append(str(entry.get("version", "")))
         if name not in states or state == "READY":
             states[name] = {"state": state, "reason": str(entry.get("reason", ""))}
+    for name, versions in ready.items():
+        states[name]["versions"] = " ".join(sorted(versions, key=lambda v: (len(v), v)))
     return states
 
 
 def _probe_one(
-    client: _ProbeClient, name: str, repository: Optional[Path], models: Sequence[str]
+    client: _ProbeClient,
+    name: str,
+    repository: Optional[Path],
+    models: Sequence[str],
+    version: str = "",
 ) -> ProbeResult:
     try:
-        config = client.model_config(name)
+        config = client.model_config(name, version)
         kind = model_kind(config, configs_reader(client.model_config))
         inputs = probe_inputs(config, repository)
         signature = ModelSignature.from_config(config)
     except (ProbeRequestError, DeclarationError, KeyError, ValueError) as exc:
-        return ProbeResult(name, True, False, None, "REQUEST", f"cannot build a request: {exc}")
+        message = f"cannot build a request: {exc}"
+        return ProbeResult(name, True, False, None, "REQUEST", message, version=version)
     except TritonPyError as exc:
         _, status, message = judge(exc)
-        return ProbeResult(name, True, False, None, status, f"model configuration: {message}")
-    send = _ProbeSend(client, name, inputs, signature, kind)
+        message = f"model configuration: {message}"
+        return ProbeResult(name, True, False, None, status, message, version=version)
+    send = _ProbeSend(client, name, inputs, signature, kind, version)
     began = time.perf_counter()
     error: Optional[TritonPyError] = None
     try:
@@ -106,7 +118,10 @@ def _probe_one(
         error = exc
     latency = time.perf_counter() - began
     if send.unsupported:
-        return ProbeResult(name, True, False, None, "REQUEST", send.unsupported, send.how)
+        unsupported = send.unsupported
+        return ProbeResult(
+            name, True, False, None, "REQUEST", unsupported, send.how, version=version
+        )
     answered, status, message = judge(error)
     if status in ("TIMEOUT", "DEADLINE_EXCEEDED"):
         # the server is there (it listed the model): the model itself did not answer in time
@@ -123,6 +138,7 @@ def _probe_one(
         refused_by_server=bool(message) and server_refused(message),
         dead_stub=dead,
         dead_stub_role=_role(dead, name, config),
+        version=version,
     )
 
 
@@ -146,8 +162,10 @@ class _ProbeSend:
         inputs: Dict[str, Any],
         signature: ModelSignature,
         kind: ModelKind,
+        version: str = "",
     ) -> None:
         self.client, self.name, self.inputs = client, name, inputs
+        self.version = version
         self.signature, self.kind = signature, kind
         self.sequence: Optional[SequenceControl] = None
         self.how = "stream" if kind.decoupled else "infer"
@@ -159,7 +177,11 @@ class _ProbeSend:
     def run(self) -> None:
         if not self.kind.decoupled:
             self.client.infer(
-                self.name, self.inputs, signature=self.signature, sequence=self.sequence
+                self.name,
+                self.inputs,
+                signature=self.signature,
+                sequence=self.sequence,
+                version=self.version,
             )
             return
         endpoint = self.client.endpoint
@@ -172,6 +194,7 @@ class _ProbeSend:
                 sequence=self.sequence,
                 datatypes=datatypes,
                 timeout=self.client.timeout,
+                version=self.version,
             )
         except ServerError as exc:  # what HTTP generate_stream cannot carry
             self.unsupported = f"cannot probe this {self.kind.describe()} model over HTTP: {exc}"
@@ -231,7 +254,8 @@ def probe(
         wanted = list(dict.fromkeys(models)) if models else None
         names = wanted or sorted(n for n, s in states.items() if s["state"] == "READY")
         where = Path(repository) if repository is not None else None
-        report.results.extend(_result_for(client, name, states, where) for name in names)
+        for name in names:
+            report.results.extend(_results_for(client, name, states, where))
         return report
     finally:
         client.close()
@@ -252,17 +276,21 @@ def _checked_endpoint(
         raise ProbeUsageError(str(exc)) from exc
 
 
-def _result_for(
+def _results_for(
     client: _ProbeClient, name: str, states: Dict[str, Dict[str, str]], where: Optional[Path]
-) -> ProbeResult:
-    """A model the server does not know or that is not READY fails without a request."""
+) -> List[ProbeResult]:
+    """A model the server does not know or that is not READY fails without a request; one
+    served in several versions gets a request per READY version (each has its own stub)."""
     state = states.get(name)
     if state is None:
         known = ", ".join(sorted(states)) or "none"
         message = f"the server has no model {name!r}; its models: {known}"
-        return ProbeResult(name, False, False, None, "NOT_FOUND", message)
+        return [ProbeResult(name, False, False, None, "NOT_FOUND", message)]
     if state["state"] != "READY":
         reason = f": {state['reason']}" if state["reason"] else ""
         message = f"state {state['state'] or 'not loaded'}{reason}"
-        return ProbeResult(name, False, False, None, "NOT_READY", message)
-    return _probe_one(client, name, where, sorted(states))
+        return [ProbeResult(name, False, False, None, "NOT_READY", message)]
+    versions = state.get("versions", "").split()
+    if len(versions) < 2:
+        return [_probe_one(client, name, where, sorted(states))]
+    return [_probe_one(client, name, where, sorted(states), v) for v in versions]

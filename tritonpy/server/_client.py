@@ -313,6 +313,7 @@ class RequestOptions(TypedDict, total=False):
     signature: Optional[ModelSignature]
     parameters: Optional[Mapping[str, Any]]
     sequence: Optional[SequenceControl]
+    version: str
 
 
 class InferClient:
@@ -364,15 +365,17 @@ class InferClient:
                 "the port the right one for the protocol (HTTP 8000, gRPC 8001 by default)?"
             ) from exc
 
-    def model_config(self, model: str) -> Dict[str, Any]:
-        """The model's configuration as the server completed it (JSON form)."""
+    def model_config(self, model: str, version: str = "") -> Dict[str, Any]:
+        """The model's configuration as the server completed it (JSON form); ``version``: of
+        that version (default: the one the server's version policy picks)."""
+        what = f"model {model!r}" + (f" version {version}" if version else "")
         if self.endpoint.protocol == "grpc":
             reply = self._call(
-                f"model {model!r}", self._client.get_model_config, model, as_json=True
+                what, self._client.get_model_config, model, model_version=version, as_json=True
             )
             config: Dict[str, Any] = reply.get("config", reply)
         else:
-            config = self._call(f"model {model!r}", self._client.get_model_config, model)
+            config = self._call(what, self._client.get_model_config, model, model_version=version)
         return config
 
     def signature(self, model: str) -> ModelSignature:
@@ -394,8 +397,9 @@ class InferClient:
         model's declared outputs). ``parameters``: the request parameters (``{str: bool |
         int | str}``), which a model's ``infer(parameters=...)`` receives; ``signature``: the
         model's, when known (else read from the server once); ``sequence``: a
-        :class:`SequenceControl` (correlation id, START/END) for a sequence model. An error
-        response raises :class:`tritonpy.TritonRequestError`."""
+        :class:`SequenceControl` (correlation id, START/END) for a sequence model;
+        ``version``: the model version to ask (default: the one the server's version policy
+        picks). An error response raises :class:`tritonpy.TritonRequestError`."""
         return self.infer_with_parameters(model, inputs, outputs, **options)[0]
 
     def infer_with_parameters(
@@ -407,6 +411,7 @@ class InferClient:
         signature: Optional[ModelSignature] = None,
         parameters: Optional[Mapping[str, Any]] = None,
         sequence: Optional[SequenceControl] = None,
+        version: str = "",
     ) -> Tuple[List[OutputTensor], Dict[str, Any]]:
         """:meth:`infer`, also returning the response parameters (``{}`` when it has none).
         ``sequence``: the correlation id and START/END flags of a request to a sequence model.
@@ -436,6 +441,7 @@ class InferClient:
             model,
             request_inputs,
             outputs=requested,
+            model_version=version,
             parameters=dict(parameters) if parameters else None,
             **(sequence.keywords() if sequence is not None else {}),
             **({"client_timeout": self.timeout} if self.endpoint.protocol == "grpc" else {}),

@@ -134,11 +134,13 @@ def infer_events(
     outputs: Optional[Sequence[str]] = None,
     timeout: float = 60.0,
     sequence: SequenceOptions = SequenceOptions(),
+    version: str = "",
 ) -> Iterator[InferEvent]:
     """Send one request to ``model`` built from ``values`` (``{input: command-line string}``,
     see :func:`~tritonpy.server._client.parse_input_value`) and yield what happens (see the
     module documentation). ``url``: a bare ``host:port`` is gRPC unless ``protocol`` says
-    otherwise. Nothing is sent until the iteration starts.
+    otherwise. ``version``: the model version to ask (default: the one the server's version
+    policy picks). Nothing is sent until the iteration starts.
 
     Example::
 
@@ -147,7 +149,7 @@ def infer_events(
     """
     client = InferClient(url, protocol, timeout=timeout)
     try:
-        config = client.model_config(model)
+        config = client.model_config(model, version)
         kind = model_kind(config, configs_reader(client.model_config))
         sig = _signature(model, config)
         arrays = request_arrays(sig, values, outputs)
@@ -155,13 +157,15 @@ def infer_events(
         if control is not None and not sequence.given:
             yield _note(model, kind, control)
         if not kind.decoupled:
-            found = client.infer(model, arrays, outputs, signature=sig, sequence=control)
+            found = client.infer(
+                model, arrays, outputs, signature=sig, sequence=control, version=version
+            )
             yield InferResponse(0, found)
             yield InferEnd(1, streamed=False, final=False, sequence=control)
             return
     finally:
         client.close()
-    yield from _streamed(client, sig, arrays, outputs, control)
+    yield from _streamed(client, sig, arrays, outputs, control, version)
 
 
 def _signature(model: str, config: Dict[str, Any]) -> ModelSignature:
@@ -177,6 +181,7 @@ def _streamed(
     arrays: Mapping[str, Any],
     outputs: Optional[Sequence[str]],
     control: Optional[SequenceControl],
+    version: str,
 ) -> Iterator[InferEvent]:
     endpoint = client.endpoint
     stream = open_stream(
@@ -187,6 +192,7 @@ def _streamed(
         sequence=control,
         datatypes={n: spec.datatype for n, spec in sig.inputs.items()},
         timeout=client.timeout,
+        version=version,
     )
     wanted = list(outputs) if outputs else list(sig.outputs)
     for part in stream:

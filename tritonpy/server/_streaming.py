@@ -105,6 +105,7 @@ class _Request:
     datatypes: Mapping[str, str]
     cancel_after: Optional[int]
     timeout: float
+    version: str = ""  # the model version; "" lets the server's version policy choose
 
 
 class ResponseStream:
@@ -139,6 +140,7 @@ def open_stream(
     datatypes: Optional[Mapping[str, str]] = None,
     cancel_after: Optional[int] = None,
     timeout: float = 60.0,
+    version: str = "",
 ) -> ResponseStream:
     """Stream one request to ``model``; iterate the result for each response as it arrives.
 
@@ -147,8 +149,9 @@ def open_stream(
     ``generate_stream`` takes none); ``datatypes``: the wire data type of inputs whose numpy
     dtype does not say it; ``cancel_after`` (gRPC only): cancel the request once that many
     responses arrived; ``timeout``: seconds to wait for each next response before giving up
-    with a :class:`ServerError` (caused by a :class:`TimeoutError`). Nothing is sent until the
-    iteration starts.
+    with a :class:`ServerError` (caused by a :class:`TimeoutError`); ``version``: the model
+    version to stream to (default: the one the server's version policy picks). Nothing is sent
+    until the iteration starts.
 
     Example::
 
@@ -169,6 +172,7 @@ def open_stream(
         dict(datatypes or {}),
         cancel_after,
         timeout,
+        version,
     )
     if endpoint.protocol == "http":
         _check_http(request)
@@ -186,6 +190,7 @@ def stream_infer(
     sequence: Optional[SequenceControl] = None,
     cancel_after: Optional[int] = None,
     timeout: float = 60.0,
+    version: str = "",
 ) -> StreamResult:
     """Send one request to a decoupled model and gather its responses until the final one.
 
@@ -208,6 +213,7 @@ def stream_infer(
         sequence=sequence,
         cancel_after=cancel_after,
         timeout=timeout,
+        version=version,
     )
     responses = [(part.outputs, part.parameters) for part in stream]
     stream.result.responses = [outputs for outputs, _ in responses]
@@ -229,6 +235,7 @@ def _grpc_parts(
         client.async_stream_infer(
             request.model,
             _grpc_inputs(grpc, request),
+            model_version=request.version,
             outputs=[grpc.InferRequestedOutput(n) for n in request.outputs or ()] or None,
             parameters=dict(request.parameters) if request.parameters else None,
             enable_empty_final_response=True,
@@ -364,7 +371,8 @@ def _http_parts(
         body["parameters"] = dict(request.parameters)
     scheme = "https" if request.ssl else "http"
     sent = urllib.request.Request(
-        f"{scheme}://{request.address}/v2/models/{request.model}/generate_stream",
+        f"{scheme}://{request.address}/v2/models/{request.model}"
+        f"{f'/versions/{request.version}' if request.version else ''}/generate_stream",
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
         method="POST",
