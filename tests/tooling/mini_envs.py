@@ -14,7 +14,8 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
-from typing import Optional
+from types import SimpleNamespace
+from typing import Any, List, Optional
 
 import numpy
 
@@ -55,3 +56,27 @@ def mini_archive(path: Path, source: Optional[Path] = None) -> Path:
     with tarfile.open(path, "w:gz") as archive:
         archive.add(env, arcname=".")
     return path
+
+
+class FakeBuilds:
+    """pack_env for the build cache: a real (mini) environment archive, counted.
+    :meth:`install` puts it in place, and holds the running tritonpy's digest (part of the
+    cache key) still: other engineers edit this working tree while tests run."""
+
+    def install(self, monkeypatch: Any) -> FakeBuilds:
+        from tritonpy.envs._selfwheel import running_tritonpy
+
+        frozen = running_tritonpy()
+        monkeypatch.setattr("tritonpy.envs._envcache.pack_env", self)
+        monkeypatch.setattr("tritonpy.envs._envcache.running_tritonpy", lambda: frozen)
+        return self
+
+    def __init__(self, home: Path) -> None:
+        self.models: List[str] = []
+        self.home = home  # where the environments' sources stay
+
+    def __call__(self, model_dir: Path, **options: Any) -> Any:
+        self.models.append(Path(model_dir).name)
+        source = self.home / f"env{len(self.models)}"
+        archive = mini_archive(Path(model_dir) / f"{options['name']}_py{XY}.tar.gz", source)
+        return SimpleNamespace(archive=archive, python=XY, builder="local")

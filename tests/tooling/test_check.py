@@ -1010,3 +1010,68 @@ def test_declarations_are_read_inside_the_environment(
     (unpacked,) = (tmp_path / "cache" / "envs" / "unpacked").iterdir()
     assert (unpacked / "bin" / "python3").exists() and archive.is_file()
     assert check_repository(repo, envs=False).codes == ["TP109"]  # the tool lacks the module
+
+
+def test_build_envs_imports_in_the_environment_the_spec_declares(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mini_envs import XY, FakeBuilds
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    builds = FakeBuilds(tmp_path / "sources").install(monkeypatch)
+    repo = tmp_path / "repo"
+    model = repo / "reader"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(ENV_MODEL)
+    (model / "config.pbtxt").write_text('name: "reader"\nbackend: "python"\n')
+    (model / "environment.yml").write_text(f"dependencies:\n  - python={XY}\n  - pyyaml\n")
+    # without a build the tool's Python imports it (it has PyYAML); the spec's environment
+    # (numpy and tritonpy here) lacks it: --build-envs finds that out
+    assert "TP109" not in check_repository(repo, triton_version="24.10").codes
+    report = check_repository(repo, triton_version="24.10", build_envs=True)
+    (finding,) = [f for f in report.findings if f.code == "TP109"]
+    assert finding.severity == "error" and "No module named 'yaml'" in finding.message
+    assert finding.fix.startswith(f"add pyyaml (it provides 'yaml') to {model / 'environment.yml'}")
+    assert builds.models == ["reader"]
+    # built once: a later check finds it in the cache, without --build-envs
+    assert "TP109" in check_repository(repo, triton_version="24.10").codes
+    assert builds.models == ["reader"]
+    with pytest.raises(CheckError, match="needs triton_version"):
+        check_repository(repo, build_envs=True)
+
+
+def test_an_environment_that_cannot_run_here_falls_back_to_the_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    repo = _env_repo(tmp_path, "$$TRITON_MODEL_DIRECTORY/env")
+    env = repo / "reader" / "env"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "activate").write_text("")
+    (env / "bin" / "python3").write_text(
+        "#!/bin/sh\necho 'cannot execute binary file' >&2\nexit 126\n"
+    )
+    (env / "bin" / "python3").chmod(0o755)
+    report = check_repository(repo)
+    (finding,) = [f for f in report.findings if f.code == "TP109"]
+    assert finding.severity == "warning"
+    assert finding.message.startswith(
+        "its environment $$TRITON_MODEL_DIRECTORY/env cannot run here (the python of the "
+        f"environment {env} does not start (exit 126): cannot execute binary file); "
+    )
+    assert finding.message.endswith("model.py was imported in the tool's Python instead")
+
+
+def test_cli_no_envs_imports_in_the_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mini_envs import mini_env
+
+    from tritonpy.cli import main
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    repo = _env_repo(tmp_path, "$$TRITON_MODEL_DIRECTORY/env")
+    mini_env(repo / "reader" / "env")
+    assert main(["check", str(repo)]) == 1
+    assert "error TP109: importing it inside its environment" in capsys.readouterr().out
+    assert main(["check", str(repo), "--no-envs"]) == 0

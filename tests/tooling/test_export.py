@@ -407,6 +407,7 @@ def test_cli_exports_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "double: tritonpy, config materialised, environment kept " in printed
     assert "plain: python, config kept, environment none" in printed
     assert "next: docker build -t tritonpy-models:24.10 " in printed
+    assert "(environment layout per-model, " in printed
     assert main(["export", str(repo), str(out), "--triton-version", "24.10"]) == 1
     assert "is not empty" in capsys.readouterr().err
     assert main(["check", str(out / "model_repository"), "--triton-version", "24.10"]) == 0
@@ -510,24 +511,6 @@ dependencies:
 """
 
 
-class FakeBuilds:
-    """pack_env for the build cache: a real (mini) environment archive, counted."""
-
-    def __init__(self, home: Path) -> None:
-        self.models: List[str] = []
-        self.home = home  # where the environments' sources stay
-
-    def __call__(self, model_dir: Path, **options: Any) -> Any:
-        from types import SimpleNamespace
-
-        from mini_envs import XY, mini_archive
-
-        self.models.append(Path(model_dir).name)
-        source = self.home / f"env{len(self.models)}"
-        archive = mini_archive(Path(model_dir) / f"{options['name']}_py{XY}.tar.gz", source)
-        return SimpleNamespace(archive=archive, python=XY, builder="local")
-
-
 def _spec_repo(root: Path) -> Path:
     from mini_envs import XY
 
@@ -541,11 +524,10 @@ def _spec_repo(root: Path) -> Path:
 def test_models_of_one_spec_share_one_build_and_the_cache_keeps_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mini_envs import XY
+    from mini_envs import XY, FakeBuilds
 
     monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
-    builds = FakeBuilds(tmp_path / "sources")
-    monkeypatch.setattr("tritonpy.envs._envcache.pack_env", builds)
+    builds = FakeBuilds(tmp_path / "sources").install(monkeypatch)
     repo = _spec_repo(tmp_path / "repo")
     out = tmp_path / "deploy"
     first = export_repository(repo, out, triton_version="24.10", allow_warnings=True)
@@ -575,8 +557,10 @@ def test_models_of_one_spec_share_one_build_and_the_cache_keeps_it(
 def test_the_shared_layout_puts_one_archive_per_environment_beside_the_repository(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from mini_envs import FakeBuilds
+
     monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr("tritonpy.envs._envcache.pack_env", FakeBuilds(tmp_path / "sources"))
+    FakeBuilds(tmp_path / "sources").install(monkeypatch)
     repo = _spec_repo(tmp_path / "repo")
     out = tmp_path / "deploy"
     result = export_repository(
@@ -598,3 +582,24 @@ def test_the_shared_layout_puts_one_archive_per_environment_beside_the_repositor
     }
     with pytest.raises(ExportError, match="--env-layout 'flat': expected one of per-model, shared"):
         export_repository(repo, tmp_path / "o", triton_version="24.10", env_layout="flat")  # type: ignore[arg-type]
+
+
+def test_cli_reports_each_environment_and_its_models(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mini_envs import XY, FakeBuilds
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    FakeBuilds(tmp_path / "sources").install(monkeypatch)
+    repo = _spec_repo(tmp_path / "repo")
+    command = ["export", str(repo), str(tmp_path / "deploy"), "--triton-version", "24.10"]
+    assert main([*command, "--env-layout", "shared", "--allow-warnings"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    spec = repo / "alpha" / "environment.yml"
+    (line,) = [p for p in printed if p.startswith(f"environment {spec} ")]
+    assert line.startswith(f"environment {spec} (Python {XY}): built in ")
+    assert line.endswith(" s, used by alpha, beta")
+    assert any("(environment layout shared, " in p for p in printed)
+    assert main([*command, "--allow-warnings", "--force"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert f"environment {spec} (Python {XY}): from the cache, used by alpha, beta" in printed

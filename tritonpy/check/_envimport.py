@@ -104,10 +104,8 @@ def stand_in(found: EnvImport) -> type:
     return type(found.class_name or "TritonPythonModel", (), namespace)
 
 
-def import_failure(
-    name: str, place: ModelEnvironment, found: EnvImport, release: Optional[TritonRelease]
-) -> str:
-    """What failed when ``model.py`` of model ``name`` was imported inside ``place``."""
+def import_failure(place: ModelEnvironment, found: EnvImport) -> str:
+    """What failed when a ``model.py`` was imported inside ``place``."""
     return (
         f"importing it inside its environment {place.label} (Python {found.python}) failed: "
         f"{found.error.splitlines()[0] if found.error else 'unknown error'}"

@@ -184,7 +184,7 @@ def _check_import(entry: ModelEntry, release: Optional[TritonRelease]) -> Iterat
                 "TP109",
                 ERROR,
                 "",
-                import_failure(entry.name, place, found, release),
+                import_failure(place, found),
                 import_fix(entry.name, place, found, release),
                 file=rel,
             )

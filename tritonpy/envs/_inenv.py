@@ -3,9 +3,9 @@ there, the way the server will run it (``tritonpy check`` and ``tritonpy export`
 
 An environment archive is unpacked once into tritonpy's cache, keyed by the archive's SHA-256
 (``<cache>/envs/unpacked/<digest>/``; members checked as they are read, as pack-env's
-verification does); a directory environment is used where it is. The environment's
-``bin/python3`` runs after ``source bin/activate`` in a clean process environment (what Triton's
-stub sees), imports ``model.py`` with a stand-in ``triton_python_backend_utils`` (the
+verification does); a directory environment is used where it is. The environment's own
+``bin/python3`` runs after ``source bin/activate``, in a clean process environment (what
+Triton's stub sees), imports ``model.py`` with a stand-in ``triton_python_backend_utils`` (the
 environment's tritonpy's fake pb_utils when it has tritonpy, else an empty module: import time
 only) and prints what it found: the Python version, a missing module, a traceback, and for a
 ``tritonpy.Model`` the declared configuration, ``decoupled`` and whether its work is CPU-only.
@@ -216,7 +216,7 @@ def _run_import(
     root: Path, model_file: Path, *, environment: Optional[Path], timeout: float
 ) -> EnvImport:
     arguments = {"model": str(model_file.resolve()), "gpu": sorted(GPU_MODULES)}
-    command = 'source "$0/bin/activate" >/dev/null 2>&1; exec python3 -I -c "$1" "$2"'
+    command = 'source "$0/bin/activate" >/dev/null 2>&1; exec "$0/bin/python3" -I -c "$1" "$2"'
     work = tempfile.mkdtemp(prefix="tritonpy-inenv-")
     try:
         done = subprocess.run(

@@ -3,7 +3,10 @@ container, Kubernetes, KServe).
 
 The server's Python has no tritonpy, so every tritonpy model travels with its environment
 archive (``EXECUTION_ENV_PATH``) and, where that environment's Python is not the container's,
-a stub built for it. The export writes::
+a stub built for it. Every model is validated first, imported inside the environment it will
+run in (all problems at once, before anything is built); built environments stay in tritonpy's
+build cache, one per distinct spec; ``env_layout="shared"`` writes each once to ``OUT/envs/``.
+The export writes::
 
     OUT/model_repository/          every model: full config.pbtxt, environment, stub
     OUT/wheels/tritonpy-*.whl      the running tritonpy, installed in the image for the probe

@@ -227,17 +227,11 @@ def export_repository(
     ``tritonpy probe``), ``.dockerignore``, ``k8s/deployment.yaml`` (Deployment + Service named
     ``name``, running ``image``), ``k8s/inferenceservice.yaml`` (KServe) and ``README.md``.
 
-    Before anything is packed, every model is validated: its config and its import inside the
-    environment it will run in (its ``EXECUTION_ENV_PATH`` environment, else the one built
-    from its spec); every problem is reported at once (:class:`ExportError`). Built
-    environments are kept in tritonpy's build cache (keyed by the spec's contents, Python,
-    release and tritonpy), so models of the same spec share one build and a second export
-    takes seconds. ``env_layout`` ``"per-model"`` gives every model directory its own copy (it
-    works everywhere, object storage and KServe included); ``"shared"`` writes one archive
-    per environment to ``out/envs/`` beside the repository, named
-    ``$$TRITON_MODEL_DIRECTORY/../../envs/...`` (a repository served where it lies, or the
-    image: Triton unpacks each archive once; not for object storage, which copies each model
-    directory alone).
+    Every model is validated first (its import inside the environment it will run in; all
+    problems at once, :class:`ExportError`); built environments stay in the build cache and
+    models of one spec share one. ``env_layout``: ``"per-model"`` (a copy in every model
+    directory, works everywhere) or ``"shared"`` (one archive per environment in
+    ``out/envs/``; not for object storage). See docs/deploy.md.
 
     The exported repository must pass ``tritonpy check --triton-version`` without findings
     (errors only, with ``allow_warnings``); otherwise :class:`ExportError` lists them and

@@ -18,6 +18,8 @@ Example::
 
 from __future__ import annotations
 
+import tarfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -111,7 +113,7 @@ def _has_python(plan: ModelPlan) -> bool:
     path = resolve_env_path(raw, plan.source).path
     try:
         return path.exists() and inspect_env(path).python is not None
-    except (OSError, EOFError, ValueError, Exception):  # an unreadable archive: rebuilt
+    except (tarfile.TarError, OSError, EOFError, zlib.error):  # unreadable: rebuilt
         return False
 
 
@@ -130,7 +132,7 @@ def _import(plan: ModelPlan, place: ModelEnvironment, release: TritonRelease) ->
         return []
     return [
         f"model {plan.name!r} ({plan.name}/{model_file.parent.name}/{filename}): "
-        f"{import_failure(plan.name, place, found, release)}. Fix: "
+        f"{import_failure(place, found)}. Fix: "
         f"{import_fix(plan.name, place, found, release)}"
     ]
 
