@@ -35,6 +35,7 @@ from ._candidates import Candidate as Candidate
 from ._candidates import apply_candidate as apply_candidate
 from ._candidates import candidate_of as candidate_of
 from ._candidates import search_space as search_space
+from ._companions import companions, ensemble_members
 from ._engine import Progress
 from ._inputs import InputSpec
 from ._kinds import IdChoice, model_kind
@@ -202,6 +203,14 @@ def _model_path(model_dir: Any) -> Path:
             f"tritonpy tune {str(model_dir)!r}: not a model directory (no config.pbtxt or "
             "<version>/model.py). Pass the directory of one model inside a repository."
         )
+    members = ensemble_members(model_path)
+    if members:
+        raise ToolError(
+            f"tritonpy tune {str(model_dir)!r}: {model_path.name!r} is an ensemble, which has "
+            "no instances or batching of its own (Triton refuses instance_group on an "
+            f"ensemble); tune its members instead: tritonpy tune "
+            f"{model_path.parent / members[0]} (members: {', '.join(members)})"
+        )
     return model_path
 
 
@@ -245,7 +254,11 @@ def tune(
     with tempfile.TemporaryDirectory(prefix="tritonpy-tune-") as scratch:
         repository = Path(scratch)
         os.symlink(model_path, repository / name)  # the user's directory stays untouched
-        say(f"starting tritonserver on {name}")
+        needed = companions(model_path)  # an ensemble's members, a BLS caller's callees
+        for companion in needed:
+            os.symlink(companion, repository / companion.name)
+        beside = f" (with {', '.join(c.name for c in needed)})" if needed else ""
+        say(f"starting tritonserver on {name}{beside}")
         with TritonServer(repository, **(server_options or {})) as server:
             client = InferClient(server.grpc_url, "grpc")
             try:
