@@ -148,3 +148,20 @@ def test_missing_import_fails_the_pack_naming_the_package(tmp_path: Path) -> Non
     assert "(scikit-learn)" in message and "requirements.txt" in message
     assert sorted(p.name for p in model.iterdir()) == before
     assert "EXECUTION_ENV_PATH" not in load_config(model / "config.pbtxt").parameters
+
+
+def test_an_ensemble_is_refused_naming_its_members(tmp_path: Path) -> None:
+    """An ensemble runs no Python: pack-env builds nothing and names the members to pack."""
+    ensemble = tmp_path / "repo" / "pipe"
+    (ensemble / "1").mkdir(parents=True)
+    (ensemble / "config.pbtxt").write_text(
+        'name: "pipe"\nplatform: "ensemble"\nensemble_scheduling { step [ { model_name: "pre" '
+        'model_version: -1 input_map { key: "X" value: "X" } output_map { key: "Y" value: "Y" '
+        "} } ] }\n"
+    )
+    from tritonpy._tooling.errors import EnvError
+
+    with pytest.raises(EnvError, match="is an ensemble") as refused:
+        pack_env(ensemble, python="3.10", builder="local")
+    assert f"tritonpy pack-env {tmp_path / 'repo' / 'pre'}" in str(refused.value)
+    assert sorted(p.name for p in ensemble.iterdir()) == ["1", "config.pbtxt"]

@@ -274,7 +274,15 @@ def _load_model(model_dir: PathLike, options: PackOptions) -> _Model:
         )
     if options.builder not in BUILDERS or options.stub not in STUB_MODES:
         raise EnvError(f"builder must be one of {BUILDERS} and stub one of {STUB_MODES}")
-    return _Model(directory, config_path, load_config(config_path))
+    config = load_config(config_path)
+    if config.platform == "ensemble" or config.HasField("ensemble_scheduling"):
+        members = sorted({step.model_name for step in config.ensemble_scheduling.step})
+        raise EnvError(
+            f"{directory} is an ensemble: it runs no Python of its own, so it has no "
+            "environment; pack the environment of each Python member that needs one: "
+            + ", ".join(f"tritonpy pack-env {directory.parent / m}" for m in members)
+        )
+    return _Model(directory, config_path, config)
 
 
 def _read_spec(
