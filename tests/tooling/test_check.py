@@ -1075,3 +1075,24 @@ def test_cli_no_envs_imports_in_the_tool(
     assert main(["check", str(repo)]) == 1
     assert "error TP109: importing it inside its environment" in capsys.readouterr().out
     assert main(["check", str(repo), "--no-envs"]) == 0
+
+
+def test_an_environment_without_tritonpy_says_to_rebuild_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    repo = _env_repo(tmp_path, "$$TRITON_MODEL_DIRECTORY/env")
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    env = repo / "reader" / "env"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(env)], check=True)
+    report = check_repository(repo, triton_version="24.10")
+    (finding,) = [f for f in report.findings if f.code == "TP109"]
+    assert finding.message.endswith("failed: ModuleNotFoundError: No module named 'yaml'")
+    (repo / "reader" / "1" / "model.py").write_text(ENV_MODEL.replace("import yaml", ""))
+    report = check_repository(repo, triton_version="24.10")
+    (finding,) = [f for f in report.findings if f.code == "TP109"]
+    assert finding.fix == (
+        "the environment $$TRITON_MODEL_DIRECTORY/env has no tritonpy: rebuild it with "
+        "'tritonpy pack-env REPO/reader --triton-version 24.10 --force' (it installs the "
+        "running tritonpy)"
+    )

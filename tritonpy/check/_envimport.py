@@ -117,6 +117,12 @@ def import_fix(
 ) -> str:
     """How to fix it: the package to add, where, and the command that rebuilds."""
     version = release.name if release else "YY.MM"
+    if found.missing == "tritonpy" and place.source == "configured":
+        return (
+            f"the environment {place.label} has no tritonpy: rebuild it with 'tritonpy pack-env "
+            f"REPO/{name} --triton-version {version} --force' (it installs the running "
+            "tritonpy)"
+        )
     if found.missing:
         package = missing_module_hint(found.missing)
         if place.source == "spec":
