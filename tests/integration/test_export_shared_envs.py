@@ -5,15 +5,18 @@ environment (the local builder, about a minute) into the build cache and, with
 ``--env-layout shared``, writes it once to ``OUT/envs/`` beside the repository. The copied
 export (model_repository/ and envs/ together, as the image has them) is served by the real
 tritonserver: both models answer from Python 3.10, and the server unpacks the shared archive
-once (its log says so). A second export, per-model layout, takes the environment from the
-cache. Then a model whose environment lacks a package the tool's own virtualenv has fails the
-check and the export before anything is built, naming the environment and the fix.
+once (its log says so). With ``--env-layout image`` (from the cache) the archive is unpacked
+into a folder as the Dockerfile's step does, and the server uses it in place, extracting
+nothing. A second export, per-model layout, takes the environment from the cache. Then a
+model whose environment lacks a package the tool's own virtualenv has fails the check and the
+export before anything is built, naming the environment and the fix.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Tuple
@@ -93,13 +96,17 @@ def test_models_of_one_spec_share_one_archive_served(
     shutil.copytree(root / "deploy" / "model_repository", elsewhere / "models")
     shutil.copytree(root / "deploy" / "envs", elsewhere / "envs")
     assert f"{sys.version_info[0]}.{sys.version_info[1]}" != "3.10"
+    log = _serve_and_ask(elsewhere / "models", triton_server_factory)
+    # Triton keys extractions by the archive's real path: one for both models
+    assert log.count("Extracting Python execution env") == 1
+
+
+def _serve_and_ask(models: Path, triton_server_factory: Callable[..., Any]) -> str:
+    """Serve ``models`` (stubs for Python 3.10 placed first), ask both models, return the log."""
     for name in ("one", "two"):  # the 24.10 container's stub is 3.10; this server's is not
-        provision_stub(elsewhere / "models" / name, triton_version="24.10", python="3.10")
+        provision_stub(models / name, triton_version="24.10", python="3.10")
     server = triton_server_factory(
-        elsewhere / "models",
-        startup_timeout=180,
-        log_verbose=1,
-        extra_args=["--disable-auto-complete-config"],
+        models, startup_timeout=180, log_verbose=1, extra_args=["--disable-auto-complete-config"]
     )
     assert server.models_ready() == ["one", "two"]
     client = httpclient.InferenceServerClient(server.http_url[len("http://") :])
@@ -111,9 +118,35 @@ def test_models_of_one_spec_share_one_archive_served(
         assert answer.as_numpy("Y").tolist() == [[1.0 + n, 2.0 + n]]
         assert [p.decode() for p in answer.as_numpy("PY").reshape(-1)] == ["3.10"]
     assert server.log_path is not None
-    log = server.log_path.read_text(errors="replace")
-    # Triton keys extractions by the archive's real path: one for both models
-    assert log.count("Extracting Python execution env") == 1
+    return server.log_path.read_text(errors="replace")
+
+
+def test_the_image_layout_uses_unpacked_folders_in_place(
+    shared_export: Tuple[Path, ExportResult], triton_server_factory: Callable[..., Any]
+) -> None:
+    from tritonpy.export._files import UNPACK_STEP
+
+    root, _ = shared_export
+    env_root = root / "image" / "opt" / "envs"  # /opt/tritonpy/envs in a real image
+    result = export_repository(
+        root / "repo",
+        root / "image-out",
+        triton_version="24.10",
+        env_layout="image",
+        env_root=str(env_root),
+    )
+    (built,) = result.environments
+    assert not built.built  # from the cache
+    # the Dockerfile's steps: COPY envs/ to the root, then its RUN line
+    shutil.copytree(root / "image-out" / "envs", env_root)
+    subprocess.run(["bash", "-c", UNPACK_STEP.format(root=env_root)], check=True)
+    (folder,) = env_root.iterdir()
+    assert [m.parameter for m in result.models] == [str(folder)] * 2
+    shutil.copytree(root / "image-out" / "model_repository", root / "image" / "models")
+    log = _serve_and_ask(root / "image" / "models", triton_server_factory)
+    # a folder is used in place: nothing is extracted when the models load
+    assert log.count("Extracting Python execution env") == 0
+    assert log.count("does not contain compressed path") >= 2
 
 
 def test_a_second_export_takes_the_environment_from_the_cache(

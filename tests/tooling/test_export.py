@@ -603,3 +603,37 @@ def test_cli_reports_each_environment_and_its_models(
     assert main([*command, "--allow-warnings", "--force"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert f"environment {spec} (Python {XY}): from the cache, used by alpha, beta" in printed
+
+
+def test_the_image_layout_unpacks_each_environment_once_into_the_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mini_envs import XY, FakeBuilds
+
+    from tritonpy.export._files import UNPACK_STEP
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    FakeBuilds(tmp_path / "sources").install(monkeypatch)
+    repo = _spec_repo(tmp_path / "repo")
+    out, root = tmp_path / "deploy", tmp_path / "image" / "envs"
+    result = export_repository(
+        repo, out, triton_version="24.10", env_layout="image", env_root=str(root)
+    )
+    archives = sorted(p.name for p in (out / "envs").iterdir())
+    folders = [str(root / a[: -len(".tar.gz")]) for a in archives]
+    parameters = [m.parameter for m in result.models]
+    assert parameters[0] == parameters[1] != parameters[2]
+    assert sorted(set(parameters)) == folders and all(f.endswith(f"_py{XY}") for f in folders)
+    dockerfile = (out / "Dockerfile").read_text()
+    step = UNPACK_STEP.format(root=root)
+    assert f"COPY envs/ {root}/\nRUN {step}\n" in dockerfile
+    # the image's build step, run here: then the repository checks clean, each model
+    # imported inside its unpacked environment
+    shutil.copytree(out / "envs", root)
+    subprocess.run(["bash", "-c", step], check=True)
+    assert sorted(p.name for p in root.iterdir()) == [Path(f).name for f in folders]
+    assert check_repository(out / "model_repository", triton_version="24.10").errors == []
+    with pytest.raises(ExportError, match="--env-root 'envs': expected an absolute path"):
+        export_repository(
+            repo, tmp_path / "o", triton_version="24.10", env_layout="image", env_root="envs"
+        )

@@ -41,12 +41,20 @@ def add_parser(subparsers: shared.Subparsers) -> None:
     add_builder(parser, "how missing environments are built (as tritonpy pack-env --builder)")
     parser.add_argument(
         "--env-layout",
-        choices=["per-model", "shared"],
+        choices=["per-model", "shared", "image"],
         default="per-model",
         help="per-model (default): every model directory gets its own copy of its environment "
         "(works everywhere, object storage and KServe included); shared: one archive per "
         "environment in OUT/envs/, beside the repository, unpacked once by Triton (a "
-        "repository served where it lies, or the image; not object storage)",
+        "repository served where it lies, or the image; not object storage); image: those "
+        "archives unpacked by the Dockerfile into --env-root, used in place (the image only)",
+    )
+    parser.add_argument(
+        "--env-root",
+        metavar="DIR",
+        default="/opt/tritonpy/envs",
+        help="with --env-layout image: the folder of the image the environments are unpacked "
+        "into (default /opt/tritonpy/envs)",
     )
     parser.add_argument(
         "--allow-warnings",
@@ -92,7 +100,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             **shared.options(
                 args,
                 "triton_version base_image name image replicas cpu memory builder force "
-                "allow_warnings env_layout",
+                "allow_warnings env_layout env_root",
             ),
         )
     for built in result.environments:

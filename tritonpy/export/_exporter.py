@@ -34,6 +34,7 @@ from ._files import (
     ENVS_DIR,
     REPOSITORY_DIR,
     WHEELS_DIR,
+    EnvsInImage,
     default_base_image,
     dockerfile,
     dockerignore,
@@ -41,6 +42,7 @@ from ._files import (
 )
 from ._manifests import DeploySettings, deployment_manifests, kserve_manifest, to_yaml_documents
 from ._models import (
+    DEFAULT_ENV_ROOT,
     ENV_LAYOUTS,
     EnvLayout,
     ExportError,
@@ -64,6 +66,10 @@ OUTPUTS = (
     "README.md",
 )
 _STAGING_PREFIX = ".tritonpy-export-"
+#: warnings the shared and image layouts cause by design: TP502 (outside the model directory),
+#: TP501 (an absolute path only the image has), TP109 (so the check imports such a model in
+#: this Python, where a package may be missing: it was imported inside its environment first)
+_LAYOUT_CODES = ("TP501", "TP502", "TP109")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -150,16 +156,16 @@ def _write_deployment_files(
     models: List[str],
     reporter: Reporter,
     *,
-    shared_envs: bool = False,
+    envs: Optional[EnvsInImage] = None,
 ) -> List[Path]:
     files: List[Path] = []
     wheel = _write_wheel(staging, reporter, files)
     _write(
         staging / "Dockerfile",
-        dockerfile(base_image, wheel, numpy2_ok=release.numpy2_ok, shared_envs=shared_envs),
+        dockerfile(base_image, wheel, numpy2_ok=release.numpy2_ok, envs=envs),
         files,
     )
-    _write(staging / ".dockerignore", dockerignore(shared_envs=shared_envs), files)
+    _write(staging / ".dockerignore", dockerignore(shared_envs=envs is not None), files)
     header = (
         "Written by 'tritonpy export'. Build and push the image first (see README.md), set\n"
         "its name as image: below, then: kubectl apply -f k8s/deployment.yaml"
@@ -180,20 +186,19 @@ def _write_deployment_files(
         to_yaml_documents([kserve_manifest(settings, storage)], header=header),
         files,
     )
-    _write(
-        staging / "README.md", readme(settings, base_image, models, shared_envs=shared_envs), files
-    )
+    _write(staging / "README.md", readme(settings, base_image, models, envs=envs), files)
     return files
 
 
 def _finding_lines(report: Report, allow_warnings: bool, shared: Sequence[str] = ()) -> List[str]:
-    """The findings that fail the export; the TP502 warnings of the shared layout's own
-    parameters (``shared``: those models) are what that layout means, not a failure."""
+    """The findings that fail the export; the warnings about the shared and image layouts'
+    own parameters (``shared``: those models; see ``_LAYOUT_CODES``) are what those layouts
+    mean, not a failure."""
     bad = report.errors if allow_warnings else report.findings
     return [
         finding.render()
         for finding in bad
-        if not (finding.code == "TP502" and finding.file.split("/")[0] in shared)
+        if not (finding.code in _LAYOUT_CODES and finding.file.split("/")[0] in shared)
         or finding.severity != WARNING
     ]
 
@@ -214,6 +219,7 @@ def export_repository(
     force: bool = False,
     allow_warnings: bool = False,
     env_layout: EnvLayout = "per-model",
+    env_root: str = DEFAULT_ENV_ROOT,
     reporter: Optional[Reporter] = None,
 ) -> ExportResult:
     """Write a deployable copy of the model repository ``repo`` into ``out``.
@@ -230,8 +236,9 @@ def export_repository(
     Every model is validated first (its import inside the environment it will run in; all
     problems at once, :class:`ExportError`); built environments stay in the build cache and
     models of one spec share one. ``env_layout``: ``"per-model"`` (a copy in every model
-    directory, works everywhere) or ``"shared"`` (one archive per environment in
-    ``out/envs/``; not for object storage). See docs/deploy.md.
+    directory, works everywhere), ``"shared"`` (one archive per environment in ``out/envs/``;
+    not for object storage) or ``"image"`` (those archives unpacked by the Dockerfile into
+    ``env_root``; the image only). See docs/deploy.md.
 
     The exported repository must pass ``tritonpy check --triton-version`` without findings
     (errors only, with ``allow_warnings``); otherwise :class:`ExportError` lists them and
@@ -248,6 +255,8 @@ def export_repository(
     release = TritonRelease.parse(triton_version)
     if env_layout not in ENV_LAYOUTS:
         raise ExportError(f"--env-layout {env_layout!r}: expected one of {', '.join(ENV_LAYOUTS)}")
+    if not env_root.startswith("/"):
+        raise ExportError(f"--env-root {env_root!r}: expected an absolute path in the image")
     models = _check_options(
         source, target, builder=builder, name=name, replicas=replicas, force=force
     )
@@ -261,7 +270,7 @@ def export_repository(
         cpu=cpu,
         memory=memory,
     )
-    options = _ModelOptions(release, pack, builder, reporter or Reporter(), env_layout)
+    options = _ModelOptions(release, pack, builder, reporter or Reporter(), env_layout, env_root)
     _export(source, models, settings, options, result, allow_warnings=allow_warnings)
     result.seconds = time.monotonic() - began
     return result
@@ -298,6 +307,7 @@ class _ModelOptions:
     builder: Builder
     reporter: Reporter
     layout: EnvLayout = "per-model"
+    env_root: str = DEFAULT_ENV_ROOT
 
 
 def _export(
@@ -323,9 +333,11 @@ def _export(
         result.report = _check_export(staged_repo, source, result, options, allow_warnings)
         _purge_caches(staged_repo)
         names = [m.name for m in result.models]
-        shared = (staging / ENVS_DIR).is_dir()
+        envs = (
+            EnvsInImage(options.layout, options.env_root) if (staging / ENVS_DIR).is_dir() else None
+        )
         written = _write_deployment_files(
-            staging, settings, release, result.base_image, names, reporter, shared_envs=shared
+            staging, settings, release, result.base_image, names, reporter, envs=envs
         )
         _replace_outputs(staging, target)
         result.files = [target / p.relative_to(staging) for p in written]
@@ -367,6 +379,7 @@ def _export_model(plan: ModelPlan, staging: Path, options: _ModelOptions) -> Mod
         built=plan.built,
         layout=options.layout,
         shared_dir=staging / ENVS_DIR,
+        env_root=options.env_root,
     )
     with step(options.reporter, f"exporting {plan.name}"):
         return prepare_model(
@@ -404,7 +417,7 @@ def _check_export(
             + "\n".join(bad)
         )
     for finding in report.warnings:
-        if finding.code != "TP502" or finding.file.split("/")[0] not in shared:
+        if finding.code not in _LAYOUT_CODES or finding.file.split("/")[0] not in shared:
             options.reporter.note(f"check: {finding.render()}")
     return report
 

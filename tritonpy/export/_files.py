@@ -8,7 +8,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 from ._manifests import PORTS, PROBE_COMMAND, READY_PATH, DeploySettings
 
@@ -25,21 +26,48 @@ def default_base_image(release: str) -> str:
     return f"nvcr.io/nvidia/tritonserver:{release}-py3"
 
 
-def dockerfile(
-    base_image: str, wheel: str, *, numpy2_ok: bool = True, shared_envs: bool = False
-) -> str:
-    """A Dockerfile that installs tritonpy (the wheel ``wheel`` of ``wheels/``) for the
-    liveness check, copies the repository to /models and serves it; ``numpy2_ok`` False pins
-    ``numpy<2`` for releases whose stub predates numpy 2; ``shared_envs`` copies the shared
-    layout's ``envs/`` to /envs, beside /models, where the models' parameters find it."""
-    ports = " ".join(str(port) for port in PORTS.values())
-    envs = (
+@dataclass(frozen=True)
+class EnvsInImage:
+    """How the image gets the environments of ``envs/``: ``layout`` ``"shared"`` (the archives
+    copied to /envs, beside /models) or ``"image"`` (unpacked into ``root``, one folder
+    each)."""
+
+    layout: str
+    root: str
+
+
+#: the Dockerfile's step of the image layout: every archive of ``root`` unpacked beside it
+UNPACK_STEP = (
+    'cd "{root}" && for a in *.tar.gz; do d="${{a%.tar.gz}}"; mkdir -p "$d" && '
+    'tar -xzf "$a" -C "$d" && rm "$a"; done'
+)
+
+
+def _envs_lines(envs: Optional[EnvsInImage]) -> str:
+    if envs is None:
+        return ""
+    if envs.layout == "image":
+        return (
+            f"\n# the environments, unpacked once here: each model's EXECUTION_ENV_PATH names "
+            f"a folder of\n# {envs.root}, which Triton uses in place (no extraction at load)\n"
+            f"COPY {ENVS_DIR}/ {envs.root}/\nRUN {UNPACK_STEP.format(root=envs.root)}\n"
+        )
+    return (
         f"\n# the environments the models share (EXECUTION_ENV_PATH "
         f"$$TRITON_MODEL_DIRECTORY/../../{ENVS_DIR}/...):\n# Triton unpacks each once, "
         f"for all the models that name it\nCOPY {ENVS_DIR}/ /{ENVS_DIR}/\n"
-        if shared_envs
-        else ""
     )
+
+
+def dockerfile(
+    base_image: str, wheel: str, *, numpy2_ok: bool = True, envs: Optional[EnvsInImage] = None
+) -> str:
+    """A Dockerfile that installs tritonpy (the wheel ``wheel`` of ``wheels/``) for the
+    liveness check, copies the repository to /models and serves it; ``numpy2_ok`` False pins
+    ``numpy<2`` for releases whose stub predates numpy 2; ``envs`` brings ``envs/`` in (the
+    shared layout: to /envs, beside /models; the image layout: unpacked into its root)."""
+    ports = " ".join(str(port) for port in PORTS.values())
+    envs_lines = _envs_lines(envs)
     probe = " ".join(PROBE_COMMAND)
     pin = "" if numpy2_ok else " 'numpy<2'"
     return f"""\
@@ -60,7 +88,7 @@ RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir /tmp/{whee
 # every model with its config.pbtxt, environment archive (EXECUTION_ENV_PATH) and, where the
 # environment's Python differs from the container's, its triton_python_backend_stub
 COPY {REPOSITORY_DIR}/ /models/
-{envs}
+{envs_lines}
 EXPOSE {ports}
 
 # healthy = every READY model answers a real request (unpacking environment archives takes a
@@ -90,12 +118,12 @@ def readme(
     base_image: str,
     models: Sequence[str],
     *,
-    shared_envs: bool = False,
+    envs: Optional[EnvsInImage] = None,
 ) -> str:
     """How to build, push, run and apply the export."""
     parts = [
         _readme_contents(settings, base_image, models),
-        _readme_shared(shared_envs),
+        _readme_envs(envs),
         _readme_docker(settings, base_image),
         _readme_kubernetes(settings),
         _readme_object_storage(settings),
@@ -119,9 +147,17 @@ Python differs from the container's, a `triton_python_backend_stub` beside its `
 """
 
 
-def _readme_shared(shared_envs: bool) -> str:
-    if not shared_envs:
+def _readme_envs(envs: Optional[EnvsInImage]) -> str:
+    if envs is None:
         return ""
+    if envs.layout == "image":
+        return f"""\
+Environment layout `image`: the models of one spec share one environment. Their archives are in
+`{ENVS_DIR}/`; the Dockerfile unpacks each into a folder of `{envs.root}`, which the models'
+`EXECUTION_ENV_PATH` names (Triton uses a folder in place: nothing is extracted when a model
+loads). The repository works only inside that image: for object storage or KServe export again
+with `--env-layout per-model`.
+"""
     return f"""\
 Environment layout `shared`: the models of one spec share one archive in `{ENVS_DIR}/`, beside
 `{REPOSITORY_DIR}/` (their `EXECUTION_ENV_PATH` is

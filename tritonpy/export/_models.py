@@ -44,8 +44,10 @@ ModelKind = Literal["tritonpy", "python", "ensemble", "other"]
 ConfigOutcome = Literal["materialised", "kept"]
 #: where built environments go: each model directory its own copy, or one shared folder
 #: ``envs/`` beside ``model_repository/``
-EnvLayout = Literal["per-model", "shared"]
-ENV_LAYOUTS = ("per-model", "shared")
+EnvLayout = Literal["per-model", "shared", "image"]
+ENV_LAYOUTS = ("per-model", "shared", "image")
+#: where the image layout's Dockerfile unpacks the environments (``--env-root``)
+DEFAULT_ENV_ROOT = "/opt/tritonpy/envs"
 #: the folder of the shared layout's archives, beside model_repository/ in OUT
 
 #: the shared layout's EXECUTION_ENV_PATH prefix (model_repository/<model>/../../envs)
@@ -66,7 +68,8 @@ class ModelExport:
     ``parameter``: the EXECUTION_ENV_PATH value; ``stub``: where the stub came from (a
     :data:`tritonpy.stubs._provision.SOURCES` name), ``"removed"`` or None; ``cached``:
     the packed environment came from the build cache (built by an earlier export, or by this
-    one for another model of the same spec); ``shared``: it is the shared layout's archive."""
+    one for another model of the same spec); ``shared``: the environment is not in the model
+    directory (the shared or image layout)."""
 
     name: str
     kind: ModelKind = "other"
@@ -242,7 +245,8 @@ class Prepared:
     found: Optional[EnvImport] = None
     built: Optional[BuiltEnv] = None
     layout: EnvLayout = "per-model"
-    shared_dir: Optional[Path] = None  # OUT's staged envs/ for the shared layout
+    shared_dir: Optional[Path] = None  # OUT's staged envs/ for the shared and image layouts
+    env_root: str = DEFAULT_ENV_ROOT  # the image layout's folder of unpacked environments
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
@@ -265,16 +269,20 @@ def _place_built(
     outcome: ModelExport,
     reporter: Reporter,
 ) -> None:
-    """Give the model the built environment: its own copy (per-model), or the shared
-    archive in ``envs/`` beside the repository; point EXECUTION_ENV_PATH at it; place the
-    stub its Python needs."""
+    """Give the model the built environment: its own copy (per-model), the shared archive in
+    ``envs/`` beside the repository (shared), or that archive unpacked by the image into
+    ``env_root`` (image); point EXECUTION_ENV_PATH at it; place the stub its Python needs."""
     built = prepared.built
     assert built is not None
     _remove_stub(target, outcome, reporter, "packing a new environment")
-    if prepared.layout == "shared" and prepared.shared_dir is not None:
+    if prepared.layout != "per-model" and prepared.shared_dir is not None:
         name = f"{built.plan.key[:12]}_py{built.python}.tar.gz"
         _link_or_copy(built.archive, prepared.shared_dir / name)
-        parameter, outcome.shared = SHARED_PREFIX + name, True
+        outcome.shared = True
+        if prepared.layout == "image":  # unpacked by the Dockerfile: a directory, no extraction
+            parameter = f"{prepared.env_root.rstrip('/')}/{name[: -len('.tar.gz')]}"
+        else:
+            parameter = SHARED_PREFIX + name
     else:
         name = f"{outcome.name}_py{built.python}.tar.gz"
         _link_or_copy(built.archive, target / name)
