@@ -1096,3 +1096,26 @@ def test_an_environment_without_tritonpy_says_to_rebuild_it(
         "'tritonpy pack-env REPO/reader --triton-version 24.10 --force' (it installs the "
         "running tritonpy)"
     )
+
+
+def test_a_plain_model_imports_inside_an_environment_without_tritonpy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    plain = (
+        "from triton_python_backend_utils import InferenceResponse, Tensor\n"
+        "import triton_python_backend_utils as pb_utils\n\n\n"
+        "class TritonPythonModel:\n"
+        "    error = pb_utils.TritonError\n\n"
+        "    def execute(self, requests):\n"
+        "        return [InferenceResponse([Tensor('B', r)]) for r in requests]\n"
+    )
+    repo = _env_repo(tmp_path, "$$TRITON_MODEL_DIRECTORY/env", plain)
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    subprocess.run(
+        [str(base), "-m", "venv", "--without-pip", str(repo / "reader" / "env")], check=True
+    )
+    entry = Repository.scan(repo).models["reader"]
+    assert entry.env_import is not None and entry.env_import.ok, entry.env_import
+    assert entry.env_import.defined and not entry.env_import.is_tritonpy
+    assert "TP109" not in check_repository(repo).codes

@@ -6,9 +6,10 @@ An environment archive is unpacked once into tritonpy's cache, keyed by the arch
 verification does); a directory environment is used where it is. The environment's own
 ``bin/python3`` runs after ``source bin/activate``, in a clean process environment (what
 Triton's stub sees), imports ``model.py`` with a stand-in ``triton_python_backend_utils`` (the
-environment's tritonpy's fake pb_utils when it has tritonpy, else an empty module: import time
-only) and prints what it found: the Python version, a missing module, a traceback, and for a
-``tritonpy.Model`` the declared configuration, ``decoupled`` and whether its work is CPU-only.
+environment's tritonpy's fake pb_utils when it has tritonpy, else a module that gives a
+placeholder for any name: import time only) and prints what it found: the Python version, a
+missing module, a traceback, and for a ``tritonpy.Model`` the declared configuration,
+``decoupled`` and whether its work is CPU-only.
 
 Example::
 
@@ -50,8 +51,9 @@ out = {"python": "%d.%d" % sys.version_info[:2], "prefix": sys.prefix, "missing"
 try:
     try:
         from tritonpy.testing import fake_pb_utils as pb
-    except ImportError:
+    except ImportError:  # no tritonpy here: any name a plain model takes at import time
         pb = types.ModuleType("triton_python_backend_utils")
+        pb.__getattr__ = lambda name: type(name, (), {})
     sys.modules["triton_python_backend_utils"] = pb
     path = args["model"]
     version_dir = os.path.dirname(path)
