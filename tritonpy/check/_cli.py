@@ -52,8 +52,9 @@ def add_parser(subparsers: shared.Subparsers) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Check a Triton model repository: layout, config.pbtxt against the tritonpy declarations,
-    batching, ensembles, execution environments and their archives. Exit 1 on errors (or on
-    warnings with --strict)."""
+    batching, ensembles, execution environments and their archives. Each model.py is imported
+    inside the model's own environment when it has one. Exit 1 on errors (or on warnings with
+    --strict)."""
     from . import check_repository
 
     report = check_repository(

@@ -86,8 +86,10 @@ def _add_deployment(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Copy REPO into OUT/model_repository with every config.pbtxt written in full, each tritonpy
-    model's environment archive for the release (kept when it fits, else packed) and the stubs it
+    """Import every model of REPO inside the environment it will run in and report every
+    problem before building anything; then copy REPO into OUT/model_repository with every
+    config.pbtxt written in full, each tritonpy model's environment for the release (kept when
+    it fits, else built once per spec and kept in tritonpy's build cache) and the stubs it
     needs; check it; write OUT/Dockerfile, OUT/k8s/*.yaml and OUT/README.md."""
     from . import export_repository
 
