@@ -1119,3 +1119,20 @@ def test_a_plain_model_imports_inside_an_environment_without_tritonpy(
     assert entry.env_import is not None and entry.env_import.ok, entry.env_import
     assert entry.env_import.defined and not entry.env_import.is_tritonpy
     assert "TP109" not in check_repository(repo).codes
+
+
+def test_importing_inside_an_environment_writes_nothing_into_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mini_envs import mini_env
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    repo = _env_repo(tmp_path, "$$TRITON_MODEL_DIRECTORY/env", ENV_MODEL.replace("yaml", "json"))
+    mini_env(repo / "reader" / "env")
+    (repo / "reader" / "1" / "helper.py").write_text("VALUE = 1\n")
+    model = repo / "reader" / "1" / "model.py"
+    model.write_text("import helper\n" + model.read_text())
+    before = sorted(p.relative_to(repo).as_posix() for p in (repo / "reader" / "1").rglob("*"))
+    assert check_repository(repo).findings == []
+    after = sorted(p.relative_to(repo).as_posix() for p in (repo / "reader" / "1").rglob("*"))
+    assert after == before  # no __pycache__

@@ -218,7 +218,8 @@ def _run_import(
     root: Path, model_file: Path, *, environment: Optional[Path], timeout: float
 ) -> EnvImport:
     arguments = {"model": str(model_file.resolve()), "gpu": sorted(GPU_MODULES)}
-    command = 'source "$0/bin/activate" >/dev/null 2>&1; exec "$0/bin/python3" -I -c "$1" "$2"'
+    # -B: no __pycache__ written into the user's model directory
+    command = 'source "$0/bin/activate" >/dev/null 2>&1; exec "$0/bin/python3" -I -B -c "$1" "$2"'
     work = tempfile.mkdtemp(prefix="tritonpy-inenv-")
     try:
         done = subprocess.run(
