@@ -529,6 +529,7 @@ def test_models_of_one_spec_share_one_build_and_the_cache_keeps_it(
     monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
     builds = FakeBuilds(tmp_path / "sources").install(monkeypatch)
     repo = _spec_repo(tmp_path / "repo")
+    (repo / "alpha" / f"alpha_py{XY}.tar.gz").write_bytes(b"stale, from an old pack-env")
     out = tmp_path / "deploy"
     first = export_repository(repo, out, triton_version="24.10", allow_warnings=True)
     assert builds.models == ["alpha", "gamma"]  # beta's spec is alpha's: one build
@@ -543,7 +544,8 @@ def test_models_of_one_spec_share_one_build_and_the_cache_keeps_it(
         exported / "alpha" / f"alpha_py{XY}.tar.gz",
         exported / "beta" / f"beta_py{XY}.tar.gz",
     )
-    assert alpha.stat().st_ino == beta.stat().st_ino  # one file on this disk, two names
+    # one file on this disk, two names (the stale copy of the source replaced)
+    assert alpha.stat().st_ino == beta.stat().st_ino
     assert first.models[0].parameter == f"$$TRITON_MODEL_DIRECTORY/alpha_py{XY}.tar.gz"
     # a second export builds nothing; a change in an included file builds that spec again
     again = export_repository(repo, out, triton_version="24.10", allow_warnings=True, force=True)

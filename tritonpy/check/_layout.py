@@ -174,7 +174,7 @@ def _check_import(entry: ModelEntry, release: Optional[TritonRelease]) -> Iterat
             "TP109",
             ERROR,
             "",
-            f"the environment its spec declares could not be built: {entry.environment_error}",
+            f"the environment its spec declares cannot be used: {entry.environment_error}",
             "fix the spec (REPO/<model>/requirements.txt or environment.yml) and check again",
             file=rel,
         )

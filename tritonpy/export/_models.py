@@ -249,10 +249,13 @@ class Prepared:
     env_root: str = DEFAULT_ENV_ROOT  # the image layout's folder of unpacked environments
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
+def _link_or_copy(source: Path, target: Path, *, replace: bool = False) -> None:
     """A hard link where the file system allows one (same bytes, no second copy), else a
-    copy."""
+    copy; an existing ``target`` is kept (the shared archive of an earlier model), or
+    replaced with ``replace`` (a stale archive copied with the model directory)."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    if replace and (target.exists() or target.is_symlink()):
+        target.unlink()
     if target.exists():
         return
     try:
@@ -285,7 +288,7 @@ def _place_built(
             parameter = SHARED_PREFIX + name
     else:
         name = f"{outcome.name}_py{built.python}.tar.gz"
-        _link_or_copy(built.archive, target / name)
+        _link_or_copy(built.archive, target / name, replace=True)
         parameter = f"{MODEL_DIR_VARIABLE}/{name}"
     set_parameter(config, ENV_PARAMETER, parameter)
     write_config(target / CONFIG_FILE, config)
