@@ -190,6 +190,20 @@ def test_check_accepts_hand_written_configs_and_write_refuses_them(
     assert "cannot be derived" in capsys.readouterr().err
 
 
+def test_a_model_with_its_own_environment_is_sent_to_check(tmp_path: Path) -> None:
+    """model.py imports a package only its own environment has: config cannot import it in
+    this Python, and says which command imports it inside the environment."""
+    model_dir = make_model(tmp_path, "import no_such_module_for_tritonpy\n")
+    with pytest.raises(ModelImportError) as plain:
+        sync_config(model_dir, check=True)
+    assert "own environment" not in str(plain.value)
+    (model_dir / "requirements.txt").write_text("no-such-module-for-tritonpy\n")
+    with pytest.raises(ModelImportError) as own:
+        sync_config(model_dir, check=True)
+    assert f"run 'tritonpy check {tmp_path}'" in str(own.value)
+    assert isinstance(own.value.cause, ModuleNotFoundError)
+
+
 def test_import_errors_name_the_file(tmp_path: Path) -> None:
     model_dir = make_model(tmp_path, "import no_such_module_for_tritonpy\n")
     with pytest.raises(ModelImportError, match=r"model\.py: importing it failed: "):

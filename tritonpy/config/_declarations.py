@@ -27,7 +27,7 @@ from typing import Any, Optional, Sequence
 
 from .._runtime._declarations import SCHEDULERS, completion
 from .._runtime.codecs.base import shape_matches
-from .._tooling.model_dirs import CONFIG_FILE
+from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER
 from .._tooling.pbtxt import (
     ConfigError,
     PathLike,
@@ -37,7 +37,7 @@ from .._tooling.pbtxt import (
     new_config,
     write_config,
 )
-from ._loader import LoadedModel, load_model_class
+from ._loader import LoadedModel, ModelImportError, load_model_class
 
 _SCHEDULING = "scheduling_choice"
 
@@ -266,7 +266,10 @@ def sync_config(
             "an ensemble",
         )
     filename = existing.default_model_filename or "model.py"
-    loaded = load_model_class(root, version=version, filename=filename)
+    try:
+        loaded = load_model_class(root, version=version, filename=filename)
+    except ModelImportError as exc:
+        raise _own_environment_hint(exc, root, existing) from exc.cause
     cls = tritonpy_class(loaded)
     updated = apply_declarations(existing, cls, root.resolve().name)
     before = format_config(existing) if exists else ""
@@ -281,6 +284,25 @@ def sync_config(
         written = True
     completed_text = format_config(_ordered_like(completed, updated)) if completed else ""
     return ConfigDiff(path, before, after, written, autocompletes, completed_text)
+
+
+#: the files that give a model directory an environment spec of its own (as pack-env reads)
+_OWN_SPECS = ("environment.yml", "environment.yaml", "requirements.txt")
+
+
+def _own_environment_hint(exc: ModelImportError, root: Path, config: Any) -> ModelImportError:
+    """``exc``, saying where to check a model that imports only inside its own environment
+    (this tool imports model.py in its own Python; ``tritonpy check`` imports it there)."""
+    own = ENV_PARAMETER in config.parameters or any((root / n).is_file() for n in _OWN_SPECS)
+    if not own:
+        return exc
+    return ModelImportError(
+        f"{exc}; {root.name!r} has its own environment (EXECUTION_ENV_PATH or a spec beside "
+        f"config.pbtxt) and tritonpy config imports model.py in this Python only: run "
+        f"'tritonpy check {root.parent}', which imports it inside its environment and checks "
+        "config.pbtxt against its declarations",
+        exc.cause,
+    )
 
 
 def _autocompleted(config: Any, cls: Any, name: str) -> Any:
