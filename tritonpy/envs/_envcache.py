@@ -166,6 +166,27 @@ def _ignored(directory: str, names: List[str]) -> Set[str]:
     }
 
 
+class _ScratchReporter(Reporter):
+    """Forwards pack-env's progress, without its notes about the scratch copy's config.pbtxt
+    (the user's models get their EXECUTION_ENV_PATH from the export)."""
+
+    def __init__(self, target: Reporter) -> None:
+        self.target = target
+
+    def start(self, step: str) -> None:
+        self.target.start(step)
+
+    def update(self, line: str) -> None:
+        self.target.update(line)
+
+    def done(self, step: str, detail: str = "") -> None:
+        self.target.done(step, detail)
+
+    def note(self, message: str) -> None:
+        if not message.startswith("config.pbtxt:"):
+            self.target.note(message)
+
+
 def build_environment(plan: EnvPlan, reporter: Optional[Reporter] = None) -> BuiltEnv:
     """The environment of ``plan``: from the cache, else built now with
     :func:`~tritonpy.envs.pack_env` in a scratch copy of ``plan.model_dir`` (whose ``model.py``
@@ -193,7 +214,7 @@ def build_environment(plan: EnvPlan, reporter: Optional[Reporter] = None) -> Bui
             builder=builder,
             name=_STEM,
             stub="never",
-            reporter=reporter,
+            reporter=_ScratchReporter(reporter),
         )
         finished = work / "entry"
         finished.mkdir()
