@@ -113,7 +113,7 @@ def explain_import(exc: BaseException, model_file: Path) -> str:
     """``Type: message at FILE, line N; fix`` for ``model_file`` failing to import."""
     where = failure_location(exc, model_file)
     at = f" at {where[0]}, line {where[1]}" if where else ""
-    return f"{type(exc).__name__}: {exc}{at}; {import_fix(exc)}"
+    return f"{type(exc).__name__}: {exc}{at}; {import_fix(exc, model_file.parent.parent)}"
 
 
 def failure_location(exc: BaseException, model_file: Path) -> Optional[Tuple[str, int]]:
@@ -132,9 +132,31 @@ def failure_location(exc: BaseException, model_file: Path) -> Optional[Tuple[str
     return frames[-1].filename, int(frames[-1].lineno or 0)
 
 
-def import_fix(exc: BaseException) -> str:
+#: the files that give a model its own environment spec (as tritonpy pack-env reads them)
+_SPEC_FILES = ("requirements.txt", "environment.yml", "environment.yaml")
+
+
+def import_fix(exc: BaseException, model_dir: Optional[Path] = None) -> str:
+    """How to fix ``exc``, raised importing the model of ``model_dir``."""
     if isinstance(exc, SyntaxError):
         return "fix the syntax at that line (tritonserver refuses the model the same way)"
+    spec = (
+        next((model_dir / n for n in _SPEC_FILES if (model_dir / n).is_file()), None)
+        if (model_dir is not None)
+        else None
+    )
+    if isinstance(exc, ModuleNotFoundError) and spec is not None:
+        # the model has an environment of its own, which the test's Python is not
+        install = (
+            f"run 'pip install -r {spec}' there"
+            if spec.suffix == ".txt"
+            else f"install the packages {spec} lists there"
+        )
+        return (
+            f"the model has its own environment spec ({spec}), which the server runs it in "
+            f"(tritonpy pack-env builds it), and the test's Python lacks {exc.name!r}: "
+            f"{install}"
+        )
     if isinstance(exc, ModuleNotFoundError):
         return (
             f"install {exc.name!r} where the model runs (the server's Python, or the "
