@@ -101,9 +101,12 @@ def test_models_of_one_spec_share_one_archive_served(
     assert log.count("Extracting Python execution env") == 1
 
 
-def _serve_and_ask(models: Path, triton_server_factory: Callable[..., Any]) -> str:
-    """Serve ``models`` (stubs for Python 3.10 placed first), ask both models, return the log."""
-    for name in ("one", "two"):  # the 24.10 container's stub is 3.10; this server's is not
+def _serve_and_ask(
+    models: Path, triton_server_factory: Callable[..., Any], *, place_stubs: bool = True
+) -> str:
+    """Serve ``models`` (stubs for Python 3.10 placed first, or else supplied by the embedded
+    server through its shadow repository), ask both models, return the log."""
+    for name in ("one", "two") if place_stubs else ():  # this server's stub is not 3.10
         provision_stub(models / name, triton_version="24.10", python="3.10")
     server = triton_server_factory(
         models, startup_timeout=180, log_verbose=1, extra_args=["--disable-auto-complete-config"]
@@ -119,6 +122,19 @@ def _serve_and_ask(models: Path, triton_server_factory: Callable[..., Any]) -> s
         assert [p.decode() for p in answer.as_numpy("PY").reshape(-1)] == ["3.10"]
     assert server.log_path is not None
     return server.log_path.read_text(errors="replace")
+
+
+def test_serve_supplies_the_stubs_of_a_shared_export(
+    shared_export: Tuple[Path, ExportResult], triton_server_factory: Callable[..., Any]
+) -> None:
+    """tritonpy serve on the shared layout as exported: serve gives the 3.10 models their
+    stub through a shadow repository, where ../../envs must still reach the archive."""
+    root, _ = shared_export
+    in_place = root / "in_place"
+    shutil.copytree(root / "deploy", in_place, ignore=shutil.ignore_patterns("k8s"))
+    for name in ("one", "two"):
+        assert not (in_place / "model_repository" / name / "triton_python_backend_stub").exists()
+    _serve_and_ask(in_place / "model_repository", triton_server_factory, place_stubs=False)
 
 
 def test_the_image_layout_uses_unpacked_folders_in_place(

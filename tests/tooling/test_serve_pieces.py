@@ -202,6 +202,34 @@ def test_plan_and_shadow_leave_the_users_directories_alone(tmp_path: Path) -> No
     assert sorted((str(p), p.stat().st_mtime_ns) for p in repo.rglob("*")) == before
 
 
+def test_shadow_reaches_environments_beside_the_repository(tmp_path: Path) -> None:
+    """export's shared layout: EXECUTION_ENV_PATH is $$TRITON_MODEL_DIRECTORY/../../envs/...;
+    in the shadow that path must reach the same archive."""
+    repo = tmp_path / "deploy" / "model_repository"
+    write_env_model(repo / "old", "3.10")
+    envs = tmp_path / "deploy" / "envs"
+    envs.mkdir()
+    (repo / "old" / "env_py3.10.tar.gz").rename(envs / "env_py3.10.tar.gz")
+    config = (repo / "old" / "config.pbtxt").read_text()
+    (repo / "old" / "config.pbtxt").write_text(
+        config.replace("$$TRITON_MODEL_DIRECTORY/", "$$TRITON_MODEL_DIRECTORY/../../envs/")
+    )
+    (tmp_path / "deploy" / "unrelated").mkdir()
+    wheel = fake_wheel(tmp_path, "3.10", "3.11")
+    plans = plan_stubs(repo, "3.11", wheel)
+    assert list(plans) == ["old"]
+    shadow = build_shadow(repo, plans)
+    try:
+        reached = Path(
+            os.path.normpath(shadow / "old" / ".." / ".." / "envs" / "env_py3.10.tar.gz")
+        )
+        assert reached.resolve() == (envs / "env_py3.10.tar.gz").resolve()
+        assert not (shadow.parent / "unrelated").exists()  # only what a path reaches
+    finally:
+        remove_shadow(shadow)
+    assert not shadow.parent.exists() and (envs / "env_py3.10.tar.gz").is_file()
+
+
 # -------------------------------------------------------------------------- preflight
 def test_preflight_reports_a_mismatch_unless_serve_provides_the_stub(tmp_path: Path) -> None:
     repo = tmp_path / "repo"

@@ -6,7 +6,10 @@ stub is 3.11. Instead of copying one into the user's directory, the server serve
 repository*: a temporary directory with a symbolic link to every model directory, except that
 the models needing a stub get a real directory of links to each of their entries plus a link
 to the wheel's stub for their Python. ``$$TRITON_MODEL_DIRECTORY`` then names the shadow
-directory, where the same relative paths resolve.
+directory, where the same relative paths resolve: the shadow sits one level down in its
+temporary directory (``tritonpy-serve-XXXX/<repository name>/``) beside links to the folders
+next to the repository that an environment path reaches (``$$TRITON_MODEL_DIRECTORY/../../envs/
+...``, the shared layout of ``tritonpy export``).
 
 Example::
 
@@ -152,8 +155,12 @@ def build_shadow(repository: Path, plans: Dict[str, StubPlan]) -> Path:
         shadow = build_shadow(Path("repo"), plan_stubs(Path("repo"), "3.11", wheel))
     """
     source = repository.absolute()
-    shadow = Path(tempfile.mkdtemp(prefix="tritonpy-serve-"))
+    base = Path(tempfile.mkdtemp(prefix=_SHADOW_PREFIX))
+    shadow = base / (source.name or "repository")
     try:
+        shadow.mkdir()
+        for sibling in sorted(_siblings_reached(source, plans)):
+            (base / sibling).symlink_to(source.parent / sibling)
         for entry in sorted(source.iterdir()):
             target = shadow / entry.name
             plan = plans.get(entry.name)
@@ -166,9 +173,28 @@ def build_shadow(repository: Path, plans: Dict[str, StubPlan]) -> Path:
                 item_target.symlink_to(item)
             (target / STUB_NAME).symlink_to(plan.stub)
     except BaseException:
-        shutil.rmtree(shadow, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
         raise
     return shadow
+
+
+_SHADOW_PREFIX = "tritonpy-serve-"
+
+
+def _siblings_reached(source: Path, plans: Dict[str, StubPlan]) -> List[str]:
+    """The entries beside the repository ``source`` that the environment paths of the planned
+    models reach with ``..`` (one level out of the repository: export's shared layout)."""
+    reached = set()
+    for name in plans:
+        raw = _read_env_parameter(source / name / "config.pbtxt")
+        if raw is None or "$$TRITON_MODEL_DIRECTORY" not in raw:
+            continue
+        path = os.path.normpath(raw.replace("$$TRITON_MODEL_DIRECTORY", str(source / name)))
+        relative = os.path.relpath(path, source.parent)
+        first = relative.split(os.sep)[0]
+        if first not in ("..", source.name, ".") and (source.parent / first).exists():
+            reached.add(first)
+    return sorted(reached)
 
 
 def sync_shadow(shadow: Path, repository: Path, plans: Dict[str, StubPlan]) -> None:
@@ -212,9 +238,10 @@ def _link_pairs(shadow: Path, source: Path, plans: Dict[str, StubPlan]) -> List[
 
 
 def remove_shadow(shadow: Path) -> None:
-    """Delete a shadow repository (only its links and directories: ``rmtree`` does not follow
-    symbolic links, so the user's files stay)."""
-    shutil.rmtree(shadow, ignore_errors=True)
+    """Delete a shadow repository and the temporary directory holding it (only links and
+    directories: ``rmtree`` does not follow symbolic links, so the user's files stay)."""
+    base = shadow.parent if shadow.parent.name.startswith(_SHADOW_PREFIX) else shadow
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def user_path(text: str, shadow: Optional[Path], repository: Path) -> str:
