@@ -639,3 +639,32 @@ def test_the_image_layout_unpacks_each_environment_once_into_the_image(
         export_repository(
             repo, tmp_path / "o", triton_version="24.10", env_layout="image", env_root="envs"
         )
+
+
+def test_a_models_test_files_stay_with_the_sources(tmp_path: Path) -> None:
+    """``tritonpy new`` renders test_NAME.py beside config.pbtxt: the export leaves it (and a
+    conftest.py, tests/) out of the deployed model, keeping the model's own modules."""
+    from tritonpy.export._models import copy_model
+
+    source = tmp_path / "hello"
+    (source / "1").mkdir(parents=True)
+    (source / "config.pbtxt").write_text('name: "hello"\nbackend: "python"\n')
+    for name in ("test_hello.py", "hello_test.py", "conftest.py", "labels.txt", "helpers.py"):
+        (source / name).write_text("# file\n")
+    (source / "1" / "model.py").write_text("# the model\n")
+    (source / "1" / "test_data.py").write_text("# a module of the model, named test_*\n")
+    (source / "tests").mkdir()
+    (source / "tests" / "test_more.py").write_text("")
+    copy_model(source, tmp_path / "out" / "hello")
+    copied = sorted(
+        str(p.relative_to(tmp_path / "out" / "hello"))
+        for p in (tmp_path / "out" / "hello").rglob("*")
+    )
+    assert copied == [
+        "1",
+        "1/model.py",
+        "1/test_data.py",
+        "config.pbtxt",
+        "helpers.py",
+        "labels.txt",
+    ]

@@ -91,10 +91,26 @@ def _ignored(directory: str, names: List[str]) -> Set[str]:
     }
 
 
+def _is_test_file(name: str) -> bool:
+    # what pytest collects beside config.pbtxt (`tritonpy new` renders test_NAME.py there)
+    return name == "conftest.py" or (
+        name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    )
+
+
 def copy_model(source: Path, target: Path) -> None:
-    """Copy a model directory without ``__pycache__``, ``tests/``, hidden files or bytecode
+    """Copy a model directory without ``__pycache__``, ``tests/``, the test files beside its
+    ``config.pbtxt`` (``test_*.py``, ``*_test.py``, ``conftest.py``), hidden files or bytecode
     (symbolic links are copied as the files they point to)."""
-    shutil.copytree(source, target, ignore=_ignored)
+    root = os.path.abspath(source)
+
+    def ignored(directory: str, names: List[str]) -> Set[str]:
+        skipped = _ignored(directory, names)
+        if os.path.abspath(directory) == root:
+            skipped |= {name for name in names if _is_test_file(name)}
+        return skipped
+
+    shutil.copytree(source, target, ignore=ignored)
 
 
 def _materialise(target: Path, outcome: ModelExport, found: Optional[EnvImport] = None) -> Any:
