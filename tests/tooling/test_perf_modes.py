@@ -14,7 +14,6 @@ import pytest
 from tritonpy.cli import main
 from tritonpy.perf._engine import Outcome, run_closed_loop
 from tritonpy.perf._inputs import PerfInputError
-from tritonpy.perf._kinds import ModelKind, model_kind
 from tritonpy.perf._perf_analyzer import KindFlags, build_command, parse_csv
 from tritonpy.perf._refusals import http_refusal, kind_notes, refused_message
 from tritonpy.perf._report import PerfPoint, PerfReport, point_from_window
@@ -29,6 +28,7 @@ from tritonpy.perf._tune import (
     search_space,
     write_best,
 )
+from tritonpy.server._model_kind import ModelKind, model_kind
 
 SEQUENCE_CONFIG: Dict[str, Any] = {
     "name": "seq",
@@ -51,15 +51,15 @@ def test_model_kind_from_the_served_configuration() -> None:
     plain = model_kind({"name": "m"})
     assert (plain.mode, plain.decoupled, plain.sequence) == ("plain", False, False)
     stream = model_kind({"name": "s", "model_transaction_policy": {"decoupled": True}})
-    assert stream.mode == "streaming" and stream.describe() == "a decoupled model"
+    assert stream.mode == "streaming" and stream.phrase() == "a decoupled model"
     sequence = model_kind(SEQUENCE_CONFIG)
     assert sequence.mode == "sequence" and sequence.strategy == "oldest"
-    assert sequence.corrid_type == "TYPE_STRING" and sequence.string_ids
+    assert sequence.id_type == "TYPE_STRING" and sequence.string_id
     assert sequence.uses_string_ids("auto") and not sequence.uses_string_ids("numeric")
     direct = model_kind({"name": "d", "sequence_batching": {}})  # no strategy: direct
-    assert direct.strategy == "direct" and direct.corrid_type == ""
+    assert direct.strategy == "direct" and direct.id_type == ""
     assert not direct.uses_string_ids("auto") and direct.uses_string_ids("string")
-    assert direct.describe() == "a sequence model (direct strategy)"
+    assert direct.phrase() == "a sequence model (direct strategy)"
     both = model_kind({**SEQUENCE_CONFIG, "model_transaction_policy": {"decoupled": True}})
     assert both.mode == "sequence" and both.decoupled
 
@@ -73,8 +73,8 @@ def test_an_ensemble_over_a_sequence_model_is_one() -> None:
         "seq": SEQUENCE_CONFIG,
     }  # fmt: skip
     kind = model_kind(configs["outer"], lambda name: configs[name])
-    assert kind.sequence and kind.via == "seq" and kind.strategy == "oldest" and kind.string_ids
-    assert kind.describe() == "an ensemble over the sequence model 'seq' (oldest strategy)"
+    assert kind.sequence and kind.via == "seq" and kind.strategy == "oldest" and kind.string_id
+    assert kind.phrase() == "an ensemble over the sequence model 'seq' (oldest strategy)"
     assert not model_kind(configs["outer"]).sequence  # without a lookup: its own config only
 
     def missing(name: str) -> Dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import List
 
 from .._runtime.errors import ToolError
-from ._kinds import ModelKind
+from ..server._model_kind import ModelKind
 
 _INPUT_FIX = (
     "Give inputs it accepts: --input NAME=FILE or NAME=image|text|json, --shape NAME=d,d "
@@ -27,7 +27,7 @@ _INPUT_FIX = (
 def http_refusal(kind: ModelKind, url: str) -> ToolError:
     """The error for a decoupled model asked over HTTP: its responses stream over gRPC only."""
     return ToolError(
-        f"model {kind.name!r} is {kind.describe()}: its responses stream over gRPC only "
+        f"model {kind.name!r} is {kind.phrase()}: its responses stream over gRPC only "
         f"(Triton's HTTP endpoint refuses decoupled models), not over {url}. Measure it at "
         f"the server's gRPC address: tritonpy perf {kind.name} --url HOST:8001 (the gRPC "
         "port; tritonpy serve prints it)."
@@ -41,7 +41,7 @@ def _sequence_fix(kind: ModelKind, detail: str) -> str:
             "remove the CORRID control from sequence_batching and read "
             "request.correlation_id() in the model, then run perf with --sequence-ids string."
         )
-    if kind.string_ids:
+    if kind.string_id:
         return "Its CORRID control is TYPE_STRING: perf sent string ids (--sequence-ids)."
     return (
         "Check the model's sequence_batching controls; --sequence-ids string sends string "
@@ -69,7 +69,7 @@ def refused_message(kind: ModelKind, detail: str, *, sequence_length: int) -> st
             "first, END on the last, a fresh correlation id)"
         )
         fix = _sequence_fix(kind, detail) if about_sequence else _INPUT_FIX
-        return f"model {name!r}, {kind.describe()}, refused {what}: {detail}. {fix}"
+        return f"model {name!r}, {kind.phrase()}, refused {what}: {detail}. {fix}"
     return f"model {name!r} refused the generated request: {detail}. {_INPUT_FIX}"
 
 
@@ -79,7 +79,7 @@ def kind_notes(kind: ModelKind) -> List[str]:
     notes = []
     if kind.sequence:
         notes.append(
-            f"{kind.name!r} is {kind.describe()}: dynamic batching does not apply (the "
+            f"{kind.name!r} is {kind.phrase()}: dynamic batching does not apply (the "
             "sequence batcher forms the batches); tune varies instance count and "
             "max_batch_size only, measured with sequences (concurrency = live sequences)"
         )

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Literal, Optional, Sequence
 
 from ..server._client import WireProtocol
+from ..server._model_kind import Mode
 from ._engine import LoadWindow
-from ._kinds import Mode
 from ._stats import StatsDelta
 
 #: the load engine that measured a report

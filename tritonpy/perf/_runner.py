@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from .._runtime.errors import ToolError
 from .._tooling.processes import cpu_used, tree_cpu_snapshot
 from ..server._client import InferClient, WireProtocol
+from ..server._model_kind import IdChoice, ModelKind, model_kind
 from ._cpu import server_pid
 from ._engine import (
     Payload,
@@ -34,7 +35,6 @@ from ._engine import (
     run_closed_loop,
 )
 from ._inputs import InputSpec, generate_payloads
-from ._kinds import IdChoice, ModelKind, model_kind
 from ._perf_analyzer import KindFlags, build_command, find_perf_analyzer, run_perf_analyzer
 from ._refusals import http_refusal, refused_message
 from ._report import Engine, PerfPoint, PerfReport, point_from_window

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._runtime.errors import ToolError, TritonRequestError
+from ..server._model_kind import IdChoice, model_kind
 from ._candidates import QUEUE_DELAYS_US as QUEUE_DELAYS_US  # tune's configurations
 from ._candidates import Candidate as Candidate
 from ._candidates import apply_candidate as apply_candidate
@@ -38,7 +39,6 @@ from ._candidates import search_space as search_space
 from ._companions import companions, ensemble_members
 from ._engine import Progress
 from ._inputs import InputSpec
-from ._kinds import IdChoice, model_kind
 from ._refusals import kind_notes
 from ._report import PerfReport, render_table
 from ._runner import EngineChoice, PerfOptions, run_perf

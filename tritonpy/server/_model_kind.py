@@ -21,7 +21,7 @@ from __future__ import annotations
 import secrets
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Union
 
 #: the largest id of each CORRID data type the probe and ``infer`` draw fresh ids below
 _ID_LIMITS = {"TYPE_INT32": 2**31, "TYPE_UINT32": 2**32, "TYPE_INT64": 2**63}
@@ -29,21 +29,58 @@ _DEFAULT_ID_LIMIT = 2**63  # UINT64 ids, and models without a CORRID control
 _MAX_DEPTH = 8  # ensembles of ensembles: deeper than anyone nests them
 
 ConfigReader = Callable[[str], Mapping[str, Any]]
+#: how a load test drives a model: ``plain`` one request one response, ``streaming`` each
+#: request on a gRPC stream until its final response, ``sequence`` sequences of requests
+Mode = Literal["plain", "streaming", "sequence"]
+#: the correlation ids asked for: ``auto`` follows the CORRID control's data type
+IdChoice = Literal["auto", "numeric", "string"]
 
 
 @dataclass(frozen=True)
 class ModelKind:
-    """``decoupled``: only a stream reaches the model; ``sequence``: its requests need a
-    correlation id (``sequence_model`` names the model whose ``sequence_batching`` asks for
-    it: the model itself or an ensemble's member); ``string_id``: that model's
+    """The model ``name``'s kind. ``decoupled``: only a stream reaches it; ``sequence``: its
+    requests need a correlation id (``sequence_model`` names the model whose
+    ``sequence_batching`` asks for it: the model itself or an ensemble's member, and
+    ``strategy`` that batcher's ``direct`` or ``oldest``); ``string_id``: that model's
     ``CONTROL_SEQUENCE_CORRID`` control is ``TYPE_STRING``; ``id_type`` the control's data
     type (``""`` without one)."""
 
+    name: str = ""
     decoupled: bool = False
     sequence: bool = False
     sequence_model: str = ""
     string_id: bool = False
     id_type: str = ""
+    strategy: str = ""
+
+    @property
+    def mode(self) -> Mode:
+        """How a load test drives it: ``sequence`` for a sequence model (streamed too when
+        decoupled), ``streaming`` for a decoupled model, else ``plain``."""
+        if self.sequence:
+            return "sequence"
+        return "streaming" if self.decoupled else "plain"
+
+    @property
+    def via(self) -> str:
+        """For an ensemble over a sequence model, that member; else ``""``."""
+        return self.sequence_model if self.sequence_model != self.name else ""
+
+    def uses_string_ids(self, choice: IdChoice) -> bool:
+        """Whether a load test sends string ids: as ``choice`` says, or (``auto``) as the
+        CORRID control's data type does (numeric without a control)."""
+        return self.string_id if choice == "auto" else choice == "string"
+
+    def phrase(self) -> str:
+        """The kind in a sentence: ``a decoupled model``, ``a sequence model (oldest
+        strategy)``, ``an ensemble over the sequence model 'q' (direct strategy)``."""
+        if not self.sequence:
+            return "a decoupled model" if self.decoupled else "a model"
+        strategy = f"{self.strategy} strategy" if self.strategy else "sequence batching"
+        if self.via:
+            return f"an ensemble over the sequence model {self.via!r} ({strategy})"
+        prefix = "a decoupled sequence model" if self.decoupled else "a sequence model"
+        return f"{prefix} ({strategy})"
 
     def describe(self) -> str:
         """``decoupled``, ``sequence`` (with the member that makes it one), ``plain``."""
@@ -79,11 +116,17 @@ def _sequence_of(
             sequence_model=str(config.get("name", "")),
             string_id=id_type == "TYPE_STRING",
             id_type=id_type,
+            # no strategy written: Triton schedules the direct way
+            strategy="oldest" if "oldest" in batching else "direct",
         )
     if read is None or depth >= _MAX_DEPTH:
         return None
     for member in _members(config):
-        found = _sequence_of(read(member), read, depth + 1)
+        try:
+            member_config = read(member)
+        except Exception:  # a member the server does not describe: the ensemble stays as it is
+            continue
+        found = _sequence_of(member_config, read, depth + 1)
         if found is not None:
             return found
     return None
@@ -99,16 +142,19 @@ def model_kind(config: Mapping[str, Any], read: Optional[ConfigReader] = None) -
     >>> model_kind({"name": "q", "sequence_batching": {"direct": {}}}).describe()
     'sequence (through q)'
     """
+    name = str(config.get("name", ""))
     decoupled = bool((config.get("model_transaction_policy") or {}).get("decoupled", False))
     sequence = _sequence_of(config, read, 0)
     if sequence is None:
-        return ModelKind(decoupled=decoupled)
+        return ModelKind(name, decoupled=decoupled)
     return ModelKind(
+        name,
         decoupled=decoupled,
         sequence=True,
         sequence_model=sequence.sequence_model,
         string_id=sequence.string_id,
         id_type=sequence.id_type,
+        strategy=sequence.strategy,
     )
 
 
