@@ -5,14 +5,15 @@ the control tensors its ``control_input`` entries name (``CONTROL_SEQUENCE_START
 ``_READY`` with their ``int32_false_true``/``fp32_false_true``/``bool_false_true`` values, and
 ``CONTROL_SEQUENCE_CORRID`` of its ``data_type``), and the server refuses a request without a
 correlation id, or the first request of a sequence without the START flag, before any model
-runs. Measured on tritonserver 24.10 (tests/integration/test_every_kind.py): each control is
-one element, shaped ``[1, 1]`` for a batching model and ``[1]`` otherwise; the request's
-inputs follow the server's map order with the controls inserted after the client's inputs.
+runs. Measured on tritonserver 24.10 (tests/integration/test_conformance_sequence.py): each
+control is one element, shaped ``[1, 1]`` for a batching model and ``[1]`` otherwise; the
+request's inputs follow the server's map order, the controls inserted after the client's.
 
 Example::
 
     rules = SequenceRules.from_config(config)          # None without sequence_batching
-    corrid, flags, tensors = rules.admit("seq_sum", 7, START, batched=True)  # {'START': [[1]]..}
+    corrid, flags, tensors = rules.admit("seq_sum", 7, SEQUENCE_START, batched=True)
+    tensors["START"]                                   # array([[1]], dtype=int32)
 """
 
 from __future__ import annotations
