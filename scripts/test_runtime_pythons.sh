@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the runtime tests (model, codecs, batching, fake pb_utils, harness) on the other CPython
-# versions a model environment may use. Each gets its own virtualenv with the runtime's
+# Runs the runtime tests (tests/runtime: model, codecs, batching) and the testing kit's
+# (tests/testing: fake pb_utils, harnesses) on the other CPython versions a model environment
+# may use. Each gets its own virtualenv with the runtime's
 # dependencies only (numpy, OpenCV, protobuf for config.pbtxt parsing). Left out there, by
 # marker: torch (for these versions only a multi-GB CUDA build exists) and the parity tests that
 # read the real pb_utils module from the nvidia-pytriton wheel (both run in the main run).
@@ -30,5 +31,5 @@ for version in "${versions[@]}"; do
     "$venv/bin/python" -m pip --disable-pip-version-check -q install -e ".[image,config]" "$numpy" pytest hypothesis \
         2> >(grep -v "^WARNING: Location" >&2)
     echo "==> runtime tests on $("$venv/bin/python" --version), numpy $("$venv/bin/python" -c 'import numpy; print(numpy.__version__)')"
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not torch and not pytriton and not integration" tests/runtime
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not torch and not pytriton and not integration" tests/runtime tests/testing
 done

@@ -1,10 +1,11 @@
 """What each test folder needs beyond ``tritonpy[testing]``, in one place.
 
-tests/runtime and the templates' own tests run on ``pip install 'tritonpy[testing]'`` (what
-needs OpenCV, torch or nvidia-pytriton skips there, naming the install command). The folders
-below need the whole development set-up (``scripts/setup_env.sh``); on an install without it
-they are not collected and the end of the run names what is missing. CI has everything and must
-run them, so under ``CI=true`` nothing is left out: a missing piece fails the tests instead.
+tests/runtime, tests/testing and the templates' own tests run on ``pip install
+'tritonpy[testing]'`` (what needs OpenCV, torch or nvidia-pytriton skips there, naming the
+install command). The folders below need the whole development set-up
+(``scripts/setup_env.sh``); on an install without it they are not collected and the end of the
+run names what is missing. CI has everything and must run them, so under ``CI=true`` nothing is
+left out: a missing piece fails the tests instead.
 """
 
 from __future__ import annotations

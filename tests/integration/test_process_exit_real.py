@@ -1,6 +1,6 @@
 """What Triton answers when a model exits (``sys.exit``) or ends its own process
 (``os._exit``) in execute, and that the harness says the same (its side:
-tests/runtime/test_process_exit.py)."""
+tests/testing/test_process_exit.py)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from tritonpy.testing import (
 
 pytest_plugins = ["pytester"]
 
-EXAMPLES = Path(__file__).parent / "nvidia_examples"
+EXAMPLES = Path(__file__).parents[1] / "runtime" / "nvidia_examples"
 PB = "triton_python_backend_utils"
 
 pb = fake_pb_utils

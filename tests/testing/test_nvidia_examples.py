@@ -10,7 +10,7 @@ import pytest
 from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.testing import ModelHarness
 
-EXAMPLES = Path(__file__).parent / "nvidia_examples"
+EXAMPLES = Path(__file__).parents[1] / "runtime" / "nvidia_examples"
 
 
 def test_add_sub():
