@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from . import parameters, vision
 from ._runtime._calls import CallError
+from ._runtime._metric_declarations import Counter, Gauge, Histogram
+from ._runtime._metric_series import MetricError
 from ._runtime.batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
 from ._runtime.codecs import (
     JSON,
@@ -37,7 +39,6 @@ from ._runtime.errors import (
     TritonPyError,
     TritonRequestError,
 )
-from ._runtime.metrics import Counter, Gauge, Histogram, MetricError
 from ._runtime.model import Model
 from ._runtime.response import Response
 

@@ -21,8 +21,8 @@ import pytest
 
 from tritonpy import TritonRequestError
 from tritonpy._runtime._builtin_metrics import RefusedCounter
+from tritonpy._runtime._metric_series import CounterMetric, GaugeMetric, HistogramMetric
 from tritonpy._runtime.errors import DeclarationError
-from tritonpy._runtime.metrics import CounterMetric, GaugeMetric, HistogramMetric
 from tritonpy.server import TritonServer
 from tritonpy.server._client import InferClient
 from tritonpy.testing import ModelHarness
@@ -262,7 +262,7 @@ def test_server_lists_each_family_with_its_kind(server: TritonServer) -> None:
 
 CLASH = """
 import tritonpy as tp
-from tritonpy._runtime.metrics import Gauge
+from tritonpy._runtime._metric_declarations import Gauge
 
 
 class Clash(tp.Model):

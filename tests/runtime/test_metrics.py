@@ -10,20 +10,16 @@ import numpy as np
 import pytest
 
 import tritonpy as tp
-from tritonpy._runtime._builtin_metrics import rows_buckets
-from tritonpy._runtime.errors import DeclarationError, TritonPyError
-from tritonpy._runtime.metrics import (
-    BuiltinMetrics,
-    Counter,
+from tritonpy._runtime._builtin_metrics import BuiltinMetrics, rows_buckets
+from tritonpy._runtime._metric_declarations import Counter, Gauge, Histogram
+from tritonpy._runtime._metric_series import (
     CounterMetric,
-    Gauge,
     GaugeMetric,
-    Histogram,
     HistogramMetric,
     MetricError,
-    bind_metrics,
-    check_metric_declarations,
 )
+from tritonpy._runtime.errors import DeclarationError, TritonPyError
+from tritonpy._runtime.metrics import bind_metrics, check_metric_declarations
 from tritonpy.testing import ModelHarness
 from tritonpy.testing import fake_pb_utils as fake
 

@@ -5,25 +5,21 @@
 ``tritonpy_requests_refused`` (counter, extra label ``input``), each labelled ``model`` and
 ``version``. Model calls the hooks of :class:`BuiltinMetrics` only when they are on.
 
-Runtime module: stdlib only. Import it through :mod:`tritonpy._runtime.metrics`.
+Runtime module: stdlib only. :func:`tritonpy._runtime.metrics.bind_metrics` builds them.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from .metrics import (
-    BUILTIN_INFER_ROWS,
-    BUILTIN_INFER_SECONDS,
-    BUILTIN_REQUESTS_REFUSED,
-    INFER_SECONDS_BUCKETS,
-    Counter,
-    CounterMetric,
-    Histogram,
-    HistogramMetric,
-    _family,
-    _labelled,
-)
+from ._metric_declarations import Counter, Histogram
+from ._metric_series import CounterMetric, HistogramMetric, labelled_series, metric_family
+
+BUILTIN_INFER_ROWS = "tritonpy_infer_rows"
+BUILTIN_INFER_SECONDS = "tritonpy_infer_seconds"
+BUILTIN_REQUESTS_REFUSED = "tritonpy_requests_refused"
+#: bucket boundaries (seconds) of tritonpy_infer_seconds
+INFER_SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
 def rows_buckets(max_batch_size: int) -> List[float]:
@@ -86,20 +82,24 @@ class BuiltinMetrics:
         self.rows: Optional[HistogramMetric] = None
         if max_batch_size > 0:
             rows = Histogram(self.ROWS.help, rows_buckets(max_batch_size))
-            family = _family(pb, owner, BUILTIN_INFER_ROWS, rows)
+            family = metric_family(pb, owner, BUILTIN_INFER_ROWS, rows)
             self.rows = HistogramMetric(
-                BUILTIN_INFER_ROWS, rows, family, _labelled(family, rows, dict(labels)), labels
+                BUILTIN_INFER_ROWS,
+                rows,
+                family,
+                labelled_series(family, rows, dict(labels)),
+                labels,
             )
-        family = _family(pb, owner, BUILTIN_INFER_SECONDS, self.SECONDS)
+        family = metric_family(pb, owner, BUILTIN_INFER_SECONDS, self.SECONDS)
         self.seconds = HistogramMetric(
             BUILTIN_INFER_SECONDS,
             self.SECONDS,
             family,
-            _labelled(family, self.SECONDS, dict(labels)),
+            labelled_series(family, self.SECONDS, dict(labels)),
             labels,
         )
         self.refusals = RefusedCounter(
-            _family(pb, owner, BUILTIN_REQUESTS_REFUSED, self.REFUSED), self.REFUSED, labels
+            metric_family(pb, owner, BUILTIN_REQUESTS_REFUSED, self.REFUSED), self.REFUSED, labels
         )
         # one series per declared input from the start, so that rate() sees them at 0
         for name in getattr(model, "inputs", {}):
