@@ -21,7 +21,7 @@ from tritonpy.envs._needs import (
     plan_additions,
     scan_model,
 )
-from tritonpy.envs._record import read_record
+from tritonpy._tooling.env_archives import read_record
 from tritonpy.envs._spec import resolve_spec, shipped_specs
 from tritonpy.envs._verify import VerifyReport
 

@@ -16,7 +16,7 @@ import tritonpy
 from tritonpy._tooling.archives import safe_extract
 from tritonpy.config import load_config
 from tritonpy.envs import ArchiveError, PackResult, Reporter, pack_env
-from tritonpy.envs._record import read_record
+from tritonpy._tooling.env_archives import read_record
 
 IMAGE_MODEL = """
 import numpy as np

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Dict, Iterator, List, NamedTuple
 
 from .._tooling.archives import MemberProblemKind, member_problem
+from .._tooling.env_archives import archive_members, resolve_env_path
+from .._tooling.model_dirs import ENV_PARAMETER
 from ._context import Repository
-from ._envinfo import archive_members, resolve_env_path
 from ._report import ERROR, Finding
 
-ENV_PARAMETER = "EXECUTION_ENV_PATH"
 _EXAMPLES = 3
 
 

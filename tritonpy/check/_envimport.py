@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Literal, Optional
 
+from .._tooling.env_archives import archive_members, resolve_env_path
 from .._tooling.model_dirs import ENV_PARAMETER
 from .._tooling.releases import TritonRelease
 from ..envs._inenv import EnvImport, archive_has_interpreter, has_interpreter
 from ..envs._needs import missing_module_hint
-from ._envinfo import archive_members, resolve_env_path
 
 #: where a model's environment comes from
 EnvSource = Literal["configured", "spec"]

@@ -40,10 +40,10 @@ import tarfile
 import zlib
 from typing import Iterator, List, Optional
 
+from .._tooling.env_archives import EnvContents, EnvPlace, inspect_env, resolve_env_path
 from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
 from ..stubs._elf import ElfError, linked_python
 from ._context import ModelEntry, Repository, error
-from ._envinfo import EnvContents, EnvPlace, inspect_env, resolve_env_path
 from ._imports import imports_tritonpy
 from ._report import ERROR, WARNING, Finding
 

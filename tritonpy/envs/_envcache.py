@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Set
 
+from .._tooling.env_archives import archive_name, build_key
 from .._tooling.installation import cache_directory
 from .._tooling.progress import Reporter
 from .._tooling.releases import TritonRelease
 from ._conda import find_conda
 from ._needs import plan_additions, scan_model
 from ._pack import Builder, find_default_spec, pack_env
-from ._record import build_key
 from ._selfwheel import running_tritonpy
 from ._spec import EnvSpec, read_spec
 
@@ -96,7 +96,7 @@ class EnvPlan:
 
     @property
     def archive(self) -> Path:
-        return self.folder / f"{_STEM}_py{self.xy}.tar.gz"
+        return self.folder / archive_name(_STEM, self.xy)
 
     @property
     def label(self) -> str:

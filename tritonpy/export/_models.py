@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import os
 import shutil
-import tarfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Literal, Optional, Set
 
 from .._runtime.errors import ToolError
+from .._tooling.env_archives import RECORD_NAME, archive_name, contents_python, resolve_env_path
 from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER, MODEL_DIR_VARIABLE, STUB_NAME
 from .._tooling.pbtxt import ConfigError, load_config, set_parameter, write_config
 from .._tooling.progress import Reporter
 from .._tooling.releases import TritonRelease
 from ..check._envimport import stand_in
-from ..check._envinfo import inspect_env, resolve_env_path
 from ..check._imports import imports_tritonpy
 from ..config._declarations import NotDerivableError, apply_declarations, sync_config
 from ..config._loader import ModelImportError
 from ..envs._envcache import BuiltEnv
 from ..envs._inenv import EnvImport
 from ..envs._pack import Builder
-from ..envs._record import RECORD_NAME
 from ._files import ENVS_DIR
 
 #: directories never copied: caches, and tests (they stay with the sources)
@@ -150,13 +147,6 @@ def _materialise(target: Path, outcome: ModelExport, found: Optional[EnvImport] 
     return load_config(path)
 
 
-def _env_python(path: Path) -> Optional[str]:
-    try:
-        return inspect_env(path).python
-    except (tarfile.TarError, OSError, EOFError, zlib.error):
-        return None  # an unreadable archive: the caller packs a new one
-
-
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
@@ -186,7 +176,7 @@ def _existing_environment(
     place = resolve_env_path(raw, source)
     if not place.path.exists():
         return f"its {ENV_PARAMETER} {raw!r} does not exist on this machine"
-    python = _env_python(place.path)
+    python = contents_python(place.path)  # None when unreadable: packed anew
     if python is None:
         if place.inside_model_dir:  # do not ship the unusable copy
             _remove(target / place.path.relative_to(source.absolute()))
@@ -295,7 +285,7 @@ def _place_built(
     assert built is not None
     _remove_stub(target, outcome, reporter, "packing a new environment")
     if prepared.layout != "per-model" and prepared.shared_dir is not None:
-        name = f"{built.plan.key[:12]}_py{built.python}.tar.gz"
+        name = archive_name(built.plan.key[:12], built.python)
         _link_or_copy(built.archive, prepared.shared_dir / name)
         outcome.shared = True
         if prepared.layout == "image":  # unpacked by the Dockerfile: a directory, no extraction
@@ -303,7 +293,7 @@ def _place_built(
         else:
             parameter = SHARED_PREFIX + name
     else:
-        name = f"{outcome.name}_py{built.python}.tar.gz"
+        name = archive_name(outcome.name, built.python)
         _link_or_copy(built.archive, target / name, replace=True)
         parameter = f"{MODEL_DIR_VARIABLE}/{name}"
     set_parameter(config, ENV_PARAMETER, parameter)

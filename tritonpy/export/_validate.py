@@ -18,13 +18,12 @@ Example::
 
 from __future__ import annotations
 
-import tarfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .._runtime.errors import ToolError
+from .._tooling.env_archives import contents_python, resolve_env_path
 from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER
 from .._tooling.pbtxt import ConfigError, load_config
 from .._tooling.progress import Reporter, step
@@ -107,14 +106,9 @@ def needs_build(plan: ModelPlan) -> bool:
 def _has_python(plan: ModelPlan) -> bool:
     """Whether the configured environment has a single libpython (a minimal layout that the
     check can read): such an environment is kept, imported in the tool's Python."""
-    from ..check._envinfo import inspect_env, resolve_env_path
-
     raw = plan.config.parameters[ENV_PARAMETER].string_value
     path = resolve_env_path(raw, plan.source).path
-    try:
-        return path.exists() and inspect_env(path).python is not None
-    except (tarfile.TarError, OSError, EOFError, zlib.error):  # unreadable: rebuilt
-        return False
+    return path.exists() and contents_python(path) is not None  # unreadable: rebuilt
 
 
 def _import(plan: ModelPlan, place: ModelEnvironment, release: TritonRelease) -> List[str]:

@@ -21,22 +21,16 @@ Example::
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import shutil
-import tarfile
 import tempfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .._tooling.env_archives import environment_python, resolve_env_path
 from .._tooling.installation import WheelInstallation
 from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
-from ..envs._record import RECORD_NAME
-
-_ARCHIVE_PYTHON = re.compile(r"_py(3\.\d+)\.tar\.gz$")
 
 
 @dataclass(frozen=True)
@@ -63,16 +57,6 @@ def _read_env_parameter(config_path: Path) -> Optional[str]:
     return value or None
 
 
-def _recorded_python(archive: Path) -> Optional[str]:
-    # read directly: importing tritonpy.envs would pull in its whole build machinery
-    try:
-        data = json.loads((archive.parent / RECORD_NAME).read_text(encoding="utf-8"))
-        python = data["archives"][archive.name]["python"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return python if isinstance(python, str) and re.fullmatch(r"3\.\d+", python) else None
-
-
 def env_python(model_dir: Path) -> Optional[str]:
     """The Python ``X.Y`` of the model's ``EXECUTION_ENV_PATH`` environment, or ``None`` when it
     has none or it cannot be told.
@@ -84,25 +68,10 @@ def env_python(model_dir: Path) -> Optional[str]:
 
         env_python(Path("model_repository/preprocess"))   # '3.10'
     """
-    from ..check._envinfo import inspect_env, resolve_env_path
-
     raw = _read_env_parameter(model_dir / "config.pbtxt")
     if raw is None:
         return None
-    place = resolve_env_path(raw, model_dir)
-    if not place.path.exists():
-        return None
-    if place.path.is_file():
-        recorded = _recorded_python(place.path)
-        if recorded:
-            return recorded
-        named = _ARCHIVE_PYTHON.search(place.path.name)
-        if named:
-            return named.group(1)
-    try:
-        return inspect_env(place.path).python
-    except (tarfile.TarError, OSError, EOFError, zlib.error):
-        return None
+    return environment_python(resolve_env_path(raw, model_dir).path)
 
 
 def repository_models(repository: Path) -> List[str]:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .._runtime.errors import ToolError
+from .._tooling.env_archives import named_python
 from .._tooling.model_dirs import STUB_NAME
 from .._tooling.progress import CommandError, Reporter, run_command, step
 from .._tooling.releases import TritonRelease
@@ -74,14 +75,8 @@ class StubResult:
 
 def python_of_model(model_dir: Path) -> Optional[str]:
     """The Python X.Y of the model's environment archive (from ``*_py3.X.tar.gz``), if any."""
-    found = sorted(
-        {
-            m.group(1)
-            for p in model_dir.glob("*_py*.tar.gz")
-            for m in [re.search(r"_py(3\.\d+)\.tar\.gz$", p.name)]
-            if m
-        }
-    )
+    named = (named_python(path.name) for path in model_dir.glob("*_py*.tar.gz"))
+    found = sorted({python for python in named if python})
     return found[0] if len(found) == 1 else None
 
 
