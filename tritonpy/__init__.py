@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from . import parameters, vision
 from ._runtime._calls import CallError
+from ._runtime._config_parameters import config_parameter
 from ._runtime._metric_declarations import Counter, Gauge, Histogram
 from ._runtime._metric_series import MetricError
 from ._runtime.batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
@@ -72,6 +73,7 @@ __all__ = [
     "TritonPyError",
     "TritonRequestError",
     "__version__",
+    "config_parameter",
     "group_indices",
     "lookup_dtype",
     "merge_rows",

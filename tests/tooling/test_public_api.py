@@ -47,6 +47,7 @@ PINNED: Dict[str, List[str]] = {
         "TritonPyError",
         "TritonRequestError",
         "__version__",
+        "config_parameter",
         "group_indices",
         "lookup_dtype",
         "merge_rows",

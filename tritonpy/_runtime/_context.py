@@ -8,8 +8,9 @@ Private: :class:`tritonpy.Model` inherits :class:`ModelContext`; users call thes
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from ._config_parameters import read_parameter
 from .errors import DeclarationError
 
 
@@ -38,28 +39,15 @@ class ModelContext:
         """The value of ``parameters { key: KEY value { string_value: ... } }`` in the model
         configuration, converted by ``cast``, or ``default`` when the key is absent. A value
         ``cast`` refuses (``ValueError``) or one outside ``choices`` fails the model's load with
-        a :class:`DeclarationError` naming the model and the key. Read parameters in ``setup``.
+        a :class:`DeclarationError` naming the model and the key. Read parameters in ``setup``,
+        or declare them once with :func:`tritonpy.config_parameter`.
 
         Example, with ``parameters { key: "top_k" value { string_value: "5" } }``::
 
             self.top_k = self.parameter("top_k", 1, cast=tp.parameters.positive_int)  # 5
             self.color = self.parameter("color", "RGB", cast=str.upper, choices=("RGB", "BGR"))
         """
-        entry = self.model_config.get("parameters", {}).get(key)
-        text = entry.get("string_value") if isinstance(entry, Mapping) else entry
-        if text is None:
-            return default
-        try:
-            value = cast(str(text))
-        except (TypeError, ValueError) as exc:
-            raise DeclarationError(
-                f"{self.model_name}: parameter {key!r} is {text!r}: {exc}; fix it in config.pbtxt"
-            ) from None
-        if choices is not None and value not in choices:
-            raise DeclarationError(
-                f"{self.model_name}: parameter {key!r} is {text!r}, expected one of "
-                f"{list(choices)}; fix it in config.pbtxt"
-            )
+        value, _ = read_parameter(self.model_config, self.model_name, key, default, cast, choices)
         return value
 
     def model_file(self, name: str, *, in_version: bool = False, hint: str = "") -> Path:

@@ -12,6 +12,7 @@ from typing import Any, Sequence, Tuple, Union
 import numpy as np
 from numpy.typing import NDArray
 
+from .._config_parameters import defer_config_arguments
 from ..errors import DeclarationError
 
 Channels = Union[float, Sequence[float]]
@@ -37,6 +38,9 @@ class Normalize:
 
             def infer(self, IMAGE):         # float32 N x 3 x 224 x 224
                 return {"PIXELS": IMAGE}
+
+    ``mean``, ``std`` and ``scale`` may name ``config.pbtxt`` parameters instead
+    (``mean=tp.config_parameter("mean", (0.5,), cast=tp.parameters.floats)``).
     """
 
     mean: Channels = 0.0
@@ -44,6 +48,9 @@ class Normalize:
     scale: float = 1.0 / 255.0
 
     def __post_init__(self) -> None:
+        arguments = {"mean": self.mean, "std": self.std, "scale": self.scale}
+        if defer_config_arguments(self, Normalize.__init__, arguments):
+            return  # built from the parameters' defaults; initialize rebuilds it from config
         mean, std = _floats(self.mean), _floats(self.std)
         if not mean or not std:
             raise DeclarationError(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, List, Literal, Optional, Sequence, Tuple, get_args
+from typing import Any, List, Literal, Optional, Sequence, Tuple, Union, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
+from .._config_parameters import defer_config_arguments
 from .._optional import codec_dependency
 from ..errors import DeclarationError, InputError
 from ._image_decode import (
@@ -76,6 +77,15 @@ class Image(ElementCodec):
         IMAGENET = tp.vision.Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
         inputs = {"IMAGE": tp.Image(color="RGB", size=(224, 224), normalize=IMAGENET)}
 
+    Any argument but ``dims`` may name a ``config.pbtxt`` parameter instead of a value, with
+    :func:`tp.config_parameter <tritonpy.config_parameter>` (as may ``Normalize``'s ``mean``
+    and ``std``): the codec is built with the defaults when the class is defined, and again
+    with the configured values when the model loads::
+
+        inputs = {"IMAGE": tp.Image(
+            color=tp.config_parameter("color", "RGB", cast=str.upper),
+            size=tp.config_parameter("size", (224, 224), cast=tp.parameters.size))}
+
     Needs ``opencv-python-headless`` (``pip install 'tritonpy[image]'``).
     """
 
@@ -84,7 +94,7 @@ class Image(ElementCodec):
 
     def __init__(
         self,
-        color: ImageColor = "RGB",
+        color: Union[ImageColor, str] = "RGB",
         dims: Sequence[int] = (1,),
         *,
         max_pixels: int = DEFAULT_MAX_PIXELS,
@@ -98,6 +108,8 @@ class Image(ElementCodec):
         optional: bool = False,
         default: Any = MISSING,
     ) -> None:
+        if defer_config_arguments(self, Image.__init__, locals()):
+            return  # built from the parameters' defaults; initialize rebuilds it from config
         super().__init__(dims, optional=optional, default=default)
         upper = str(color).upper()
         if upper not in _COLORS:

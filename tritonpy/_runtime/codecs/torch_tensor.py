@@ -7,6 +7,7 @@ from typing import Any, Hashable, List, Optional, Sequence
 
 import numpy as np
 
+from .._config_parameters import INSTANCE_DEVICE, defer_config_arguments
 from .._optional import codec_dependency
 from ..errors import DeclarationError, InputError, OutputError
 from .base import (
@@ -55,7 +56,11 @@ class TorchTensor(Codec):
     ``device`` says where ``infer`` wants its inputs: ``None`` (default) keeps them where
     Triton put them (CPU unless the model's config sets
     ``parameters { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value { string_value: "no" } }``),
-    ``"cpu"`` or ``"cuda"``/``"cuda:N"`` moves them there (a copy when they are elsewhere).
+    ``"cpu"`` or ``"cuda"``/``"cuda:N"`` moves them there (a copy when they are elsewhere);
+    ``"instance"`` moves them to the instance's GPU (``self.torch_device``) for an
+    ``instance_group { kind: KIND_GPU }`` instance and keeps them where Triton put them on a
+    CPU one. ``device`` may also name a ``config.pbtxt`` parameter
+    (:func:`tp.config_parameter <tritonpy.config_parameter>`).
     Outputs may live on any device; numpy arrays are accepted too. Unlike :class:`Tensor`,
     ``BF16`` works. With batching, the rows of all requests are joined with ``torch.cat``
     (one copy; none for a single request).
@@ -81,6 +86,10 @@ class TorchTensor(Codec):
         optional: bool = False,
         default: Any = MISSING,
     ) -> None:
+        if device == "instance":
+            device = INSTANCE_DEVICE  # type: ignore[assignment]
+        if defer_config_arguments(self, TorchTensor.__init__, locals()):
+            return  # built with device None; initialize rebuilds it for the instance
         super().__init__(dtype, dims, optional=optional, default=default)
         if self.dtype.name not in _TORCH_DTYPES:
             raise DeclarationError(
