@@ -36,6 +36,7 @@ from typing import (
 
 from . import _malloc
 from ._calls import ModelCalls
+from ._config_parameters import resolve_config_parameters
 from ._context import ModelContext
 from ._declarations import (
     INFER_SYNC,
@@ -237,10 +238,12 @@ class Model(ModelCalls, ModelContext, RequestDecoding, MergedExecution, DirectPa
         self.device_id = int(args.get("model_instance_device_id", "0") or 0)
         self.batched = configured > 0
         self.logger = self._pb.Logger
+        # declared config parameters may set the knobs below on the instance
+        resolve_config_parameters(self)
         self.metrics, self._builtin = bind_metrics(self)
-        if cls.tune_malloc:
+        if self.tune_malloc:
             _malloc.tune_malloc()
-        apply_torch_threads(cls.torch_threads, self.model_name)
+        apply_torch_threads(self.torch_threads, self.model_name)
 
         self.setup()
         # setup() may replace codecs on the instance (e.g. an Image color read from a
