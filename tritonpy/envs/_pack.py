@@ -14,7 +14,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import re
 import shutil
@@ -33,13 +32,12 @@ from typing import (
     Literal,
     Optional,
     Tuple,
-    TypedDict,
     get_args,
 )
 
 from .._tooling.archives import staging_file, write_archive
-from .._tooling.env_archives import archive_name, build_key, is_up_to_date, write_record
 from .._tooling.errors import EnvError
+from .._tooling.options import Flag, changed, library_only, option
 from .._tooling.pbtxt import load_config, set_parameter, write_config
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import BUNDLED_RELEASE, TritonRelease
@@ -47,6 +45,7 @@ from ._conda import PackFunction, build_conda_env, conda_pack_archive, find_cond
 from ._interpreters import BaseInterpreter, find_interpreter
 from ._local import build_local_env
 from ._needs import CODEC_NEEDS, Addition, ModelScan, plan_additions, scan_model
+from ._record import build_key, is_up_to_date, write_record
 from ._runtime import check_numpy_pin, runtime_requirements
 from ._selfwheel import RunningTritonpy, running_tritonpy, self_wheel
 from ._spec import (
@@ -62,8 +61,6 @@ from ._spec import (
 from ._verify import VerifyReport, verify_archive
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
     from ..stubs._provision import StubResult
 
 #: ``"conda"``: conda/mamba/micromamba + conda-pack; ``"local"``: a local CPython with a shared
@@ -78,60 +75,75 @@ _SPEC_NAMES = ("environment.yml", "environment.yaml", "requirements.txt")
 
 @dataclass(frozen=True)
 class PackOptions:
-    """How :func:`pack_env` builds (every field has the default ``pack-env`` uses).
+    """How :func:`pack_env` builds: each field is declared once, with the help and flag of
+    ``tritonpy pack-env`` (``tritonpy pack-env --help`` lists them), so the library's and the
+    command's defaults are one. Beyond the help texts:
 
-    - ``spec``: a conda environment file or requirements file, or the name of a spec shipped
-      with tritonpy (``"opencv"``); default: the model directory's ``environment.yml`` or
-      ``requirements.txt``; none: numpy and tritonpy only;
-    - ``python``: ``"X.Y"`` (default: the spec's pin, else the release's container Python);
-      ``python_path``: the local CPython to copy (local builder);
-    - ``triton_version``: the Triton release the environment is for;
-    - ``builder``: see :data:`Builder`; ``conda_exe``: the conda front-end to use;
-      ``conda_pack_function``: a replacement for ``conda_pack.pack`` (tests);
-    - ``name``: the archive's stem (default: the spec's name, else the model directory's);
+    - ``spec``: default: the model directory's ``environment.yml`` or ``requirements.txt``;
+      none: numpy and tritonpy only;
+    - ``python``: default: the spec's pin, else the release's container Python;
+    - ``builder``: see :data:`Builder`; ``stub``: see :data:`StubMode`;
     - ``force``: rebuild even when spec, additions, Python, release and tritonpy are unchanged;
-    - ``stub``: see :data:`StubMode`; ``server_python``: the server's Python (default: the
-      release's container Python);
-    - ``tritonpy_requirement``: install this requirement instead of the running tritonpy;
-    - ``compress_level``: gzip level of the archive;
-    - ``skip_import_check``: distributions whose modules verification does not import (one
-      whose metadata names no importable module; ``("scikit-learn",)``).
+    - ``conda_pack_function``: a replacement for ``conda_pack.pack`` (tests; no flag).
+
+    Example::
+
+        pack_env("model_repository/preprocess", PackOptions(python="3.10", builder="local"))
     """
 
-    spec: Optional[PathLike] = None
-    python: Optional[str] = None
-    python_path: Optional[PathLike] = None
-    triton_version: str = BUNDLED_RELEASE
-    builder: Builder = "auto"
-    name: Optional[str] = None
-    force: bool = False
-    stub: StubMode = "auto"
-    server_python: Optional[str] = None
-    conda_exe: Optional[str] = None
-    tritonpy_requirement: Optional[str] = None
-    compress_level: int = 4
-    conda_pack_function: Optional[PackFunction] = None
-    skip_import_check: Tuple[str, ...] = ()
-
-
-class PackChanges(TypedDict, total=False):
-    """:class:`PackOptions` fields as keyword arguments of :func:`pack_env` (same names and
-    types; a test keeps the two in step)."""
-
-    spec: Optional[PathLike]
-    python: Optional[str]
-    python_path: Optional[PathLike]
-    triton_version: str
-    builder: Builder
-    name: Optional[str]
-    force: bool
-    stub: StubMode
-    server_python: Optional[str]
-    conda_exe: Optional[str]
-    tritonpy_requirement: Optional[str]
-    compress_level: int
-    conda_pack_function: Optional[PackFunction]
-    skip_import_check: Tuple[str, ...]
+    spec: Optional[PathLike] = option(
+        None,
+        flags=["--env"],
+        metavar="FILE|NAME",
+        help="conda environment file, or the name of a spec shipped with tritonpy "
+        "(numpy, opencv, torch-cpu)",
+        alternatives=(
+            Flag(
+                ("--requirements",),
+                "requirements file (nested -r/-c files are followed: their changes rebuild)",
+                "FILE",
+            ),
+        ),
+    )
+    python: Optional[str] = option(None, metavar="X.Y", help="Python of the environment")
+    python_path: Optional[PathLike] = option(
+        None, metavar="PATH", help="local interpreter to copy (local)"
+    )
+    triton_version: str = option(
+        BUNDLED_RELEASE, metavar="YY.MM", help="target Triton release (default {default})"
+    )
+    builder: Builder = option("auto", help="default: {default}")
+    conda_exe: Optional[str] = option(None, metavar="NAME", help="conda front-end (conda builder)")
+    name: Optional[str] = option(
+        None, help="archive name stem (default: spec name or directory name)"
+    )
+    force: bool = option(False, help="rebuild even if unchanged")
+    stub: StubMode = option(
+        "auto", help="place a stub: auto (when the Pythons differ), always, never"
+    )
+    server_python: Optional[str] = option(
+        None,
+        metavar="X.Y",
+        help="Python of the serving stub (default: the release's container Python; "
+        "3.11 for `tritonpy serve` on this machine's venv)",
+    )
+    tritonpy_requirement: Optional[str] = option(
+        None,
+        flags=["--tritonpy"],
+        metavar="REQ",
+        help="tritonpy requirement to install instead of the running tritonpy (default: a "
+        "wheel built from the running tritonpy's own files, same version, no index lookup)",
+    )
+    compress_level: int = option(
+        4, choices=range(0, 10), metavar="0-9", help="gzip level (default {default})"
+    )
+    skip_import_check: Tuple[str, ...] = option(
+        (),
+        metavar="DIST",
+        help="do not import the modules of distribution DIST during verification (repeatable; "
+        "for a distribution whose metadata names no importable module)",
+    )
+    conda_pack_function: Optional[PackFunction] = library_only(None)
 
 
 @dataclass
@@ -337,7 +349,7 @@ def _plan_build(model: _Model, options: PackOptions, reporter: Reporter) -> _Bui
         "tritonpy": options.tritonpy_requirement or (runtime.digest if runtime else ""),
         "added": added,
     }
-    archive = model.directory / archive_name(stem, xy)
+    archive = model.directory / f"{stem}_py{xy}.tar.gz"
     return _Build(
         env_spec, xy, release, scan, added, runtime, tool, base, stem, archive, build_key(inputs)
     )
@@ -452,25 +464,26 @@ def pack_env(
     options: Optional[PackOptions] = None,
     *,
     reporter: Optional[Reporter] = None,
-    **changes: Unpack[PackChanges],
+    **changes: Any,
 ) -> PackResult:
     """Build, pack, verify and place ``MODEL_DIR/<name>_py3.X.tar.gz``; set
     ``EXECUTION_ENV_PATH`` in config.pbtxt; provision the stub when needed.
 
     ``options`` (default :class:`PackOptions()`), with the keyword arguments replacing its
-    fields, say how. The running tritonpy goes into the environment (a wheel of its own files,
-    no index lookup) unless ``tritonpy_requirement`` names another; the packages the model's
-    codecs need (``tp.Image``: OpenCV) and the spec's ``tritonpy[extra]`` requirements are
-    added unless the spec names them (``PackResult.added``). An unchanged build skips the
-    rebuild unless ``force``.
+    fields (TypeError for a name that is none), say how. The running tritonpy goes into the
+    environment (a wheel of its own files, no index lookup) unless ``tritonpy_requirement``
+    names another; the packages the model's codecs need (``tp.Image``: OpenCV) and the spec's
+    ``tritonpy[extra]`` requirements are added unless the spec names them
+    (``PackResult.added``). An unchanged build skips the rebuild unless ``force``.
 
     Example::
 
         pack_env("models/classify", python="3.10", builder="local").archive
+        pack_env("models/classify", PackOptions(python="3.10", builder="local")).archive
     """
     began = time.monotonic()
     reporter = reporter or Reporter()
-    chosen = dataclasses.replace(options or PackOptions(), **changes)
+    chosen = changed(PackOptions, options, changes)
     model = _load_model(model_dir, chosen)
     build = _plan_build(model, chosen, reporter)
     verified: Optional[VerifyReport] = None
