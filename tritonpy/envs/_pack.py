@@ -36,6 +36,7 @@ from typing import (
 )
 
 from .._tooling.archives import staging_file, write_archive
+from .._tooling.env_archives import archive_name, build_key, is_up_to_date, write_record
 from .._tooling.errors import EnvError
 from .._tooling.options import Flag, changed, library_only, option
 from .._tooling.pbtxt import load_config, set_parameter, write_config
@@ -45,7 +46,6 @@ from ._conda import PackFunction, build_conda_env, conda_pack_archive, find_cond
 from ._interpreters import BaseInterpreter, find_interpreter
 from ._local import build_local_env
 from ._needs import CODEC_NEEDS, Addition, ModelScan, plan_additions, scan_model
-from ._record import build_key, is_up_to_date, write_record
 from ._runtime import check_numpy_pin, runtime_requirements
 from ._selfwheel import RunningTritonpy, running_tritonpy, self_wheel
 from ._spec import (
@@ -349,7 +349,7 @@ def _plan_build(model: _Model, options: PackOptions, reporter: Reporter) -> _Bui
         "tritonpy": options.tritonpy_requirement or (runtime.digest if runtime else ""),
         "added": added,
     }
-    archive = model.directory / f"{stem}_py{xy}.tar.gz"
+    archive = model.directory / archive_name(stem, xy)
     return _Build(
         env_spec, xy, release, scan, added, runtime, tool, base, stem, archive, build_key(inputs)
     )
