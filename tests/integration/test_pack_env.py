@@ -21,11 +21,11 @@ import pytest
 import tritonclient.http as httpclient
 
 from tritonpy import cli
+from tritonpy._tooling.elf import check_libpython
 from tritonpy.envs import PackResult, Reporter, pack_env
 from tritonpy.envs import _pack as pack_module
 from tritonpy.envs._selfwheel import RunningTritonpy
 from tritonpy.stubs._cache import STUB_NAME
-from tritonpy.stubs._elf import check_libpython
 
 pytestmark = pytest.mark.integration
 

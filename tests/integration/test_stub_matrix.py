@@ -32,13 +32,13 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from tritonpy._tooling.elf import check_libpython
 from tritonpy._tooling.installation import find_wheel_installation
 from tritonpy.check._stubinfo import stub_release
 from tritonpy.envs import EnvError, pack_env
 from tritonpy.envs._interpreters import find_interpreter
 from tritonpy.stubs._build import missing_build_packages
 from tritonpy.stubs._cache import STUB_NAME
-from tritonpy.stubs._elf import check_libpython
 
 pytestmark = pytest.mark.integration
 

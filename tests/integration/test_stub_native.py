@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 import tritonclient.http as httpclient
 
+from tritonpy._tooling.elf import ElfError, check_libpython
 from tritonpy.envs import pack_env
 from tritonpy.server import find_wheel_installation
 from tritonpy.stubs._build import missing_build_packages
 from tritonpy.stubs._cache import STUB_NAME, StubCache
-from tritonpy.stubs._elf import ElfError, check_libpython
 from tritonpy.stubs._provision import StubError, StubResult, provision_stub
 
 pytestmark = pytest.mark.integration

@@ -17,10 +17,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
+from tritonpy._tooling.elf import ElfError, linked_python, needed_libraries
 from tritonpy.check import CheckError, check_repository
 from tritonpy.check._cli import add_parser
 from tritonpy.check._context import Repository
-from tritonpy.stubs._elf import ElfError, linked_python, needed_libraries
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "check"
 

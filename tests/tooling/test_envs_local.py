@@ -14,12 +14,12 @@ import pytest
 
 import tritonpy
 from tritonpy._tooling.archives import safe_extract
+from tritonpy._tooling.elf import read_dynamic
+from tritonpy._tooling.env_archives import RECORD_NAME, read_record
 from tritonpy.config import load_config
 from tritonpy.envs import PackResult, Reporter, pack_env
 from tritonpy.envs import _cli as envs_cli
 from tritonpy.envs._interpreters import find_interpreter
-from tritonpy._tooling.env_archives import RECORD_NAME, read_record
-from tritonpy.stubs._elf import read_dynamic
 
 ROOT = Path(__file__).resolve().parents[2]
 

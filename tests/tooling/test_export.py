@@ -18,12 +18,12 @@ import pytest
 import yaml
 
 from tritonpy import __version__
+from tritonpy._tooling.elf import linked_python
 from tritonpy.check import check_repository
 from tritonpy.cli import main
 from tritonpy.envs._selfwheel import running_tritonpy
 from tritonpy.export import ExportError, export_repository
 from tritonpy.export._manifests import to_yaml_documents
-from tritonpy.stubs._elf import linked_python
 
 MODEL = """import tritonpy as tp
 

@@ -16,8 +16,9 @@ from typing import List
 import pytest
 
 from tritonpy._runtime.errors import MissingDependencyError
+from tritonpy._tooling import elf as elf_module
+from tritonpy._tooling.elf import ElfError, check_libpython, read_dynamic, set_runpath
 from tritonpy.server import find_wheel_installation
-from tritonpy.stubs import _elf as elf_module
 from tritonpy.stubs import _provision as provision_module
 from tritonpy.stubs._build import (
     NativeBuild,
@@ -29,7 +30,6 @@ from tritonpy.stubs._build import (
 )
 from tritonpy.stubs._cache import STUB_NAME, StubCache, machine_arch
 from tritonpy.stubs._cli import add_parser
-from tritonpy.stubs._elf import ElfError, check_libpython, read_dynamic, set_runpath
 from tritonpy.stubs._lookup import FoundStub, find_stub
 from tritonpy.stubs._provision import StubError, provision_stub
 

@@ -40,9 +40,9 @@ import tarfile
 import zlib
 from typing import Iterator, List, Optional
 
+from .._tooling.elf import ElfError, linked_python
 from .._tooling.env_archives import EnvContents, EnvPlace, inspect_env, resolve_env_path
 from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
-from ..stubs._elf import ElfError, linked_python
 from ._context import ModelEntry, Repository, error
 from ._imports import imports_tritonpy
 from ._report import ERROR, WARNING, Finding

@@ -21,9 +21,9 @@ import tarfile
 import zlib
 from typing import Iterator, Optional
 
+from .._tooling.elf import ElfDynamic, ElfError, libpython_version, read_dynamic
 from .._tooling.env_archives import EnvContents, inspect_env, resolve_env_path
 from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
-from ..stubs._elf import ElfDynamic, ElfError, libpython_version, read_dynamic
 from ._context import ModelEntry, Repository, error
 from ._report import INFO, WARNING, Finding
 from ._stubinfo import library_found, stub_release

@@ -27,8 +27,8 @@ import stat
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Union
 
+from .._tooling.elf import ElfError, set_runpath
 from .._tooling.progress import Reporter, run_command, step
-from ..stubs._elf import ElfError, set_runpath
 from ._interpreters import BaseInterpreter
 from ._spec import EnvSpec, requirement_name
 

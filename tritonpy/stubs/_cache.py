@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Tuple
 
 from .._tooling.archives import staging_file
+from .._tooling.elf import ElfError, check_libpython
 from .._tooling.installation import cache_directory
 from .._tooling.model_dirs import STUB_NAME
-from ._elf import ElfError, check_libpython
 
 #: where a stub comes from; ``provision_stub`` tries them in the order of :data:`SOURCES`
 StubSource = Literal["cache", "wheel", "native", "docker"]

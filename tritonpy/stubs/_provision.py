@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .._runtime.errors import ToolError
+from .._tooling.elf import ElfError, check_libpython
 from .._tooling.env_archives import named_python
 from .._tooling.model_dirs import STUB_NAME
 from .._tooling.progress import CommandError, Reporter, run_command, step
@@ -51,7 +52,6 @@ from ._build import (
     packages_missing_for,
 )
 from ._cache import SOURCES, StubCache, StubSource, copy_executable, machine_arch
-from ._elf import ElfError, check_libpython
 from ._lookup import StubError, wheel_stub
 
 PathLike = Union[str, "os.PathLike[str]"]
