@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Type
 
 import tritonpy as tp
+from tritonpy._runtime._engine.engine import engine_of
 from tritonpy.testing import ModelHarness
 
 Answer = Callable[[Any], Any]
@@ -17,9 +18,9 @@ def both(model: Type[tp.Model], calls: List[List[Any]], answer: Answer) -> List[
     results = []
     for direct in (True, False):
         with ModelHarness(model) as harness:
-            assert harness.model._direct_inputs is not None  # the model qualifies
+            assert engine_of(harness.model).direct_inputs is not None  # the model qualifies
             if not direct:
-                harness.model._direct_inputs = None
+                engine_of(harness.model).direct_inputs = None
             results.append([[answer(r) for r in harness.model.execute(call)] for call in calls])
     return results
 
@@ -32,8 +33,9 @@ def without_fallback(model: Type[tp.Model], calls: List[List[Any]], answer: Answ
         raise AssertionError("the general path was taken")
 
     with ModelHarness(model) as harness:
-        harness.model._compute_alone = fail  # type: ignore[method-assign]
-        harness.model._execute_merged = fail  # type: ignore[method-assign]
-        harness.model._respond = fail  # type: ignore[method-assign]
-        harness.model._split = fail  # type: ignore[method-assign]
+        engine = engine_of(harness.model)
+        engine.compute_alone = fail  # type: ignore[method-assign]
+        engine.execute_merged = fail  # type: ignore[method-assign]
+        engine.respond = fail  # type: ignore[method-assign]
+        engine.split = fail  # type: ignore[method-assign]
         return [[answer(r) for r in harness.model.execute(call)] for call in calls]

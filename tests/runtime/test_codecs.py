@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
@@ -35,6 +35,15 @@ def echo_model(codec: tp.Codec, out: tp.Codec | None = None, max_batch_size: int
 
     Echo.max_batch_size = max_batch_size  # type: ignore[misc]
     return Echo
+
+
+def with_infer(model: type, infer: Callable[..., Any]) -> type:
+    """``model`` with another ``infer`` (a keyword function of its inputs)."""
+
+    def replaced(self: Any, IN: Any) -> Any:
+        return infer(IN=IN)
+
+    return type(model.__name__, (model,), {"infer": replaced})
 
 
 def column(*values: bytes) -> np.ndarray:
@@ -366,8 +375,11 @@ def test_gray_image_has_one_channel() -> None:
 @needs_cv2
 def test_jpeg_decodes() -> None:
     jpg = cv2.imencode(".jpg", np.full((16, 16, 3), 128, np.uint8))[1].tobytes()
-    with ModelHarness(echo_model(tp.Image(), out=tp.Tensor("BYTES", [1]))) as harness:
-        harness.model.infer = lambda IN: {"OUT": [[im.shape[0]] for im in IN]}  # type: ignore[method-assign]
+    model = with_infer(
+        echo_model(tp.Image(), out=tp.Tensor("BYTES", [1])),
+        lambda IN: {"OUT": [[im.shape[0]] for im in IN]},
+    )
+    with ModelHarness(model) as harness:
         out = harness.infer({"IN": column(jpg)})["OUT"]
     assert out.tolist() == [[b"16"]]
 
@@ -485,8 +497,10 @@ def test_merged_images_decode_on_threads_in_request_order(
     images = [photo_jpeg(160 + 16 * i, 120, seed=i) for i in range(6)]
     codec = ThreadNoting(color="BGR", size=(40, 30), threads=threads)
     codec.threads_seen = set()  # type: ignore[attr-defined]
-    with ModelHarness(echo_model(codec, out=tp.Tensor("UINT8", [30, 40, 3]))) as harness:
-        harness.model.infer = lambda IN: {"OUT": np.stack(IN)}  # type: ignore[method-assign]
+    model = with_infer(
+        echo_model(codec, out=tp.Tensor("UINT8", [30, 40, 3])), lambda IN: {"OUT": np.stack(IN)}
+    )
+    with ModelHarness(model) as harness:
         results = harness.infer_requests(
             [{"IN": column(*images[:2])}, {"IN": column(images[2])}, {"IN": column(*images[3:])}]
         )
@@ -512,8 +526,11 @@ def test_small_images_decode_on_the_calling_thread() -> None:
 def test_a_bad_image_in_a_merged_batch_fails_its_request_alone() -> None:
     good = photo_jpeg(64, 48)
     truncated = good[:200]  # a JPEG header and too little data: only decoding finds out
-    with ModelHarness(echo_model(tp.Image(size=(16, 16)), out=tp.Tensor("INT64", [1]))) as harness:
-        harness.model.infer = lambda IN: {"OUT": np.array([[im.shape[0]] for im in IN])}  # type: ignore[method-assign]
+    model = with_infer(
+        echo_model(tp.Image(size=(16, 16)), out=tp.Tensor("INT64", [1])),
+        lambda IN: {"OUT": np.array([[im.shape[0]] for im in IN])},
+    )
+    with ModelHarness(model) as harness:
         results = harness.infer_requests(
             [{"IN": column(good)}, {"IN": column(good, truncated)}, {"IN": column(b"")}]
         )

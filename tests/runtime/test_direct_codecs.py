@@ -16,6 +16,7 @@ import pytest
 from direct_paths import both, without_fallback
 
 import tritonpy as tp
+from tritonpy._runtime._engine.engine import engine_of
 from tritonpy.testing import ModelHarness
 from tritonpy.testing import fake_pb_utils as pb
 
@@ -123,7 +124,7 @@ def test_torch_inputs_moved_to_a_device_take_the_general_path() -> None:
             return {"Y": X}
 
     with ModelHarness(Moved) as harness:
-        assert harness.model._direct_inputs is None
+        assert engine_of(harness.model).direct_inputs is None
         assert harness.infer({"X": np.ones(2, np.float32)})["Y"].tolist() == [1.0, 1.0]
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import tritonpy as tp
+from tritonpy._runtime._engine.engine import engine_of
 from tritonpy.testing import ModelHarness
 from tritonpy.testing import fake_pb_utils as pb
 
@@ -62,9 +63,9 @@ def _both(model: Type[tp.Model], requests: List[Any]) -> List[List[Any]]:
     answers = []
     for plain in (True, False):
         with ModelHarness(model) as harness:
-            assert harness.model._direct_inputs is not None  # the model qualifies
+            assert engine_of(harness.model).direct_inputs is not None  # the model qualifies
             if not plain:
-                harness.model._direct_inputs = None  # execute() takes the general path
+                engine_of(harness.model).direct_inputs = None  # execute() takes the general path
             # one request per execute(): a batched model merges several
             answers.append([_answer(harness.model.execute([r])[0], r) for r in requests])
     return answers
@@ -203,10 +204,10 @@ def test_only_models_whose_codecs_say_how_take_the_path(
         return type("Other", (tp.Model,), namespace)
 
     with ModelHarness(model(inputs, outputs, builtin)) as harness:
-        assert harness.model._direct_inputs is None
+        assert engine_of(harness.model).direct_inputs is None
     for output in (tp.Tensor("FP32", [1]), tp.Text(), tp.Bytes(dims=[-1])):
         with ModelHarness(model({"X": tp.Tensor("FP32", [1])}, {"Y": output}, False)) as harness:
-            assert harness.model._direct_inputs is not None, output
+            assert engine_of(harness.model).direct_inputs is not None, output
 
 
 def test_a_subclass_codec_is_still_called_on_the_general_path() -> None:
@@ -249,9 +250,10 @@ def _merged_both(model: Type[tp.Model], calls: List[List[Any]]) -> List[Any]:
     seen = []
     for plain in (True, False):
         with ModelHarness(model) as harness:
-            assert harness.model._direct_inputs is not None and harness.model._merges_directly
+            engine = engine_of(harness.model)
+            assert engine.direct_inputs is not None and engine.merges_directly
             if not plain:
-                harness.model._direct_inputs = None
+                engine.direct_inputs = None
             answers = [
                 [_answer(r, q) for r, q in zip(harness.model.execute(call), call)] for call in calls
             ]

@@ -15,6 +15,7 @@ import pytest
 from direct_paths import both, without_fallback
 
 import tritonpy as tp
+from tritonpy._runtime._engine.engine import engine_of
 from tritonpy.testing import ModelHarness
 from tritonpy.testing import fake_pb_utils as pb
 
@@ -134,8 +135,8 @@ def test_unbatched_text_and_subclasses_keep_the_general_path() -> None:
         ({"X": tp.Tensor("FP32", [1])}, {"Y": tp.JSON()}, 0),  # no rows to check a list by
     ]:
         with ModelHarness(model(inputs, outputs, batch)) as harness:
-            assert harness.model._direct_inputs is None, (inputs, outputs, batch)
+            assert engine_of(harness.model).direct_inputs is None, (inputs, outputs, batch)
     with ModelHarness(model({"X": Lower()}, {"Y": tp.Text()}, 4)) as harness:
         assert harness.infer({"X": np.array([[b"AB"]], dtype=object)})["Y"].tolist() == [[b"ab"]]
     with ModelHarness(model({"X": tp.Bytes()}, {"Y": tp.JSON()}, 4)) as harness:
-        assert harness.model._direct_inputs is not None
+        assert engine_of(harness.model).direct_inputs is not None

@@ -11,6 +11,7 @@ import pytest
 
 import tritonpy as tp
 from tritonpy._runtime._builtin_metrics import BuiltinMetrics, rows_buckets
+from tritonpy._runtime._engine.engine import engine_of
 from tritonpy._runtime._metric_declarations import Counter, Gauge, Histogram
 from tritonpy._runtime._metric_series import (
     CounterMetric,
@@ -312,7 +313,7 @@ def test_custom_metrics_need_a_server_that_has_them() -> None:
 # -- built-in metrics -----------------------------------------------------------------------
 def test_builtin_metrics_are_off_by_default() -> None:
     with ModelHarness(Scored) as harness:
-        assert harness.model._builtin is None
+        assert engine_of(harness.model).builtin is None
         assert sorted(harness.model.metrics) == ["scored_last", "scored_rows", "scored_x"]
         assert not any(name.startswith("tritonpy_") for name in fake._families)
 
@@ -325,7 +326,7 @@ def test_builtin_metrics_record_rows_seconds_and_refusals() -> None:
         harness.infer_requests([request(1.0, 2.0), request(3.0), request(4.0, text=b"\xff")])
         harness.infer(request(5.0))
         metrics = harness.model.metrics
-        assert isinstance(harness.model._builtin, BuiltinMetrics)
+        assert isinstance(engine_of(harness.model).builtin, BuiltinMetrics)
         rows = metrics["tritonpy_infer_rows"]
         assert rows.buckets == [1.0, 2.0, 4.0, 8.0]
         assert rows.observations == [3.0, 1.0]  # two requests merged, then one alone
@@ -346,7 +347,7 @@ def test_refusals_without_an_input_name_have_an_empty_input_label() -> None:
         builtin_metrics = True
 
     with ModelHarness(Observed) as harness:
-        harness.model._builtin.refused(None)
+        engine_of(harness.model).builtin.refused(None)
         assert harness.model.metrics["tritonpy_requests_refused"].values()[""] == 1.0
 
 

@@ -87,7 +87,7 @@ def test_parameters_is_not_a_missing_input_in_the_signature_check() -> None:
         def infer(self, X: np.ndarray, parameters: Dict[str, Any]) -> Dict[str, Any]:
             return {"Y": X}
 
-    assert Optional._wants_parameters
+    assert Optional._Model__infer.wants_parameters  # type: ignore[attr-defined]
 
 
 def test_response_values_are_checked() -> None:

@@ -159,10 +159,18 @@ def _numbers_as(value: Any, wire: str, model: str, name: str) -> np.ndarray:  # 
     return cast
 
 
+def bind_calls(model: ModelCalls, pb: Any) -> None:
+    """Give ``model``'s calls the stub's pb_utils module (``Model.initialize`` does), in a
+    name-mangled attribute no name of the user's class can replace."""
+    model._ModelCalls__pb = pb  # type: ignore[attr-defined]
+
+
 class ModelCalls:
     """Mixin of :class:`tritonpy.Model`: calls to other models of the same server."""
 
-    _pb: Any
+    #: pb_utils, set by :func:`bind_calls`
+    __pb: Any
+
     #: (target model, input) -> Triton data type the server said it expects
     _call_dtypes: Dict[Tuple[str, str], str]
 
@@ -239,7 +247,7 @@ class ModelCalls:
         version = int(options.get("version", -1))
         outputs = options.get("outputs")
         timeout_us = int(options.get("timeout_ms", 0)) * 1000  # pb_utils takes microseconds
-        pb = self._pb
+        pb = self.__pb
 
         def request() -> Any:
             return pb.InferenceRequest(

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .model import Model
 
 
-#: what kind of callable ``infer`` is (``Model._infer_kind``)
+#: what kind of callable ``infer`` is (``InferFacts.kind``)
 INFER_SYNC = "sync"
 INFER_ASYNC = "async"
 INFER_GENERATOR = "generator"
@@ -82,13 +82,31 @@ def wants_parameters(infer: Any) -> bool:
         return False
 
 
-def check_streaming(cls: type) -> None:
+@dataclass(frozen=True)
+class InferFacts:
+    """What the class definition found out about ``infer`` (kept by ``Model`` in a
+    name-mangled class attribute, out of the way of the user's names)."""
+
+    #: which of the four kinds of callable ``infer`` is (INFER_SYNC...)
+    kind: str
+    #: ``infer`` names an argument ``parameters`` (it then gets the request's)
+    wants_parameters: bool
+    #: ``decoupled`` was set True because ``infer`` yields, not by the class
+    decoupled_implied: bool
+
+
+#: the facts of ``Model`` itself (a plain ``infer``)
+BASE_INFER_FACTS = InferFacts(INFER_SYNC, wants_parameters=False, decoupled_implied=False)
+
+
+def check_streaming(cls: type, inherited: InferFacts) -> InferFacts:
     """A generator ``infer`` streams: the class becomes decoupled, unless it says otherwise
-    (an error). Sets ``_infer_kind``, ``_wants_parameters`` and ``decoupled`` on the class."""
+    (an error). Sets ``decoupled`` on the class and returns the facts of its ``infer``
+    (``inherited``: its base's)."""
     infer = getattr(cls, "infer", None)
     kind = infer_kind(infer)
     declared = cls.__dict__.get("decoupled", getattr(cls, "decoupled", None))
-    if getattr(cls, "_decoupled_implied", False) and "decoupled" not in cls.__dict__:
+    if inherited.decoupled_implied and "decoupled" not in cls.__dict__:
         declared = None  # inherited from a streaming base whose infer this class replaced
     if declared is not None and not isinstance(declared, bool):
         raise DeclarationError(f"{cls.__name__}.decoupled must be True or False, got {declared!r}")
@@ -100,19 +118,16 @@ def check_streaming(cls: type) -> None:
             f"policy, but the class sets decoupled = False; remove 'decoupled = False', or "
             f"return one dict instead of yielding"
         )
-    cls._infer_kind = kind  # type: ignore[attr-defined]
-    cls._wants_parameters = wants_parameters(infer)  # type: ignore[attr-defined]
-    cls._decoupled_implied = streaming and declared is None  # type: ignore[attr-defined]
     cls.decoupled = True if streaming else declared  # type: ignore[attr-defined]
+    return InferFacts(kind, wants_parameters(infer), streaming and declared is None)
 
 
 #: ``Model.check_cancellation``: always, never, or "auto" (while infer() is slow)
 CancellationSetting = Union[bool, Literal["auto"]]
 
 
-def cancellation_policy(cls: type) -> Optional[bool]:
-    """True/False from check_cancellation, or None for "auto"."""
-    value = getattr(cls, "check_cancellation", "auto")
+def cancellation_policy(cls: type, value: Any) -> Optional[bool]:
+    """True/False from a check_cancellation ``value`` (the instance's), or None for "auto"."""
     if value == "auto":
         return None
     if isinstance(value, bool):
@@ -203,7 +218,9 @@ def check_instance_codecs(cls: type, model: Model) -> None:
                 )
 
 
-def validate_declarations(cls: type) -> None:
+def validate_declarations(cls: type, inherited: InferFacts) -> InferFacts:
+    """Check a new subclass's declarations; the facts of its ``infer`` (see
+    :func:`check_streaming`)."""
     for section in ("inputs", "outputs"):
         declared = getattr(cls, section)
         if not isinstance(declared, Mapping):
@@ -247,10 +264,11 @@ def validate_declarations(cls: type) -> None:
     infer = cls.__dict__.get("infer")
     if infer is not None:
         _check_infer_signature(cls, infer)
-    check_streaming(cls)
+    facts = check_streaming(cls, inherited)
     check_metric_declarations(cls)
     check_torch_threads(cls)
     check_tune_malloc(cls)
+    return facts
 
 
 def _check_infer_signature(cls: type, infer: Any) -> None:

@@ -1,4 +1,4 @@
-"""One request inside ``Model.execute``: its decoded values, rows, requested outputs, merge
+"""One request inside the engine: its decoded values, rows, requested outputs, merge
 key and parameters; and the small helpers the plain, async and streaming paths share."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, FrozenSet, Hashable, List, Optional, Sequence, Set
 
-from .batching import group_indices
+from ..batching import group_indices
 
 
 class Decoded:

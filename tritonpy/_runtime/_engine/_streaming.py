@@ -1,4 +1,5 @@
-"""``execute`` for a streaming (decoupled) model: ``infer`` yields one dict per response.
+"""The engine's ``execute`` for a streaming (decoupled) model: ``infer`` yields one dict per
+response.
 
 Each request gets its own generator (streams are never merged across requests; with
 ``max_batch_size > 0`` values keep their row dimension). Every yielded part is encoded and
@@ -27,14 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from ._declarations import INFER_ASYNC, INFER_ASYNC_GENERATOR
-from .errors import InputError
+from .._declarations import INFER_ASYNC, INFER_ASYNC_GENERATOR
+from ..errors import InputError
 
 if TYPE_CHECKING:
     from ._decoded import Decoded
-    from .model import Model
+    from .engine import Engine
 
 
 def cancelled_message(sent: int) -> str:
@@ -45,50 +46,50 @@ def cancelled_message(sent: int) -> str:
     )
 
 
-def execute_decoupled(model: Model, requests: Sequence[Any]) -> Any:
+def execute_decoupled(engine: Engine, requests: Sequence[Any]) -> Any:
     """Stream every request's responses through its sender; None, or a coroutine for an
     async ``infer``."""
-    if model._infer_kind in (INFER_ASYNC, INFER_ASYNC_GENERATOR):
-        return _stream_all_async(model, requests)
+    if engine.traits.infer_kind in (INFER_ASYNC, INFER_ASYNC_GENERATOR):
+        return _stream_all_async(engine, requests)
     for request in requests:
-        stream = _Stream(model, request)
+        stream = _Stream(engine, request)
         item = stream.start()
         if item is not None:
             stream.run(item)
     return None
 
 
-async def _stream_all_async(model: Model, requests: Sequence[Any]) -> None:
-    streams = [_Stream(model, request) for request in requests]
+async def _stream_all_async(engine: Engine, requests: Sequence[Any]) -> None:
+    streams = [_Stream(engine, request) for request in requests]
     await asyncio.gather(*(stream.run_async() for stream in streams))
 
 
 class _Stream:
     """One request's stream: its sender, how many parts went out, how it ends."""
 
-    def __init__(self, model: Model, request: Any) -> None:
-        self.model = model
+    def __init__(self, engine: Engine, request: Any) -> None:
+        self.engine = engine
         self.request = request
         self.sender = request.get_response_sender()
-        self.final = model._pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        self.final = engine.pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL
         self.sent = 0
 
     def start(self) -> Optional[Decoded]:
         """Decode the request; on a bad input send the error (FINAL) and return None."""
-        model = self.model
+        engine = self.engine
         try:
-            return model._decode(0, self.request)
+            return engine.decode(0, self.request)
         except InputError as exc:
-            self._end_with(model._refused(exc))
+            self._end_with(engine.refused(exc))
         except Exception as exc:
-            self._end_with(model._internal_error(exc, "decoding the inputs"))
+            self._end_with(engine.internal_error(exc, "decoding the inputs"))
         return None
 
     def run(self, item: Decoded) -> None:
-        model = self.model
+        engine = self.engine
         parts: Any = None
         try:
-            parts = model.infer(**model._one_values(item))
+            parts = engine.infer(**engine.one_values(item))
             if not inspect.isgenerator(parts):
                 parts = iter((parts,))  # decoupled = True with a plain infer: one part
             while True:
@@ -111,10 +112,10 @@ class _Stream:
         item = self.start()
         if item is None:
             return
-        model = self.model
+        engine = self.engine
         parts: Any = None
         try:
-            produced = model.infer(**model._one_values(item))
+            produced = engine.infer(**engine.one_values(item))
             if inspect.isasyncgen(produced):
                 parts = produced
             else:
@@ -140,28 +141,26 @@ class _Stream:
     def _cancelled(self) -> bool:
         # streams check by default ("auto"): a part is worth one round trip to the server;
         # check_cancellation = False turns it off
-        if self.model._check_cancellation is False:
+        if self.engine.check_cancellation is False:
             return False
         return bool(self.sender.is_cancelled())
 
     def _send(self, item: Decoded, part: Any) -> None:
-        box: List[Any] = [None]
-        self.model._finish_one(item, part, box)
-        self.sender.send(box[0])
+        self.sender.send(self.engine.respond(item, part))
         self.sent += 1
 
     def _end_with_error(self, exc: Exception) -> None:
-        model = self.model
+        engine = self.engine
         if isinstance(exc, InputError):
-            response = model._refused(exc)
+            response = engine.refused(exc)
         else:
-            response = model._internal_error(exc, "running infer()")
+            response = engine.internal_error(exc, "running infer()")
         self._end_with(response)
 
     def _end_cancelled(self) -> None:
-        model = self.model
+        engine = self.engine
         self._end_with(
-            model._error_response(cancelled_message(self.sent), model._error_codes.CANCELLED)
+            engine.error_response(cancelled_message(self.sent), engine.error_codes.CANCELLED)
         )
 
     def _end_with(self, response: Any) -> None:
