@@ -13,10 +13,12 @@ from tritonpy._tooling.cli_options import add_options, cli_default, options_from
 from tritonpy._tooling.options import LIBRARY_DEFAULT, Flag, changed, declared_option, option
 from tritonpy.cli import build_parser
 from tritonpy.envs import PackOptions
+from tritonpy.export import ExportOptions
 
 #: command, the options dataclass its flags come from, the required arguments
 COMMANDS: List[Tuple[str, type, List[str]]] = [
     ("pack-env", PackOptions, ["m"]),
+    ("export", ExportOptions, ["repo", "out", "--triton-version", "24.10"]),
 ]
 
 

@@ -28,13 +28,6 @@ def add_parser(subparsers: shared.Subparsers) -> None:
     add_options(parser, PackOptions)
 
 
-def add_builder(parser: argparse.ArgumentParser, help: str) -> None:
-    """``--builder`` (``args.builder``): how an environment is built (``tritonpy export``)."""
-    from ._pack import BUILDERS
-
-    parser.add_argument("--builder", choices=BUILDERS, default="auto", help=help)
-
-
 def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n < 1e9 else f"{n / 1e9:.2f} GB"
 

@@ -31,5 +31,13 @@ from __future__ import annotations
 
 from ._exporter import OUTPUTS, ExportResult, export_repository
 from ._models import ExportError, ModelExport
+from ._options import ExportOptions
 
-__all__ = ["OUTPUTS", "ExportError", "ExportResult", "ModelExport", "export_repository"]
+__all__ = [
+    "OUTPUTS",
+    "ExportError",
+    "ExportOptions",
+    "ExportResult",
+    "ModelExport",
+    "export_repository",
+]

@@ -15,74 +15,19 @@ from __future__ import annotations
 import argparse
 
 from .._tooling import cli as shared
+from .._tooling.cli_options import add_options, options_from
+from ._options import ExportOptions
 
 _FAILURES = shared.Failures(interrupted="tritonpy: export interrupted; {out} left as it was")
 
 
 def add_parser(subparsers: shared.Subparsers) -> None:
     """Declare the ``export`` subcommand on ``subparsers``."""
-    from ..envs._cli import add_builder
-
     summary = "write a model repository ready for your own Triton (Docker, Kubernetes, KServe)"
     parser = shared.add_command(subparsers, "export", cmd_export, help=summary, failures=_FAILURES)
     shared.add_repository(parser, "the model repository to export")
     parser.add_argument("out", metavar="OUT", help="the output directory (empty or new)")
-    shared.add_triton_version(
-        parser,
-        required=True,
-        help="the release of the target Triton (the tag of nvcr.io/nvidia/tritonserver)",
-    )
-    _add_deployment(parser)
-    parser.add_argument(
-        "--no-pack",
-        action="store_true",
-        help="never build environments: a tritonpy model without a fitting one is an error",
-    )
-    add_builder(parser, "how missing environments are built (as tritonpy pack-env --builder)")
-    parser.add_argument(
-        "--env-layout",
-        choices=["per-model", "shared", "image"],
-        default="per-model",
-        help="per-model (default): every model directory gets its own copy of its environment "
-        "(works everywhere, object storage and KServe included); shared: one archive per "
-        "environment in OUT/envs/, beside the repository, unpacked once by Triton (a "
-        "repository served where it lies, or the image; not object storage); image: those "
-        "archives unpacked by the Dockerfile into --env-root, used in place (the image only)",
-    )
-    parser.add_argument(
-        "--env-root",
-        metavar="DIR",
-        default="/opt/tritonpy/envs",
-        help="with --env-layout image: the folder of the image the environments are unpacked "
-        "into (default /opt/tritonpy/envs)",
-    )
-    parser.add_argument(
-        "--allow-warnings",
-        action="store_true",
-        help="accept check warnings in the exported repository (errors still fail)",
-    )
-    shared.add_force(parser, "replace a previous export in OUT")
-
-
-def _add_deployment(parser: argparse.ArgumentParser) -> None:
-    """The options of the Dockerfile and the Kubernetes manifests."""
-    parser.add_argument(
-        "--base-image",
-        metavar="IMAGE",
-        default=None,
-        help="the Dockerfile's FROM (default nvcr.io/nvidia/tritonserver:YY.MM-py3)",
-    )
-    parser.add_argument(
-        "--name",
-        default="tritonpy-models",
-        help="the Kubernetes Deployment/Service name (default tritonpy-models)",
-    )
-    parser.add_argument(
-        "--image", default=None, help="the image the manifests run (default NAME:YY.MM)"
-    )
-    parser.add_argument("--replicas", type=int, default=1, help="Deployment replicas (default 1)")
-    parser.add_argument("--cpu", default="1", help="CPU request per pod (default 1)")
-    parser.add_argument("--memory", default="2Gi", help="memory request per pod (default 2Gi)")
+    add_options(parser, ExportOptions)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -95,15 +40,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     with shared.ConsoleReporter() as reporter:
         result = export_repository(
-            args.repository,
-            args.out,
-            pack=not args.no_pack,
-            reporter=reporter,
-            **shared.options(
-                args,
-                "triton_version base_image name image replicas cpu memory builder force "
-                "allow_warnings env_layout env_root",
-            ),
+            args.repository, args.out, options_from(args, ExportOptions), reporter=reporter
         )
     for built in result.environments:
         how = "built" if built.built else "from the cache"

@@ -19,10 +19,11 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .._runtime._optional import require
 from .._tooling.model_dirs import model_directories
+from .._tooling.options import changed
 from .._tooling.pbtxt import CONFIG_MODULES
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
@@ -51,6 +52,7 @@ from ._models import (
     copy_model,
     prepare_model,
 )
+from ._options import ExportOptions
 from ._validate import ModelPlan, build_missing, plan_model, raise_problems, validate_now
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -206,23 +208,14 @@ def _finding_lines(report: Report, allow_warnings: bool, shared: Sequence[str] =
 def export_repository(
     repo: PathLike,
     out: PathLike,
+    options: Optional[ExportOptions] = None,
     *,
-    triton_version: str,
-    base_image: Optional[str] = None,
-    name: str = "tritonpy-models",
-    image: Optional[str] = None,
-    replicas: int = 1,
-    cpu: str = "1",
-    memory: str = "2Gi",
-    pack: bool = True,
-    builder: Builder = "auto",
-    force: bool = False,
-    allow_warnings: bool = False,
-    env_layout: EnvLayout = "per-model",
-    env_root: str = DEFAULT_ENV_ROOT,
     reporter: Optional[Reporter] = None,
+    **changes: Any,
 ) -> ExportResult:
-    """Write a deployable copy of the model repository ``repo`` into ``out``.
+    """Write a deployable copy of the model repository ``repo`` into ``out``, as ``options``
+    (an :class:`ExportOptions`; ``triton_version`` is required) with the keyword arguments
+    replacing its fields say.
 
     ``out/model_repository`` holds every model (no caches, ``__pycache__`` or ``tests/``), each
     tritonpy model with its full config.pbtxt and an environment archive for release
@@ -247,48 +240,52 @@ def export_repository(
     Example::
 
         result = export_repository("model_repository", "deploy", triton_version="24.10")
-        print(result.repository, [m.name for m in result.models])
+        export_repository("model_repository", "deploy", ExportOptions("24.10", replicas=2))
     """
     began = time.monotonic()
+    chosen = changed(ExportOptions, options, changes)
     require(*CONFIG_MODULES, "yaml", extra="config", feature="tritonpy export")
     source, target = Path(repo), Path(out)
-    release = TritonRelease.parse(triton_version)
-    if env_layout not in ENV_LAYOUTS:
-        raise ExportError(f"--env-layout {env_layout!r}: expected one of {', '.join(ENV_LAYOUTS)}")
-    if not env_root.startswith("/"):
-        raise ExportError(f"--env-root {env_root!r}: expected an absolute path in the image")
-    models = _check_options(
-        source, target, builder=builder, name=name, replicas=replicas, force=force
+    release = TritonRelease.parse(chosen.triton_version)
+    models = _check_options(source, target, chosen)
+    result = ExportResult(
+        target, release.name, chosen.base_image or default_base_image(release.name)
     )
-    result = ExportResult(target, release.name, base_image or default_base_image(release.name))
-    result.env_layout = env_layout
+    result.env_layout = chosen.env_layout
     settings = DeploySettings(
-        name=name,
-        image=image or f"{name}:{release.name}",
+        name=chosen.name,
+        image=chosen.image or f"{chosen.name}:{release.name}",
         release=release.name,
-        replicas=replicas,
-        cpu=cpu,
-        memory=memory,
+        replicas=chosen.replicas,
+        cpu=chosen.cpu,
+        memory=chosen.memory,
     )
-    options = _ModelOptions(release, pack, builder, reporter or Reporter(), env_layout, env_root)
-    _export(source, models, settings, options, result, allow_warnings=allow_warnings)
+    how = _ModelOptions(release, chosen.pack, chosen.builder, reporter or Reporter(),
+                        chosen.env_layout, chosen.env_root)  # fmt: skip
+    _export(source, models, settings, how, result, allow_warnings=chosen.allow_warnings)
     result.seconds = time.monotonic() - began
     return result
 
 
-def _check_options(
-    source: Path, target: Path, *, builder: Builder, name: str, replicas: int, force: bool
-) -> List[Path]:
+def _check_options(source: Path, target: Path, options: ExportOptions) -> List[Path]:
     """Refuse what cannot be exported (before anything is written); the model directories."""
+    if options.env_layout not in ENV_LAYOUTS:
+        raise ExportError(
+            f"--env-layout {options.env_layout!r}: expected one of {', '.join(ENV_LAYOUTS)}"
+        )
+    if not options.env_root.startswith("/"):
+        raise ExportError(
+            f"--env-root {options.env_root!r}: expected an absolute path in the image"
+        )
     if not source.is_dir():
         raise ExportError(
             f"model repository {source} is not a directory; pass the directory holding one "
             "subdirectory per model"
         )
-    if builder not in BUILDERS:
-        raise ExportError(f"--builder {builder!r}: expected one of {', '.join(BUILDERS)}")
-    _check_name(name, replicas)
-    _prepare_out(source, target, force)
+    if options.builder not in BUILDERS:
+        raise ExportError(f"--builder {options.builder!r}: expected one of {', '.join(BUILDERS)}")
+    _check_name(options.name, options.replicas)
+    _prepare_out(source, target, options.force)
     models = model_directories(source)
     if not models:
         raise ExportError(
