@@ -147,14 +147,17 @@ def test_decoding_follows_the_configured_codec() -> None:
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"color": "CMYK"}, "input 'IMAGE' from config.pbtxt parameters ('color' is 'CMYK')"),
+        (
+            {"color": "CMYK"},
+            "input 'IMAGE' cannot be built from the config.pbtxt parameters color='CMYK': Image(",
+        ),
         ({"size": "big"}, "parameter 'size' is 'big' (an argument of Decoded.inputs['IMAGE'])"),
         (
             {"mean": "0.1,0.2"},
-            "input 'IMAGE' from config.pbtxt parameters ('mean' is '0.1,0.2'): "
+            "input 'IMAGE' cannot be built from the config.pbtxt parameters mean='0.1,0.2': "
             "Normalize(mean=(0.1, 0.2)): 2 values for images of 3 channel(s)",
         ),
-        ({"std": "0"}, "('std' is '0'): Normalize(std=(0.0,)): a std of 0 divides by zero"),
+        ({"std": "0"}, "parameters std='0': Normalize(std=(0.0,)): a std of 0 divides by zero"),
     ],
 )
 def test_bad_codec_arguments_fail_the_load_naming_the_keys(

@@ -270,26 +270,43 @@ def _default_of(value: Any) -> Any:
     return value.default
 
 
-def _resolved(value: Any, model: Any, where: str, found: Dict[str, str]) -> Any:
-    """``value`` with its declared parameters read from ``model.model_config``: a parameter's
-    value, an object rebuilt (a copy, its recorded ``__init__`` run again) with resolved
-    arguments; ``where`` names the codec for messages, ``found`` collects the texts
-    ``config.pbtxt`` gave, by key."""
+class _Refused(DeclarationError):
+    """An object rebuilt from the configured values refused them: its message, and the texts
+    ``config.pbtxt`` gave for its parameters (by key)."""
+
+    def __init__(self, reason: DeclarationError, found: Dict[str, str]) -> None:
+        super().__init__(str(reason))
+        self.found = found
+
+
+def _resolved(value: Any, model: Any, where: str) -> Tuple[Any, Dict[str, str]]:
+    """``value`` with its declared parameters read from ``model.model_config`` (a parameter's
+    value, an object rebuilt with resolved arguments: a copy, its recorded ``__init__`` run
+    again), and the texts ``config.pbtxt`` gave for them, by key; ``where`` names the codec
+    for messages. A bad parameter raises its own error; an object that refuses the values,
+    :class:`_Refused`."""
     if isinstance(value, ConfigParameter):
         resolved, text = value.resolve(model.model_config, model.model_name, where)
-        if text is not None:
-            found[value.key] = text
-        return resolved
+        return resolved, ({} if text is None else {value.key: text})
     if isinstance(value, FromInstance):
-        return value.read(model)
+        return value.read(model), {}
     record = getattr(value, _RECORD, None)
     if not isinstance(record, tuple):
-        return value
-    init, arguments = record
+        return value, {}
+    init, recorded = record
+    arguments, found = {}, {}
+    for name, argument in recorded.items():
+        arguments[name], texts = _resolved(argument, model, where)
+        found.update(texts)
     rebuilt = copy.copy(value)
     object.__setattr__(rebuilt, _RECORD, None)
-    init(rebuilt, **{n: _resolved(a, model, where, found) for n, a in arguments.items()})
-    return rebuilt
+    try:
+        init(rebuilt, **arguments)
+    except _Refused:
+        raise
+    except DeclarationError as exc:
+        raise _Refused(exc, found) from None
+    return rebuilt, found
 
 
 def _resolved_codecs(model: Any, section: str) -> None:
@@ -300,17 +317,15 @@ def _resolved_codecs(model: Any, section: str) -> None:
         return
     rebuilt = {}
     for name, codec in codecs.items():
-        found: Dict[str, str] = {}
+        where = f"an argument of {type(model).__name__}.{section}[{name!r}]"
         try:
-            where = f"an argument of {type(model).__name__}.{section}[{name!r}]"
-            rebuilt[name] = _resolved(codec, model, where, found)
-        except DeclarationError as exc:
-            if not found:  # a bad parameter: its own message names it
-                raise
-            given = ", ".join(f"{key!r} is {text!r}" for key, text in found.items())
+            rebuilt[name], _ = _resolved(codec, model, where)
+        except _Refused as exc:
+            given = ", ".join(f"{key}={text!r}" for key, text in exc.found.items())
             raise DeclarationError(
-                f"{model.model_name}: {section[:-1]} {name!r} from config.pbtxt parameters "
-                f"({given}): {exc}; fix them in config.pbtxt"
+                f"{model.model_name}: {section[:-1]} {name!r} cannot be built from the "
+                f"config.pbtxt parameters {given or '(none given)'}: {exc}; fix them in "
+                f"config.pbtxt"
             ) from None
     setattr(model, section, rebuilt)
 
