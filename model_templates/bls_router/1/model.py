@@ -4,8 +4,8 @@ Short texts (up to ``max_short_words`` words) go to ``short_model``, a fast word
 classifier; longer ones to ``long_model``, which also reads negations sentence by sentence.
 The rows of a merged batch are grouped by route: one call per model per batch, not per row.
 
-config.pbtxt parameters: ``short_model``, ``long_model`` (model names in the same
-repository) and ``max_short_words`` (default 12).
+config.pbtxt parameters (declared below): ``short_model``, ``long_model`` (model names in
+the same repository) and ``max_short_words`` (default 12).
 """
 
 from typing import Any, Dict, List
@@ -23,13 +23,10 @@ class BlsRouter(tp.Model):
         "ROUTE": tp.Text(),  # the model that answered
     }
     max_batch_size = 32
-
-    def setup(self) -> None:
-        self.short_model: str = self.parameter("short_model", "bls_router_short")
-        self.long_model: str = self.parameter("long_model", "bls_router_long")
-        self.max_short_words: int = self.parameter(
-            "max_short_words", 12, cast=tp.parameters.positive_int
-        )
+    # config.pbtxt parameters, read and checked when the model loads
+    short_model = tp.config_parameter("short_model", "bls_router_short")
+    long_model = tp.config_parameter("long_model", "bls_router_long")
+    max_short_words = tp.config_parameter("max_short_words", 12, cast=tp.parameters.positive_int)
 
     def route(self, text: str) -> str:
         """The model that answers ``text``: the condition of this router."""

@@ -20,18 +20,12 @@ class ClassificationPostprocess(tp.Model):
         "LABELS": tp.Text(dims=[-1]),  # top-k class names
     }
     max_batch_size = 64
+    top_k = tp.config_parameter("top_k", 5, cast=tp.parameters.positive_int)  # config.pbtxt
 
     def setup(self) -> None:
-        self.top_k: int = self.parameter("top_k", 5, cast=tp.parameters.positive_int)
-        path = self.model_dir / "labels.txt"
-        if not path.is_file():
-            raise tp.DeclarationError(
-                f"{self.model_name}: labels file {path} is missing; add it beside "
-                f"config.pbtxt, one class name per line in class-id order"
-            )
         # UTF-8 bytes: the stub sends bytes as they are (a str is encoded on every request)
-        names = path.read_text(encoding="utf-8").splitlines()
-        self.labels = np.array([name.encode("utf-8") for name in names], dtype=object)
+        names = [name.encode("utf-8") for name in self.read_labels()]
+        self.labels = np.array(names, dtype=object)
 
     def infer(self, LOGITS: NDArray[np.float32]) -> Dict[str, Any]:
         classes = LOGITS.shape[1]

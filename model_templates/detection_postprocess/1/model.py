@@ -1,6 +1,6 @@
 """Score threshold + non-maximum suppression (OpenCV) over candidate boxes, one image per row.
 
-config.pbtxt parameters: ``score_threshold``, ``iou_threshold``, ``max_detections``.
+config.pbtxt parameters: ``score_threshold``, ``iou_threshold``, ``max_detections`` (0: none).
 """
 
 from typing import Any, Dict, List
@@ -22,11 +22,10 @@ class DetectionPostprocess(tp.Model):
         "COUNT": tp.Tensor("INT32", [1]),
     }
     max_batch_size = 64
-
-    def setup(self) -> None:
-        self.score_threshold: float = self.parameter("score_threshold", 0.5, cast=float)
-        self.iou_threshold: float = self.parameter("iou_threshold", 0.45, cast=float)
-        self.max_detections: int = self.parameter("max_detections", 100, cast=int)  # 0: no limit
+    # config.pbtxt parameters, read and checked when the model loads
+    score_threshold = tp.config_parameter("score_threshold", 0.5, cast=float)
+    iou_threshold = tp.config_parameter("iou_threshold", 0.45, cast=tp.parameters.fraction)
+    max_detections = tp.config_parameter("max_detections", 100, cast=tp.parameters.non_negative_int)
 
     def infer(self, BOXES: NDArray[np.float32], SCORES: NDArray[np.float32]) -> Dict[str, Any]:
         if BOXES.shape[1] != SCORES.shape[1]:

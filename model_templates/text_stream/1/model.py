@@ -25,9 +25,7 @@ class TextStream(tp.Model):
         "CHUNK": tp.Text(),  # one sentence, line or word
         "INDEX": tp.Tensor("INT64", [1]),  # its position in the stream, from 0
     }
-
-    def setup(self) -> None:
-        self.unit: str = self.parameter("unit", "sentence", cast=str.lower, choices=_UNITS)
+    unit = tp.config_parameter("unit", "sentence", cast=str.lower, choices=_UNITS)  # config.pbtxt
 
     def split(self, text: str) -> List[str]:
         if self.unit == "word":

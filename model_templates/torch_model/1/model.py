@@ -24,7 +24,8 @@ def build_mlp(sizes: Sequence[int]) -> nn.Sequential:
 
 
 class TorchClassifier(tp.Model):
-    inputs = {"PIXELS": tp.TorchTensor("FP32", [1, 8, 8])}  # C x H x W from the preprocess
+    # C x H x W from the preprocess; on a GPU instance the codec moves them to its GPU
+    inputs = {"PIXELS": tp.TorchTensor("FP32", [1, 8, 8], device="instance")}
     outputs = {"LOGITS": tp.TorchTensor("FP32", [-1])}  # one score per class
     max_batch_size = 64
     # a small model: torch's idle threads would spin after each layer, CPU the server and the
@@ -32,12 +33,7 @@ class TorchClassifier(tp.Model):
     torch_threads = 1
 
     def setup(self) -> None:
-        path = self.version_dir / "model.pt"
-        if not path.is_file():
-            raise tp.DeclarationError(
-                f"{self.model_name}: weights {path} not found; train them with "
-                f"'python train_digits.py --out {path}' or copy a state_dict there"
-            )
+        path = self.model_file("model.pt", in_version=True, hint="python train_digits.py writes it")
         state = torch.load(path, map_location="cpu", weights_only=True)
         weights = [value for key, value in state.items() if key.endswith(".weight")]
         sizes = [weights[0].shape[1]] + [w.shape[0] for w in weights]
@@ -48,15 +44,9 @@ class TorchClassifier(tp.Model):
                 f"declares {list(self.inputs['PIXELS'].dims)} = {features}; retrain or fix "
                 f"the declaration"
             )
-        self.device = torch.device(
-            f"cuda:{self.device_id}" if self.instance_kind == "GPU" else "cpu"
-        )
-        if self.instance_kind == "GPU":  # the codec moves the inputs to the model's GPU
-            dims = self.inputs["PIXELS"].dims
-            self.inputs = {"PIXELS": tp.TorchTensor("FP32", dims, device=str(self.device))}
         self.net = build_mlp(sizes)
         self.net.load_state_dict(state)
-        self.net.to(self.device).eval()
+        self.net.to(self.torch_device).eval()
 
     def infer(self, PIXELS: torch.Tensor) -> Dict[str, Any]:
         with torch.inference_mode():
