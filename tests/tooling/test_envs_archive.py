@@ -11,10 +11,10 @@ from typing import Any, Dict
 import pytest
 
 from tritonpy._tooling.archives import check_members, safe_extract, staging_file, write_archive
+from tritonpy._tooling.env_archives import build_key, is_up_to_date, read_record, write_record
 from tritonpy.config import load_config
 from tritonpy.envs import ArchiveError, Reporter, pack_env, verify_archive
 from tritonpy.envs import _pack as pack_module
-from tritonpy._tooling.env_archives import build_key, is_up_to_date, read_record, write_record
 
 
 def _tar(path: Path, *members: tarfile.TarInfo) -> Path:

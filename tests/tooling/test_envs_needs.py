@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 
 import pytest
 
+from tritonpy._tooling.env_archives import read_record
 from tritonpy._tooling.resources import find_resource
 from tritonpy.envs import EnvSpec, Reporter, SpecError, read_spec
 from tritonpy.envs import _cli as envs_cli
@@ -21,7 +22,6 @@ from tritonpy.envs._needs import (
     plan_additions,
     scan_model,
 )
-from tritonpy._tooling.env_archives import read_record
 from tritonpy.envs._spec import resolve_spec, shipped_specs
 from tritonpy.envs._verify import VerifyReport
 

@@ -14,9 +14,9 @@ import pytest
 
 import tritonpy
 from tritonpy._tooling.archives import safe_extract
+from tritonpy._tooling.env_archives import read_record
 from tritonpy.config import load_config
 from tritonpy.envs import ArchiveError, PackResult, Reporter, pack_env
-from tritonpy._tooling.env_archives import read_record
 
 IMAGE_MODEL = """
 import numpy as np
