@@ -23,11 +23,20 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 import numpy as np
 
 from ._runtime.errors import MissingDependencyError
+from ._tooling.cli import Subparsers, add_command
 
 if TYPE_CHECKING:
     from .server._client import InferClient, ModelSignature, WireProtocol
 
-__all__ = ["DemoResult", "Prediction", "add_arguments", "main", "run", "run_demo"]
+__all__ = [
+    "DemoResult",
+    "Prediction",
+    "add_arguments",
+    "add_parser",
+    "main",
+    "run",
+    "run_demo",
+]
 
 
 @dataclass(frozen=True)
@@ -201,6 +210,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--limit", type=int, help="send only the first N held-out digits")
     parser.add_argument("--keep", action="store_true", help="keep the rendered repository")
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Declare the ``tritonpy demo`` subcommand on ``subparsers`` (the options of
+    :func:`add_arguments`, the summary and :data:`DESCRIPTION`)."""
+    summary = "serve the digits ensemble in a real tritonserver and query it"
+    parser = add_command(subparsers, "demo", run, help=summary, description=DESCRIPTION)
+    add_arguments(parser)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
