@@ -97,7 +97,7 @@ def _print(line: str) -> None:
 
 def _serve_ready_lines(server: TritonServer) -> List[str]:
     """What serve prints once ready: the URLs, the models, how to query one."""
-    from .server._readiness import model_inputs
+    from .client import model_inputs
 
     models = server.models_ready()
     lines = [
@@ -304,10 +304,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     request is a one-request sequence with a fresh id (START and END), as stderr says. A bare
     host:port --url is gRPC (default localhost:8001), unlike tritonpy probe's (HTTP, the port of
     Kubernetes probes)."""
-    from .server._client import split_assignment
+    from .client import SequenceOptions, infer_events, sequence_id_from_text, split_assignment
     from .server._infer_cli import print_infer_events
-    from .server._infer_kinds import SequenceOptions, infer_events
-    from .server._model_kind import sequence_id_from_text
 
     values = dict(split_assignment(text) for text in args.inputs)
     sequence_id = None if args.sequence_id is None else sequence_id_from_text(args.sequence_id)

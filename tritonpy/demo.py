@@ -26,7 +26,7 @@ from ._runtime.errors import MissingDependencyError
 from ._tooling.cli import Subparsers, add_command
 
 if TYPE_CHECKING:
-    from .server._client import InferClient, ModelSignature, WireProtocol
+    from .client import InferClient, ModelSignature, WireProtocol
 
 __all__ = [
     "DemoResult",
@@ -146,7 +146,7 @@ class _Sender:
         return [p for p in self.predictions if p is not None]
 
     def _work(self) -> None:
-        from .server._client import InferClient
+        from .client import InferClient
 
         client = InferClient(self.url, self.protocol)
         try:

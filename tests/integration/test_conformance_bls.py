@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from tritonpy import TritonRequestError
+from tritonpy.client import InferClient
 from tritonpy.server import TritonServer
-from tritonpy.server._client import InferClient
 from tritonpy.testing._repository import RepositoryHarness
 
 pytestmark = pytest.mark.integration
@@ -283,7 +283,7 @@ def test_streamed_bls_agrees(
     value: str,
     words: List[bytes],
 ) -> None:
-    from tritonpy.server._streaming import stream_infer
+    from tritonpy.client import stream_infer
 
     parts = repo.infer_stream(model, text(value))
     assert [p["WORD"].ravel().tolist() for p in parts] == [[w] for w in words]

@@ -23,8 +23,8 @@ from tritonpy import TritonRequestError
 from tritonpy._runtime._builtin_metrics import RefusedCounter
 from tritonpy._runtime._metric_series import CounterMetric, GaugeMetric, HistogramMetric
 from tritonpy._runtime.errors import DeclarationError
+from tritonpy.client import InferClient
 from tritonpy.server import TritonServer
-from tritonpy.server._client import InferClient
 from tritonpy.testing import ModelHarness
 
 pytestmark = pytest.mark.integration

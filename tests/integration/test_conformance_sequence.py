@@ -17,8 +17,8 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from tritonpy import TritonRequestError
+from tritonpy.client import request_error as _request_error
 from tritonpy.server import TritonServer
-from tritonpy.server._client import _request_error
 from tritonpy.testing import ModelHarness
 
 pytestmark = pytest.mark.integration

@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 
 from tritonpy import TritonRequestError
+from tritonpy.client import UNKNOWN_CODE, InferClient, stream_infer
 from tritonpy.server import TritonServer
-from tritonpy.server._client import InferClient
-from tritonpy.server._streaming import UNKNOWN_CODE, stream_infer
 from tritonpy.testing import ModelHarness
 
 pytestmark = pytest.mark.integration

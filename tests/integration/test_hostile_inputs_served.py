@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from tritonpy._runtime.errors import TritonRequestError
+from tritonpy.client import InferClient
 from tritonpy.server import TritonServer
-from tritonpy.server._client import InferClient
 from tritonpy.testing import ModelHarness
 
 pytestmark = pytest.mark.integration

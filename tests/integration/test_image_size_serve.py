@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from tritonpy import TritonRequestError
+from tritonpy.client import InferClient
 from tritonpy.server import TritonServer
-from tritonpy.server._client import InferClient
 from tritonpy.testing import ModelHarness
 
 pytestmark = pytest.mark.integration

@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 
 from tritonpy.cli import main
+from tritonpy.client import InferClient
 from tritonpy.perf import PerfOptions, run_perf
 from tritonpy.perf._engine import run_closed_loop
 from tritonpy.perf._inputs import InputSpec, generate_payloads
 from tritonpy.perf._sequences import SequenceIds, SequenceStep, sequence_caller_factory
 from tritonpy.perf._tune import tune
 from tritonpy.server import TritonServer
-from tritonpy.server._client import InferClient
 
 pytestmark = pytest.mark.integration
 

@@ -17,10 +17,10 @@ import pytest
 
 from tritonpy._tooling.pbtxt import load_config
 from tritonpy.cli import main
+from tritonpy.client import InferClient
 from tritonpy.perf import PerfOptions, run_perf
 from tritonpy.perf._tune import TuneResult, candidate_of, tune, write_best
 from tritonpy.server import TritonServer
-from tritonpy.server._client import InferClient
 
 MODELS = Path(__file__).parent / "models"
 SHORT = PerfOptions(concurrency=(1, 2), duration=1.0, warmup=0.2, engine="builtin")

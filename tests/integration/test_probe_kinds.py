@@ -26,11 +26,10 @@ import pytest
 
 from tritonpy import TritonRequestError
 from tritonpy.cli import main
+from tritonpy.client import InferClient, SequenceControl, open_stream, stream_infer
 from tritonpy.export._manifests import PROBE_COMMAND
 from tritonpy.probe._diagnosis import server_refused
 from tritonpy.server import TritonServer
-from tritonpy.server._client import InferClient, SequenceControl
-from tritonpy.server._streaming import open_stream, stream_infer
 
 pytestmark = pytest.mark.integration
 

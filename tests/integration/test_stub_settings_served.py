@@ -19,8 +19,8 @@ from typing import Callable, Dict
 import numpy as np
 import pytest
 
+from tritonpy.client import InferClient
 from tritonpy.server import TritonServer
-from tritonpy.server._client import InferClient
 from tritonpy.server._stubwatch import live_stubs
 
 pytestmark = pytest.mark.integration

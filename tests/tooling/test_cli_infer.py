@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tritonpy._tooling.tensor_display import SUMMARY_THRESHOLD, format_tensor, tensor_to_json
-from tritonpy.server._client import OutputTensor, TensorSpec, format_output, parse_input_value
+from tritonpy.client import OutputTensor, TensorSpec, format_output, parse_input_value
 
 
 def test_small_outputs_print_on_one_line_with_exact_short_floats() -> None:
@@ -94,8 +94,7 @@ def test_cli_help_documents_the_value_rule(capsys: pytest.CaptureFixture[str]) -
 # ------------------------------------------------------------ decoupled and sequence models
 def test_sequence_options_on_each_kind() -> None:
     from tritonpy._tooling.errors import ServerError
-    from tritonpy.server._infer_kinds import SequenceOptions, sequence_control
-    from tritonpy.server._model_kind import ModelKind
+    from tritonpy.client import ModelKind, SequenceOptions, sequence_control
 
     seq = ModelKind(sequence=True, sequence_model="s", id_type="TYPE_UINT64")
     fresh = sequence_control("s", seq, SequenceOptions())
@@ -113,7 +112,7 @@ def test_sequence_options_on_each_kind() -> None:
 
 
 def test_a_sequence_id_is_a_number_when_it_reads_as_one() -> None:
-    from tritonpy.server._model_kind import sequence_id_from_text
+    from tritonpy.client import sequence_id_from_text
 
     assert sequence_id_from_text("42") == 42
     assert sequence_id_from_text("user-7") == "user-7"
@@ -121,7 +120,7 @@ def test_a_sequence_id_is_a_number_when_it_reads_as_one() -> None:
 
 
 def stream_events(final: bool = True) -> List[Any]:
-    from tritonpy.server._infer_kinds import InferEnd, InferResponse
+    from tritonpy.client import InferEnd, InferResponse
 
     out = [OutputTensor("OUT", "INT32", np.array([4], np.int32))]
     return [
@@ -164,9 +163,8 @@ def test_an_error_after_responses_says_how_many_came(capsys: pytest.CaptureFixtu
 
 
 def test_a_plain_json_document_names_its_sequence(capsys: pytest.CaptureFixture[str]) -> None:
-    from tritonpy.server._client import SequenceControl
+    from tritonpy.client import InferEnd, InferNote, InferResponse, SequenceControl
     from tritonpy.server._infer_cli import print_infer_events
-    from tritonpy.server._infer_kinds import InferEnd, InferNote, InferResponse
 
     out = [OutputTensor("SUM", "INT32", np.array([[7]], np.int32))]
     control = SequenceControl(9, start=True, end=True)

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from tritonpy.cli import main
+from tritonpy.client import ModelKind, model_kind
 from tritonpy.perf._engine import Outcome, run_closed_loop
 from tritonpy.perf._inputs import PerfInputError
 from tritonpy.perf._perf_analyzer import KindFlags, build_command, parse_csv
@@ -28,7 +29,6 @@ from tritonpy.perf._tune import (
     search_space,
     write_best,
 )
-from tritonpy.server._model_kind import ModelKind, model_kind
 
 SEQUENCE_CONFIG: Dict[str, Any] = {
     "name": "seq",

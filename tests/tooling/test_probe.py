@@ -21,13 +21,12 @@ from tritonpy._runtime.dtypes import DTYPES
 from tritonpy._runtime.errors import TritonRequestError
 from tritonpy._tooling.errors import ServerError
 from tritonpy.cli import main
+from tritonpy.client import UNKNOWN_CODE, fresh_sequence_id, model_kind
 from tritonpy.probe import ProbeRequestError, ProbeUsageError, probe
 from tritonpy.probe import _runner as runner
 from tritonpy.probe._diagnosis import dead_stub, server_refused
 from tritonpy.probe._report import ProbeResult, judge
 from tritonpy.probe._requests import probe_inputs, warmup_sample
-from tritonpy.server._model_kind import fresh_sequence_id, model_kind
-from tritonpy.server._streaming import UNKNOWN_CODE
 
 
 def config(max_batch_size: int = 0, **inputs: Any) -> Dict[str, Any]:

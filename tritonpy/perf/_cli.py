@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, Optional, TextIO, Tuple, get_args
 
 from .._tooling import cli as shared
-from ..server._model_kind import IdChoice
+from ..client import IdChoice
 from ._inputs import InputSpec, PerfInputError, parse_input_option, parse_shape_option
 from ._runner import ENGINES
 from ._sequences import DEFAULT_SEQUENCE_LENGTH

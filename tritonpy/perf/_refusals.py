@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import List
 
 from .._runtime.errors import ToolError
-from ..server._model_kind import ModelKind
+from ..client import ModelKind
 
 _INPUT_FIX = (
     "Give inputs it accepts: --input NAME=FILE or NAME=image|text|json, --shape NAME=d,d "

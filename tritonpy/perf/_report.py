@@ -14,8 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Literal, Optional, Sequence
 
-from ..server._client import WireProtocol
-from ..server._model_kind import Mode
+from ..client import Mode, WireProtocol
 from ._engine import LoadWindow
 from ._stats import StatsDelta
 

@@ -22,8 +22,7 @@ from numpy.typing import NDArray
 
 from .._runtime.errors import ToolError
 from .._tooling.processes import cpu_used, tree_cpu_snapshot
-from ..server._client import InferClient, WireProtocol
-from ..server._model_kind import IdChoice, ModelKind, model_kind
+from ..client import IdChoice, InferClient, ModelKind, WireProtocol, model_kind
 from ._cpu import server_pid
 from ._engine import (
     Payload,

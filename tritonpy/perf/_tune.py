@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._runtime.errors import ToolError, TritonRequestError
-from ..server._model_kind import IdChoice, model_kind
+from ..client import IdChoice, model_kind
 from ._candidates import QUEUE_DELAYS_US as QUEUE_DELAYS_US  # tune's configurations
 from ._candidates import Candidate as Candidate
 from ._candidates import apply_candidate as apply_candidate
@@ -186,7 +186,7 @@ class _Session:
     """One tuning run on a started server: the model, its served configuration, the sweep's
     options and where events and progress go."""
 
-    client: Any  # tritonpy.server._client.InferClient (imported with the server)
+    client: Any  # tritonpy.client.InferClient (imported when the server is up)
     url: str
     name: str
     base: Dict[str, Any]
@@ -237,8 +237,8 @@ def tune(
     ``on_event`` gets a line per step (the CLI prints them); nothing is printed here. A
     decoupled model is measured over gRPC streams, a sequence model with sequences of
     ``sequence_length`` requests (see :class:`~tritonpy.perf.PerfOptions`)."""
+    from ..client import InferClient
     from ..server import TritonServer
-    from ..server._client import InferClient
 
     model_path = _model_path(model_dir)
     name = model_path.name

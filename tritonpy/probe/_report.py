@@ -8,7 +8,7 @@ such as ``Stub process 'NAME_0' is not healthy``, ``UNAVAILABLE``), a timeout or
 connection. A refusal by the server before any model ran (its own checks of the request, the
 sequence batcher's: see :mod:`tritonpy.probe._diagnosis`) proves nothing about the model: it
 does not count as an answer either. Inside a stream Triton 24.10 sends an error's message
-without its code (:data:`~tritonpy.server._streaming.UNKNOWN_CODE`): such an error counts as
+without its code (``tritonpy.client.UNKNOWN_CODE``): such an error counts as
 the model's answer unless it names a dead stub, is the server's refusal or the Python
 backend's report of an exception in ``execute()``.
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._runtime.errors import TritonRequestError
-from ..server._streaming import UNKNOWN_CODE
+from ..client import UNKNOWN_CODE
 from ._diagnosis import dead_stub, server_refused
 
 #: error codes that still prove the model ran: it refused the probe's input

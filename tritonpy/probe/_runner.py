@@ -25,16 +25,19 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from .._runtime._optional import require
 from .._runtime.errors import DeclarationError, ToolError, TritonPyError
 from .._tooling.errors import ServerError
-from ..server._client import (
+from ..client import (
     Endpoint,
     InferClient,
+    ModelKind,
     ModelSignature,
     SequenceControl,
     WireProtocol,
+    configs_reader,
+    fresh_sequence_id,
+    model_kind,
+    open_stream,
     parse_endpoint,
 )
-from ..server._model_kind import ModelKind, configs_reader, fresh_sequence_id, model_kind
-from ..server._streaming import open_stream
 from ._diagnosis import dead_stub, server_refused
 from ._report import ProbeReport, ProbeResult, judge
 from ._requests import ProbeRequestError, probe_inputs

@@ -1,7 +1,8 @@
 """The embedded tritonserver: locate it, prepare its backend directory, start it on a model
 repository, wait for readiness, stop it cleanly, keep it serving, reload models as they are
-edited (``RepositoryWatcher``); and the client helpers
-(``InferClient`` for one request, ``stream_infer`` for a decoupled model's stream).
+edited (``RepositoryWatcher``). The client side (``InferClient`` for one request,
+``stream_infer`` for a decoupled model's stream) lives in :mod:`tritonpy.client`; both names
+are importable from here too.
 
 Example::
 
@@ -15,13 +16,11 @@ from __future__ import annotations
 
 from .._tooling.errors import ModelLoadError, ServerError, ServerTimeoutError
 from .._tooling.installation import WheelInstallation, find_wheel_installation
-from ._client import InferClient
+from ..client import InferClient, ModelStatus, stream_infer
 from ._keeper import serve_until_exit
 from ._loadfail import LoadFailure
 from ._preflight import PreflightError, preflight
 from ._process import TritonServer
-from ._readiness import ModelStatus
-from ._streaming import stream_infer
 from ._watch import RepositoryWatcher, WatchEvent
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""How ``tritonpy infer`` prints the events of :func:`~tritonpy.server._infer_kinds.infer_events`
+"""How ``tritonpy infer`` prints the events of :func:`~tritonpy.client.infer_events`
 (the command's side: the library functions never print).
 
 Text: a plain model's outputs, one line each (as before); a stream's responses as they arrive,
@@ -25,8 +25,7 @@ from dataclasses import asdict
 from typing import Any, Dict, Iterable, List, Optional
 
 from .._runtime.errors import TritonRequestError
-from ._client import format_output
-from ._infer_kinds import InferEnd, InferEvent, InferNote, InferResponse
+from ..client import InferEnd, InferEvent, InferNote, InferResponse, format_output
 
 
 def print_infer_events(

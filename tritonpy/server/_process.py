@@ -27,6 +27,7 @@ from typing import (
 from .._tooling.errors import ServerError
 from .._tooling.installation import Installation, resolve_installation
 from .._tooling.options import PYTHON_NAMES, OptionNames
+from ..client import ModelStatus, health_ready, repository_index
 from ._command import server_command
 from ._console import ConsoleLog, LogEcho
 from ._endpoints import Endpoints
@@ -35,7 +36,6 @@ from ._loadfail import LoadFailure
 from ._logs import LogFollower, read_tail, temporary_log_file
 from ._preflight import preflight
 from ._procs import end_process_group
-from ._readiness import ModelStatus, health_ready, repository_index
 from ._shadow import StubPlan, build_shadow, plan_stubs, remove_shadow, repository_models, user_path
 from ._startfail import FAILURE_GRACE_S, StartReports
 from ._supervise import StubHealer

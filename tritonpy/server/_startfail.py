@@ -16,10 +16,10 @@ from typing import List, Optional
 
 from .._tooling.errors import ModelLoadError, ServerTimeoutError
 from .._tooling.options import OptionNames
+from ..client import ModelStatus
 from ._failures import load_error_message, timeout_message
 from ._loadfail import LoadFailure, describe_load_failure
 from ._logs import LogFollower, lines_about
-from ._readiness import ModelStatus
 
 FAILURE_GRACE_S = 1.0
 

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Literal, Optional, Set, Union
 
+from ..client import repository_index
 from ._backoff import Backoff
 from ._polling import Poller, join
-from ._readiness import repository_index
 from ._stubwatch import ChildWatch, StubProcess, describe_exit, stub_of
 
 Report = Callable[[str], None]

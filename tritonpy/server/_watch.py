@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Literal, Optional, Tuple
 
 from .._tooling.errors import ServerError
+from ..client import repository_index
 from ._changes import Change, Settle, ensemble_steps, ensembles_over, is_ensemble, snapshot
 from ._loadfail import LoadFailure
 from ._polling import Poller
-from ._readiness import repository_index
 from ._shadow import sync_shadow
 from ._supervise import ReloadError, _repository_call
 

@@ -3,7 +3,7 @@
 the stream (or None).
 
 The protocol of ``url``: a scheme decides (``grpc://``, ``http://``); a bare ``host:port`` is
-gRPC unless ``protocol`` says otherwise, as for :class:`~tritonpy.server.InferClient` and
+gRPC unless ``protocol`` says otherwise, as for :class:`~tritonpy.client.InferClient` and
 ``tritonpy infer`` (``tritonpy probe`` alone reads a bare ``host:port`` as HTTP, the port the
 health endpoints and Kubernetes probes use).
 
@@ -43,7 +43,8 @@ from numpy.typing import NDArray
 from .._runtime._optional import require
 from .._runtime.errors import TritonRequestError
 from .._tooling.errors import ServerError
-from ._client import SequenceControl, WireProtocol, _request_error, parse_endpoint
+from ._infer import SequenceControl
+from ._wire import WireProtocol, parse_endpoint, request_error
 
 #: the code of an error that ended a stream: neither gRPC streaming nor generate_stream carry
 #: the error's code in Triton 24.10, only its message
@@ -195,7 +196,7 @@ def stream_infer(
     """Send one request to a decoupled model and gather its responses until the final one.
 
     ``url`` is ``grpc://host:port``, ``http://host:port`` or a bare ``host:port``, which is
-    gRPC unless ``protocol="http"`` (as for :class:`~tritonpy.server.InferClient`). The other
+    gRPC unless ``protocol="http"`` (as for :class:`~tritonpy.client.InferClient`). The other
     options are those of :func:`open_stream`.
 
     Example::
@@ -296,7 +297,7 @@ def _next_event(events: queue.Queue[Any], request: _Request, count: int) -> Any:
 def _stream_error(exc: Exception) -> TritonRequestError:
     # An error response inside a gRPC stream carries its message only (24.10's
     # ModelStreamInferResponse has no status code): tritonclient reports status None.
-    error = _request_error(exc)
+    error = request_error(exc)
     if error.code in ("None", "UNKNOWN"):
         return TritonRequestError(UNKNOWN_CODE, error.message)
     return error

@@ -7,7 +7,7 @@ come.
   included): a stream (gRPC bidirectional, or HTTP ``generate_stream``), one
   :class:`InferResponse` per response as it arrives;
 - a sequence model (``sequence_batching``, an ensemble over one included): the request carries
-  ``sequence`` (a :class:`~tritonpy.server._client.SequenceControl`); without one, a
+  ``sequence`` (a :class:`~tritonpy.client.SequenceControl`); without one, a
   one-request sequence with a fresh correlation id (START and END), announced by an
   :class:`InferNote`.
 
@@ -28,16 +28,12 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from .._tooling.errors import ServerError
-from ._client import (
-    InferClient,
-    ModelSignature,
-    OutputTensor,
-    SequenceControl,
-    WireProtocol,
-    request_arrays,
-)
+from ._infer import InferClient, SequenceControl
 from ._model_kind import ModelKind, configs_reader, fresh_sequence_id, model_kind
+from ._signature import ModelSignature, OutputTensor
 from ._streaming import open_stream
+from ._values import request_arrays
+from ._wire import WireProtocol
 
 
 @dataclass(frozen=True)
@@ -137,7 +133,7 @@ def infer_events(
     version: str = "",
 ) -> Iterator[InferEvent]:
     """Send one request to ``model`` built from ``values`` (``{input: command-line string}``,
-    see :func:`~tritonpy.server._client.parse_input_value`) and yield what happens (see the
+    see :func:`~tritonpy.client.parse_input_value`) and yield what happens (see the
     module documentation). ``url``: a bare ``host:port`` is gRPC unless ``protocol`` says
     otherwise. ``version``: the model version to ask (default: the one the server's version
     policy picks). Nothing is sent until the iteration starts.
