@@ -18,6 +18,7 @@ from ._runtime._calls import CallError
 from ._runtime._config_parameters import config_parameter
 from ._runtime._metric_declarations import Counter, Gauge, Histogram
 from ._runtime._metric_series import MetricError
+from ._runtime._public_names import publish as _publish
 from ._runtime.batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
 from ._runtime.codecs import (
     JSON,
@@ -83,3 +84,6 @@ __all__ = [
     "trim_padded",
     "vision",
 ]
+
+# tracebacks, reprs and pickles name tritonpy.InputError, not its private module
+_publish(__name__, globals())

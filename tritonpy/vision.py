@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 from numpy.typing import NDArray
 
+from ._runtime._public_names import publish as _publish
 from ._runtime.codecs._normalize import Normalize, coefficients_of, write_chw
 from ._runtime.errors import InputError
 
@@ -98,3 +99,7 @@ def _sized(
 
 def _channels(image: NDArray[Any]) -> int:
     return 1 if image.ndim == 2 else int(image.shape[2])
+
+
+# Normalize is written beside the Image codec that applies it
+_publish(__name__, globals(), adopt=["Normalize"])

@@ -17,7 +17,7 @@ what was expected and what came, and say how to fix it.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple, Type
 
 
 class TritonPyError(Exception):
@@ -81,6 +81,16 @@ class TritonRequestError(TritonPyError):
         self.code = code
         self.message = message
         self.model = model
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # pickle would call the class with the one formatted text: rebuild it from its parts
+        return (_request_error, (type(self), self.code, self.message, self.model), self.__dict__)
+
+
+def _request_error(
+    cls: Type[TritonRequestError], code: str, message: str, model: Optional[str]
+) -> TritonRequestError:
+    return cls(code, message, model=model)
 
 
 class ToolError(TritonPyError):

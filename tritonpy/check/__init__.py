@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Union
 
 from .._runtime._optional import require
+from .._runtime._public_names import publish as _publish
 from .._runtime.errors import ToolError
 from .._tooling.pbtxt import CONFIG_MODULES
 from .._tooling.releases import TritonRelease
@@ -123,3 +124,6 @@ def check_repository(
     for rule in RULES:
         report.findings.extend(rule(repository))
     return report
+
+
+_publish(__name__, globals())

@@ -25,6 +25,7 @@ may change without notice.
 
 from __future__ import annotations
 
+from .._runtime._public_names import publish as _publish
 from ._infer import InferClient, RequestOptions, SequenceControl, infer_once
 from ._infer_kinds import InferEnd as InferEnd
 from ._infer_kinds import InferEvent as InferEvent
@@ -75,3 +76,5 @@ __all__ = [
     "request_arrays",
     "stream_infer",
 ]
+
+_publish(__name__, globals())

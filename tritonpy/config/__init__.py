@@ -10,6 +10,7 @@ declarations, ``load_model_class`` imports a model.py the way Triton's stub does
 
 from __future__ import annotations
 
+from .._runtime._public_names import publish as _publish
 from .._tooling.pbtxt import (
     CONFIG_MODULES,
     ConfigError,
@@ -43,3 +44,20 @@ __all__ = [
     "sync_config",
     "write_config",
 ]
+
+# the pbtxt functions and ConfigError are written in tritonpy._tooling, shared with the tools
+_publish(
+    __name__,
+    globals(),
+    adopt=[
+        "ConfigError",
+        "config_from_dict",
+        "config_to_dict",
+        "format_config",
+        "load_config",
+        "new_config",
+        "parse_config",
+        "set_parameter",
+        "write_config",
+    ],
+)

@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+from .._runtime._public_names import publish as _publish
 from .._tooling.errors import ArchiveError, EnvError, SpecError
 from .._tooling.progress import CommandError, Reporter
 from ._pack import Builder, PackOptions, PackResult, StubMode, find_default_spec, pack_env
@@ -37,3 +38,8 @@ __all__ = [
     "read_spec",
     "verify_archive",
 ]
+
+# the errors and the progress reporter are written in tritonpy._tooling, shared with the tools
+_publish(
+    __name__, globals(), adopt=["ArchiveError", "CommandError", "EnvError", "Reporter", "SpecError"]
+)

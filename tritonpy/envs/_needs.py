@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,9 +119,9 @@ class ModelScan:
 
 def _codec_need(codec: object) -> Optional[CodecNeed]:
     for need in CODEC_NEEDS:
-        for klass in type(codec).__mro__:
-            if klass.__module__ == need.module and klass.__name__ == need.name:
-                return need
+        # the class itself: its __module__ says "tritonpy", where users import it from
+        if isinstance(codec, getattr(importlib.import_module(need.module), need.name)):
+            return need
     return None
 
 

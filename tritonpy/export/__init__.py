@@ -29,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+from .._runtime._public_names import publish as _publish
 from ._exporter import OUTPUTS, ExportResult, export_repository
 from ._models import ExportError, ModelExport
 from ._options import ExportOptions
@@ -41,3 +42,5 @@ __all__ = [
     "ModelExport",
     "export_repository",
 ]
+
+_publish(__name__, globals())

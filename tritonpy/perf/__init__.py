@@ -27,7 +27,10 @@ Example::
 
 from __future__ import annotations
 
+from .._runtime._public_names import publish as _publish
 from ._report import PerfPoint, PerfReport
 from ._runner import PerfOptions, run_perf
 
 __all__ = ["PerfOptions", "PerfPoint", "PerfReport", "run_perf"]
+
+_publish(__name__, globals())

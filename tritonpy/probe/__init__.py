@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+from .._runtime._public_names import publish as _publish
 from ._report import ProbeReport, ProbeResult
 from ._requests import ProbeRequestError
 from ._runner import ProbeUsageError, probe
@@ -31,3 +32,5 @@ __all__ = [
     "ProbeUsageError",
     "probe",
 ]
+
+_publish(__name__, globals())

@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+from .._runtime._public_names import publish as _publish
 from .._tooling.errors import ModelLoadError, ServerError, ServerTimeoutError
 from .._tooling.installation import WheelInstallation, find_wheel_installation
 from ..client import InferClient, ModelStatus, stream_infer
@@ -40,3 +41,10 @@ __all__ = [
     "serve_until_exit",
     "stream_infer",
 ]
+
+# tritonpy._tooling's errors and wheel finder live here for users (ModelLoadError: tritonpy.testing)
+_publish(
+    __name__,
+    globals(),
+    adopt=["ServerError", "ServerTimeoutError", "WheelInstallation", "find_wheel_installation"],
+)

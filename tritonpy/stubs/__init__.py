@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .._runtime._public_names import publish as _publish
+
 __all__ = ["FoundStub", "StubCache", "StubError", "StubResult", "find_stub", "provision_stub"]
 
 # imported on first use: tritonpy.server imports tritonpy.stubs._lookup lazily, and the build
@@ -32,4 +34,6 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'tritonpy.stubs' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    found = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    _publish(__name__, {"__all__": [name], name: found})  # what the others do at import
+    return found

@@ -41,6 +41,7 @@ checkout or an editable install reads the repository's). Rendering needs
 weights need torch, and training them scikit-learn and OpenCV as well.
 """
 
+from .._runtime._public_names import publish as _publish
 from ._ensembles import (
     ENSEMBLE_TEMPLATE,
     ClassifierEnsemble,
@@ -78,3 +79,5 @@ __all__ = [
     "template_dir",
     "templates_root",
 ]
+
+_publish(__name__, globals())

@@ -15,6 +15,7 @@ Importable without pytest and without tritonclient (tritonclient is needed only 
 
 from __future__ import annotations
 
+from .._runtime._public_names import publish as _publish
 from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils
 from ._config import parse_config_pbtxt
@@ -41,3 +42,5 @@ __all__ = [
     "parse_config_pbtxt",
     "uninstall_fake_pb_utils",
 ]
+# one home for ModelLoadError (also exported by tritonpy.server): the kit that users meet first
+_publish(__name__, globals(), adopt=["ModelLoadError"])

@@ -3,6 +3,10 @@ normalisation after ``auto_complete_config`` and the checks Triton makes at load
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 import copy
 from pathlib import Path
 from typing import Any, Dict, Literal, Union

@@ -5,6 +5,10 @@ for load failures (re-exported here), also under the harness."""
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 from .._runtime.errors import TritonPyError
 
 

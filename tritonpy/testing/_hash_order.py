@@ -12,6 +12,10 @@ tritonserver 24.10 in tests/integration/test_conformance_plain.py).
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 import bisect
 from typing import Dict, Iterable, List, Optional
 

@@ -10,6 +10,10 @@ never share their sibling modules in ``sys.modules``.
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 import importlib.util
 import itertools
 import os

@@ -14,6 +14,10 @@ error response (``message: SystemExit: 3``) while the model stays alive, and so 
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 import os
 import signal
 import traceback

@@ -4,6 +4,10 @@ INVALID_ARG before the model sees it."""
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np

@@ -10,6 +10,10 @@ raises an error naming the rule instead.
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 from typing import Any, Callable, Dict, List, Optional
 
 from . import fake_pb_utils as pb

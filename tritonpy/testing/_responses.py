@@ -4,6 +4,10 @@ outputs back into a response for a BLS caller."""
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 import os
 import traceback
 from typing import Any, Dict, List, Literal, Optional, Union

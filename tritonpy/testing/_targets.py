@@ -25,6 +25,10 @@ does the end of the stream: the caller waits forever. The harness raises
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 import os
 import weakref
 from contextlib import suppress

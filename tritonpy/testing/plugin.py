@@ -13,6 +13,10 @@ Importing this module is cheap: numpy and tritonclient load only when a fixture 
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List
 
 import pytest

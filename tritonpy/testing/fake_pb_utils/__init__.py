@@ -45,6 +45,8 @@ values the harness sets while a model runs (instance name, model directory) are 
 
 from __future__ import annotations
 
+from ..._runtime._public_names import publish as _publish
+
 # The real module's names are listed in __all__; the fake's extras (test helpers, the metric
 # and BLS registries, more types) are re-exported explicitly (``as``), by reference.
 from ._config import (
@@ -141,3 +143,5 @@ __all__ = [
     "unload_model",
     "using_decoupled_model_transaction_policy",
 ]
+
+_publish(__name__, globals())

@@ -3,6 +3,10 @@ model repository; the fake has this registry)."""
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Set
 

@@ -3,6 +3,10 @@ sender, ``PreferredMemory`` and the request/response flag constants."""
 
 from __future__ import annotations
 
+#: pytest leaves this module's frames out of a failing test's traceback, so that a user's
+#: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
+__tracebackhide__ = True
+
 import asyncio
 import enum
 import functools
