@@ -106,7 +106,7 @@ def test_a_declared_attribute_before_initialize_is_its_default() -> None:
 class Decoded(tp.Model):
     inputs = {
         "IMAGE": tp.Image(
-            color=tp.config_parameter("color", "RGB", cast=str.upper),
+            color=tp.config_parameter("color", "RGB"),
             size=tp.config_parameter("size", (4, 4), cast=tp.parameters.size),
             normalize=tp.vision.Normalize(
                 mean=tp.config_parameter("mean", (0.0,), cast=tp.parameters.floats),

@@ -34,13 +34,15 @@ GOOD = textwrap.dedent(
         inputs = {"LOGITS": tp.Tensor("FP32", [-1])}
         outputs = {"LABEL": tp.Text(), "SCORE": tp.Tensor("FP32", [1])}
         max_batch_size = 64
+        prefix = tp.config_parameter("prefix", "")  # reads as a str on the instance
 
         def setup(self) -> None:
             self.labels: List[str] = (self.model_dir / "labels.txt").read_text().split()
 
         def infer(self, LOGITS: NDArray[np.float32]) -> Dict[str, Any]:
             best = LOGITS.argmax(axis=1)
-            return {"LABEL": [self.labels[i] for i in best], "SCORE": LOGITS.max(axis=1)}
+            labels = [self.prefix + self.labels[i] for i in best]
+            return {"LABEL": labels, "SCORE": LOGITS.max(axis=1)}
 
 
     class Greet(tp.Model):
@@ -82,13 +84,16 @@ BAD = textwrap.dedent(
             "STYLE": tp.JSON(defualt={}),  # error: misspelt option
             "PHOTO": tp.Image(color="CMYK"),  # error: not a colour Image decodes to
             "IDS": tp.Tensor("INT64", [-1], ragged="trim"),  # error: not a ragged policy
+            "ICON": tp.Image(color=tp.config_parameter("color", "CMYK")),  # error: not a colour
         }
         outputs = {"GREETING": tp.Text()}
 
         def setup(self) -> None:
             self.inputs = {"NAME": "TYPE_STRING"}  # error: not a codec
 
-        def infer(self, NAME: str, STYLE: Any, PHOTO: Any, IDS: Any) -> Dict[str, Any]:
+        def infer(
+            self, NAME: str, STYLE: Any, PHOTO: Any, IDS: Any, ICON: Any
+        ) -> Dict[str, Any]:
             length: int = NAME  # error: str is not int
             return {"GREETING": NAME * length}
 
@@ -141,7 +146,7 @@ def test_documented_idioms_pass_mypy_strict_and_mistakes_are_reported(tmp_path: 
     errors = _run_mypy(tmp_path, {"good_model.py": GOOD, "bad_model.py": BAD})
     assert errors["good_model.py"] == []
     marked = [n for n, line in enumerate(BAD.splitlines(), start=1) if "# error" in line]
-    assert len(marked) == 6
+    assert len(marked) == 7
     assert sorted(set(errors["bad_model.py"])) == marked
 
 

@@ -25,6 +25,7 @@ from typing import (
     Sequence,
     Tuple,
     TypeVar,
+    Union,
     overload,
 )
 
@@ -32,6 +33,8 @@ from ..parameters import boolean, positive_int
 from .errors import DeclarationError
 
 T = TypeVar("T")
+D = TypeVar("D")
+S = TypeVar("S", bound=str)
 
 #: the attribute on a codec (or a ``tp.vision.Normalize``) built from declared parameters:
 #: (the ``__init__`` that recorded them, its arguments as given)
@@ -119,14 +122,17 @@ class ConfigParameter(Generic[T]):
         )
 
 
+# Typing: a declaration reads as its value (as dataclasses.field does): the default or what
+# cast gives. Without cast the value is the text, typed as the default is, so that in a codec
+# argument typed with literals (tp.Image's color) the default is checked against them.
+@overload
+def config_parameter(key: str, *, choices: Optional[Sequence[str]] = None) -> str: ...
+@overload
+def config_parameter(key: str, default: S, *, choices: Optional[Sequence[S]] = None) -> S: ...
 @overload
 def config_parameter(
-    key: str, default: str = ..., *, choices: Optional[Sequence[str]] = None
-) -> str: ...
-@overload
-def config_parameter(
-    key: str, default: T, cast: Callable[[str], T], *, choices: Optional[Sequence[T]] = None
-) -> T: ...
+    key: str, default: D, cast: Callable[[str], T], *, choices: Optional[Sequence[Any]] = None
+) -> Union[D, T]: ...
 @overload
 def config_parameter(
     key: str, *, cast: Callable[[str], T], choices: Optional[Sequence[T]] = None
@@ -148,15 +154,16 @@ def config_parameter(
     expected. The defaults are checked when the class is defined.
 
     Type checkers see the value's type (``int`` for ``cast=tp.parameters.positive_int``),
-    as with ``dataclasses.field``; at run time it is a :class:`ConfigParameter`.
+    as with ``dataclasses.field``; at run time it is a :class:`ConfigParameter`. Without
+    ``cast`` the text is given as it is (``tp.Image`` upper-cases and checks its ``color``
+    itself).
 
     Example, with ``parameters { key: "top_k" value { string_value: "3" } }``::
 
         class Postprocess(tp.Model):
             top_k = tp.config_parameter("top_k", 5, cast=tp.parameters.positive_int)  # 3
             inputs = {"IMAGE": tp.Image(
-                color=tp.config_parameter("color", "RGB", cast=str.upper,
-                                          choices=("RGB", "BGR")),
+                color=tp.config_parameter("color", "RGB", choices=("RGB", "BGR")),
                 size=tp.config_parameter("size", (224, 224), cast=tp.parameters.size))}
     """
     return ConfigParameter(key, default, cast, choices)

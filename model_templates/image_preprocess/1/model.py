@@ -24,7 +24,7 @@ class ImagePreprocess(tp.Model):
     # every argument names its config.pbtxt parameter: read and checked when the model loads
     inputs = {
         "IMAGE": tp.Image(
-            color=tp.config_parameter("color", "RGB", cast=str.upper),
+            color=tp.config_parameter("color", "RGB"),
             size=tp.config_parameter("size", (224, 224), cast=size),
             reduced_decode=tp.config_parameter("reduced_decode", True, cast=boolean),
             normalize=tp.vision.Normalize(

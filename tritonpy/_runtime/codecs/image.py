@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, List, Literal, Optional, Sequence, Tuple, Union, get_args
+from typing import Any, List, Literal, Optional, Sequence, Tuple, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -83,7 +83,7 @@ class Image(ElementCodec):
     with the configured values when the model loads::
 
         inputs = {"IMAGE": tp.Image(
-            color=tp.config_parameter("color", "RGB", cast=str.upper),
+            color=tp.config_parameter("color", "RGB"),
             size=tp.config_parameter("size", (224, 224), cast=tp.parameters.size))}
 
     Needs ``opencv-python-headless`` (``pip install 'tritonpy[image]'``).
@@ -94,7 +94,7 @@ class Image(ElementCodec):
 
     def __init__(
         self,
-        color: Union[ImageColor, str] = "RGB",
+        color: ImageColor = "RGB",
         dims: Sequence[int] = (1,),
         *,
         max_pixels: int = DEFAULT_MAX_PIXELS,
