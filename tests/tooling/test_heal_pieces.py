@@ -390,9 +390,9 @@ def test_restart_backs_off_counts_failed_starts_and_gives_up() -> None:
 
 def test_serve_flags_parse() -> None:
     args = build_parser().parse_args(["serve", "repo", "--no-heal", "--restart"])
-    assert args.no_heal and args.restart
+    assert args.heal is False and args.restart  # --no-heal sets ServerOptions.heal
     default = build_parser().parse_args(["serve", "repo"])
-    assert not default.no_heal and not default.restart
+    assert default.heal is True and not default.restart
 
 
 # --------------------------------------------------- stopping a server stuck on dead stubs

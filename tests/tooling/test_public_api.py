@@ -202,6 +202,7 @@ PINNED: Dict[str, List[str]] = {
         "PreflightError",
         "RepositoryWatcher",
         "ServerError",
+        "ServerOptions",
         "ServerTimeoutError",
         "TritonServer",
         "WatchEvent",
@@ -221,6 +222,7 @@ PINNED: Dict[str, List[str]] = {
     ],
     "tritonpy.export": [
         "ExportError",
+        "ExportOptions",
         "ExportResult",
         "ModelExport",
         "OUTPUTS",
@@ -244,7 +246,15 @@ PINNED: Dict[str, List[str]] = {
         "templates_root",
     ],
     "tritonpy.cli": ["build_parser", "main"],
-    "tritonpy.demo": ["DemoResult", "Prediction", "add_arguments", "main", "run", "run_demo"],
+    "tritonpy.demo": [
+        "DemoResult",
+        "Prediction",
+        "add_arguments",
+        "add_parser",
+        "main",
+        "run",
+        "run_demo",
+    ],
 }
 
 

@@ -19,6 +19,7 @@ from tritonpy.server import WheelInstallation
 from tritonpy.server._console import ConsoleLog, LogEcho
 from tritonpy.server._failures import busy_port_message, timeout_message
 from tritonpy.server._logs import LogFollower, failure_hint, new_log_file
+from tritonpy.server._options import SERVE_NAMES
 from tritonpy.server._ports import choose_ports, port_is_free
 from tritonpy.server._preflight import PreflightError, preflight
 from tritonpy.server._shadow import (
@@ -100,12 +101,14 @@ def test_log_echo_follows_the_file_until_stopped(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------- option names
 def test_messages_name_cli_flags_or_keyword_arguments() -> None:
     assert CLI_NAMES.option("http_port", "PORT") == "--http-port PORT"
-    assert CLI_NAMES.option("startup_timeout", "SECONDS") == "--timeout SECONDS"
+    # serve's flag for startup_timeout comes from ServerOptions' declaration
+    assert SERVE_NAMES.option("startup_timeout", "SECONDS") == "--timeout SECONDS"
+    assert CLI_NAMES.option("startup_timeout") == "--startup-timeout"
     assert PYTHON_NAMES.option("http_port", "8000") == "http_port=8000"
     cli = busy_port_message("HTTP", "http_port", 8000, "127.0.0.1", CLI_NAMES)
     assert "--http-port PORT" in cli and "http_port=" not in cli
     assert "http_port=PORT" in busy_port_message("HTTP", "http_port", 1, "h", PYTHON_NAMES)
-    assert "--timeout SECONDS" in timeout_message(Path("r"), 3, ["m"], "", CLI_NAMES)
+    assert "--timeout SECONDS" in timeout_message(Path("r"), 3, ["m"], "", SERVE_NAMES)
 
 
 # ------------------------------------------------------------------------------ ports

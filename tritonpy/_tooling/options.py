@@ -163,5 +163,6 @@ class OptionNames:
 
 
 PYTHON_NAMES = OptionNames(cli=False)
-#: CLI names of TritonServer's options (``startup_timeout``: ``--timeout``)
-CLI_NAMES = OptionNames(cli=True, flags={"startup_timeout": "--timeout"})
+#: flags spelled ``--<name-with-dashes>`` (a command's own names: ``OptionNames(cli=True,
+#: flags=cli_flags(ItsOptions))``, as ``tritonpy serve``'s ``SERVE_NAMES``)
+CLI_NAMES = OptionNames(cli=True)

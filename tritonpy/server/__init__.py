@@ -20,6 +20,7 @@ from .._tooling.installation import WheelInstallation, find_wheel_installation
 from ..client import InferClient, ModelStatus, stream_infer
 from ._keeper import serve_until_exit
 from ._loadfail import LoadFailure
+from ._options import ServerOptions
 from ._preflight import PreflightError, preflight
 from ._process import TritonServer
 from ._watch import RepositoryWatcher, WatchEvent
@@ -32,6 +33,7 @@ __all__ = [
     "PreflightError",
     "RepositoryWatcher",
     "ServerError",
+    "ServerOptions",
     "ServerTimeoutError",
     "TritonServer",
     "WatchEvent",

@@ -13,20 +13,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
-    Callable,
+    Any,
     Dict,
     List,
-    Mapping,
     Optional,
-    Sequence,
     Set,
     Type,
-    Union,
 )
 
 from .._tooling.errors import ServerError
 from .._tooling.installation import Installation, resolve_installation
-from .._tooling.options import PYTHON_NAMES, OptionNames
+from .._tooling.options import changed
 from ..client import ModelStatus, health_ready, repository_index
 from ._command import server_command
 from ._console import ConsoleLog, LogEcho
@@ -34,6 +31,7 @@ from ._endpoints import Endpoints
 from ._failures import condensed, port_clash_message
 from ._loadfail import LoadFailure
 from ._logs import LogFollower, read_tail, temporary_log_file
+from ._options import PathLike, ServerOptions
 from ._preflight import preflight
 from ._procs import end_process_group
 from ._shadow import StubPlan, build_shadow, plan_stubs, remove_shadow, repository_models, user_path
@@ -42,8 +40,6 @@ from ._supervise import StubHealer
 
 if TYPE_CHECKING:
     from ..check import Report
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 _POLL_S = 0.1
 _PORT_ATTEMPTS = 3
@@ -64,8 +60,15 @@ class _PortClash(Exception):
     pass
 
 
+def _text(path: Optional[PathLike]) -> Optional[str]:
+    return None if path is None else os.fspath(path)
+
+
 class TritonServer(Endpoints, StartReports):
     """A real tritonserver serving ``model_repository`` on loopback ports.
+
+    Its options are a :class:`~tritonpy.server.ServerOptions` (``options``), or keyword
+    arguments naming its fields, or both (the keywords replace fields).
 
     By default it runs the tritonserver of the ``nvidia-pytriton`` wheel with a prepared Python
     backend directory holding the stub for ``python`` (default: this interpreter), on free
@@ -83,7 +86,7 @@ class TritonServer(Endpoints, StartReports):
       stop). A stub the user put beside config.pbtxt wins.
     - ``log_echo``: called with each model log line, traceback and server error as it is
       written, prefixed by the model's name (``[preprocess] ...``).
-    - ``option_names``: how messages name options (``CLI_NAMES``: ``--http-port``).
+    - ``option_names``: how messages name options (``SERVE_NAMES``: ``--http-port``).
     - ``heal`` (on by default): reload a model whose stub process died (see
       :mod:`tritonpy.server._supervise`; the server runs ``--model-control-mode=explicit``),
       reporting each step to ``heal_report`` (default: ``log_echo``).
@@ -108,48 +111,30 @@ class TritonServer(Endpoints, StartReports):
 
     Example::
 
-        with TritonServer("model_repository") as server:
+        with TritonServer("model_repository", http_port=8000) as server:   # or ServerOptions(...)
             client = tritonclient.http.InferenceServerClient(server.http_url[len("http://"):])
             print(server.models_ready())          # ['add_sub', 'preprocess']
     """
 
     def __init__(
-        self,
-        model_repository: PathLike,
-        *,
-        tritonserver: Optional[PathLike] = None,
-        backend_directory: Optional[PathLike] = None,
-        python: Optional[PathLike] = None,
-        http_port: Optional[int] = None,
-        grpc_port: Optional[int] = None,
-        metrics_port: Optional[int] = None,
-        host: str = "127.0.0.1",
-        startup_timeout: float = 120.0,
-        log_verbose: int = 0,
-        extra_args: Sequence[str] = (),
-        env: Optional[Mapping[str, str]] = None,
-        log_file: Optional[PathLike] = None,
-        check: bool = False,
-        env_stubs: bool = True,
-        default_ports: Optional[Sequence[int]] = None,
-        log_echo: Optional[Callable[[str], None]] = None,
-        option_names: OptionNames = PYTHON_NAMES,
-        heal: bool = True,
-        heal_report: Optional[Callable[[str], None]] = None,
-        reloadable: bool = False,
-        check_report: Optional[Callable[[Report], None]] = None,
-        allow_failures: bool = False,
+        self, model_repository: PathLike, options: Optional[ServerOptions] = None, **changes: Any
     ) -> None:
-        super().__init__(host, (http_port, grpc_port, metrics_port), default_ports, option_names)
+        """``options`` (a :class:`~tritonpy.server.ServerOptions`), with the keyword arguments
+        replacing its fields (``TritonServer(repo, http_port=8000)``)."""
+        chosen = changed(ServerOptions, options, changes)
+        ports = (chosen.http_port, chosen.grpc_port, chosen.metrics_port)
+        super().__init__(chosen.host, ports, chosen.default_ports, chosen.option_names)
+        #: the options it was made with
+        self.options = chosen
         self.model_repository = Path(model_repository).absolute()
-        self.tritonserver = None if tritonserver is None else os.fspath(tritonserver)
-        self.backend_directory = None if backend_directory is None else os.fspath(backend_directory)
-        self.python = None if python is None else os.fspath(python)
-        self.startup_timeout = float(startup_timeout)
-        self.log_verbose = int(log_verbose)
-        self.extra_args = [str(a) for a in extra_args]
-        self.env = dict(env or {})
-        self._log_file = None if log_file is None else Path(log_file)
+        self.tritonserver = _text(chosen.tritonserver)
+        self.backend_directory = _text(chosen.backend_directory)
+        self.python = _text(chosen.python)
+        self.startup_timeout = float(chosen.startup_timeout)
+        self.log_verbose = int(chosen.log_verbose)
+        self.extra_args = [str(a) for a in chosen.extra_args]
+        self.env = dict(chosen.env or {})
+        self._log_file = None if chosen.log_file is None else Path(chosen.log_file)
         self._log_path: Optional[Path] = None
         self._log_start = 0
         self._proc: Optional[subprocess.Popen[bytes]] = None
@@ -157,11 +142,11 @@ class TritonServer(Endpoints, StartReports):
         self._lock = threading.RLock()
         self.returncode: Optional[int] = None
         self.command: List[str] = []
-        self.check = check
-        self.env_stubs = env_stubs
-        self._log_echo = log_echo
-        self.heal = heal
-        self._heal_report = heal_report or log_echo or (lambda line: None)
+        self.check = chosen.check
+        self.env_stubs = chosen.env_stubs
+        self._log_echo = chosen.log_echo
+        self.heal = chosen.heal
+        self._heal_report = chosen.heal_report or chosen.log_echo or (lambda line: None)
         #: the stub watch while serving with ``heal`` (its ``events`` say what it did)
         self.healer: Optional[StubHealer] = None
         self._echo: Optional[LogEcho] = None
@@ -170,9 +155,9 @@ class TritonServer(Endpoints, StartReports):
         self.provided_stubs: Dict[str, StubPlan] = {}
         #: the warnings of the preflight check of the last start() (``check=True``)
         self.preflight_report: Optional[Report] = None
-        self.reloadable = reloadable
-        self.allow_failures = allow_failures
-        self._check_report = check_report
+        self.reloadable = chosen.reloadable
+        self.allow_failures = chosen.allow_failures
+        self._check_report = chosen.check_report
         #: why each model failed to load, after a start() that raised ModelLoadError
         self.load_failures: List[LoadFailure] = []
 
