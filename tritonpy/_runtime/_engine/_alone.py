@@ -7,7 +7,8 @@ from __future__ import annotations
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, FrozenSet, Mapping, Optional
 
-from ..codecs.base import plain_fits
+import numpy as np
+
 from ..errors import InputError, OutputError
 from ..response import Response, make_inference_response
 from ._decoded import Decoded
@@ -57,7 +58,7 @@ def respond(engine: Engine, item: Decoded, result: Any) -> Any:
             check_not_needed(engine, name, requested, result)
             continue
         value = result[name]
-        if plain is not None and plain_fits(value, plain, batched):
+        if plain is not None and type(value) is np.ndarray and plain.fits(value, batched):
             if batched and len(value) != item.rows:
                 raise rows_error(name, item.rows, value)
             if requested is None or name in requested:

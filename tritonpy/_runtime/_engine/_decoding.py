@@ -71,10 +71,7 @@ def decode_present(engine: Engine, inputs: Sequence[Any]) -> Optional[Tuple[Dict
             value = codec.decode(name, tensor, batched)
         else:  # a plain Tensor: what its decode() checks, without the call
             value = tensor.as_numpy()
-            shape = value.shape
-            if value.dtype != plain[0] or not (
-                (bool(shape) and plain[2](shape[1:])) if batched else plain[2](shape)
-            ):
+            if not plain.fits(value, batched):
                 value = codec.decode(name, tensor, batched)  # raises, saying what is wrong
         values[name] = value
         if batched:

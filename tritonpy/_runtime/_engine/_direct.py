@@ -1,7 +1,8 @@
 """The direct paths of the engine: one request alone (``serve_direct``) and the
 requests of one call merged (``merge_direct``), for a model whose every input and output says
-how to take it without the codec's general steps (``Codec._direct_input`` and
-``_direct_output``, a :data:`~tritonpy._runtime.codecs.base.DirectSpec`):
+how to take it without the codec's general steps (its
+:class:`~tritonpy._runtime.codecs.base.CodecPlan`'s ``read`` and ``write``, as ``_tables.py``
+lays them out):
 
 * a plain :class:`~tritonpy.Tensor` is the tensor's numpy array, checked for dtype and shape;
 * a :class:`~tritonpy.TorchTensor` left where Triton put it is ``torch.from_dlpack`` of the
@@ -34,16 +35,14 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..codecs.base import AS_NUMPY, AS_TORCH, BY_CODEC
 from ..codecs.text import STUB_ENCODED_TYPES
 from ..errors import InputError
 from ._decoded import Decoded
+from ._tables import AS_NUMPY, AS_TORCH, BY_CODEC
 
 if TYPE_CHECKING:
     from .engine import Engine
 
-#: (output name, *DirectSpec) of every output, in order (see Codec._direct_output)
-DirectOutputs = Tuple[Tuple[str, int, Any, Optional[Tuple[int, ...]], int, Any, Any], ...]
 #: (output name, value, the DLPack export of a torch tensor or None) of every output
 _Arrays = List[Tuple[str, Any, Any]]
 _OBJECT: np.dtype[Any] = np.dtype(object)

@@ -14,6 +14,7 @@ codec              Triton type   ``infer`` sees / returns
 
 from __future__ import annotations
 
+from ._plan import CodecPlan
 from .base import MISSING, Codec, ElementCodec
 from .image import Image
 from .json_codec import JSON
@@ -26,6 +27,7 @@ __all__ = [
     "MISSING",
     "Bytes",
     "Codec",
+    "CodecPlan",
     "ElementCodec",
     "Image",
     "Tensor",

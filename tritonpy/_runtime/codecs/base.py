@@ -10,6 +10,9 @@ steps, all called by :class:`tritonpy.Model`:
   into a wire-ready array (raising :class:`~tritonpy.OutputError` when it does not fit);
 * ``to_tensor(name, part, pb)`` wraps one request's share of it into a ``pb_utils.Tensor``.
 
+A codec may also say how its values move without those steps, in one named
+:class:`CodecPlan` (:meth:`Codec.plan`): the engine reads it once per model instance.
+
 Write a custom codec by subclassing :class:`ElementCodec` (one Python object per element, like
 :class:`~tritonpy.Text`) or :class:`Codec` itself.
 """
@@ -17,7 +20,7 @@ Write a custom codec by subclassing :class:`ElementCodec` (one Python object per
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,6 +28,7 @@ from numpy.typing import NDArray
 from ..batching import split_rows
 from ..dtypes import DType, lookup_dtype
 from ..errors import DeclarationError, InputError, OutputError
+from ._plan import CodecPlan
 
 
 class _Missing:
@@ -33,59 +37,6 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
-
-#: what ``Codec._plain_array`` gives: (numpy dtype, the dims when none varies else None, a
-#: test of a shape against the dims); shapes without the row dimension of a batched model
-PlainArray = Tuple["np.dtype[Any]", Optional[Tuple[int, ...]], Callable[[Tuple[int, ...]], bool]]
-
-
-#: how the direct path (``tritonpy/_runtime/_direct.py``) reads an input or
-#: passes an output: the tensor's numpy array, a torch tensor through DLPack, or one call of
-#: the codec that gives the value ``infer`` gets
-AS_NUMPY, AS_TORCH, BY_CODEC = 0, 1, 2
-
-#: ``(how, dtype, dims when none varies else None, rank, test of a shape with fixed and
-#: varying dims or None, callable or None)``: see :func:`direct_spec`
-DirectSpec = Tuple[
-    int,
-    Any,
-    Optional[Tuple[int, ...]],
-    int,
-    Optional[Callable[[Tuple[int, ...]], bool]],
-    Any,
-]
-
-
-def direct_spec(how: int, dtype: Any, dims: Tuple[int, ...], call: Any = None) -> DirectSpec:
-    """What the direct path checks of a value, laid out so that the usual shapes cost no call:
-    a tuple comparison when no dim varies, the rank alone when all do, and a test only for a
-    mix of both. ``call``: ``(torch.from_dlpack, the merge of several requests' tensors)`` (an
-    ``AS_TORCH`` input), ``(torch.Tensor, to_dlpack)`` (an ``AS_TORCH`` output), or for
-    ``BY_CODEC`` the codec's decoding of a
-    request alone, ``(name, tensor, batched) -> value`` (merged when batched: its ``len`` is
-    the rows), and of the requests of a call, ``(name, tensors) -> (merged value, rows of
-    each)``; both raise for anything unusual (the general path then words the error). A
-    ``BY_CODEC`` output's ``call`` is ``(value, rows or None) -> the array for
-    pb_utils.Tensor``, or None for anything it does not take as it is (the general path then
-    encodes, or words the error)."""
-    if -1 not in dims:
-        return how, dtype, dims, len(dims), None, call
-    if set(dims) == {-1}:
-        return how, dtype, None, len(dims), None, call
-    return how, dtype, None, len(dims), shape_test(dims), call
-
-
-def plain_fits(value: Any, plain: PlainArray, batched: bool) -> bool:
-    """Whether ``value`` goes to ``pb_utils.Tensor`` as it is, for a codec whose
-    :meth:`Codec._plain_array` is ``plain``: an ndarray of that dtype and shape."""
-    if type(value) is not np.ndarray or value.dtype != plain[0]:
-        return False
-    shape = value.shape
-    if batched:
-        if not shape:
-            return False
-        shape = shape[1:]
-    return plain[2](shape)
 
 
 def _check_dims(owner: str, dims: Sequence[int]) -> Tuple[int, ...]:
@@ -101,28 +52,6 @@ def _check_dims(owner: str, dims: Sequence[int]) -> Tuple[int, ...]:
                 f"{owner}: every dim must be a positive size or -1 (variable), got {list(result)}"
             )
     return result
-
-
-def shape_test(dims: Tuple[int, ...]) -> Callable[[Tuple[int, ...]], bool]:
-    """The cheapest test of a shape against ``dims`` (-1: any size), for the hot path: a
-    tuple comparison when no dim varies, a length comparison when all do, and otherwise the
-    length and the fixed dims only."""
-    if -1 not in dims:
-        return dims.__eq__
-    rank = len(dims)
-    if set(dims) == {-1}:
-        return lambda shape: len(shape) == rank
-    fixed = tuple((axis, size) for axis, size in enumerate(dims) if size != -1)
-
-    def fits(shape: Tuple[int, ...]) -> bool:
-        if len(shape) != rank:
-            return False
-        for axis, size in fixed:  # noqa: SIM110 - a loop: no generator a call
-            if shape[axis] != size:
-                return False
-        return True
-
-    return fits
 
 
 def shape_matches(shape: Sequence[int], dims: Sequence[int]) -> bool:
@@ -190,10 +119,6 @@ class Codec(ABC):
         default (None) merges everything."""
         return None
 
-    def _groups_requests(self) -> bool:
-        """Whether :meth:`group_key` may return anything but None (else Model skips it)."""
-        return type(self).group_key is not Codec.group_key
-
     def merge(self, values: Sequence[Any]) -> Any:
         """Join the decoded values of several requests (batched models only)."""
         if len(values) == 1:
@@ -232,39 +157,16 @@ class Codec(ABC):
         """Wrap one request's share of an encoded output into a ``pb_utils.Tensor``."""
         return pb.Tensor(name, part)
 
-    def _plain_array(self) -> Optional[PlainArray]:
-        """``(numpy dtype, dims, shape test)`` when the value of this codec is the tensor's
-        numpy array itself: ``decode`` is ``as_numpy()`` and a check of its dtype and shape,
-        ``encode`` passes an array that meets them as it is, ``to_tensor`` is
-        ``pb_utils.Tensor`` and ``rows`` is ``len``. ``Model`` then does those steps inline
-        (no call per input and output). None, the default, runs the codec's methods."""
-        return None
+    # -- the plan ----------------------------------------------------------------------------
+    def plan(self, batched: bool) -> CodecPlan:
+        """How tritonpy moves this codec's values without its general steps (see
+        :class:`CodecPlan`), for a model with (``batched``) or without batching; asked once
+        per model instance, at ``initialize``. The default keeps the general steps.
 
-    def _direct_input(self, batched: bool) -> Optional[DirectSpec]:
-        """How the direct path reads this input for a request alone (see :data:`DirectSpec`):
-        by default the plain array of :meth:`_plain_array`; None keeps the model on the
-        general path. A ``BY_CODEC`` spec decodes the requests in the codec's own way (see
-        :func:`direct_spec`)."""
-        plain = self._plain_array()
-        if plain is None or self.optional:
-            return None
-        return direct_spec(AS_NUMPY, plain[0], self.dims)
-
-    def _direct_output(self, batched: bool) -> Optional[DirectSpec]:
-        """How the direct path passes this output (see :data:`DirectSpec`): by default the
-        array of :meth:`_output_array`, handed to ``pb_utils.Tensor`` as it is."""
-        array = self._output_array()
-        if array is None:
-            return None
-        return direct_spec(AS_NUMPY, array[0], self.dims)
-
-    def _output_array(self) -> Optional[PlainArray]:
-        """``(numpy dtype, dims, shape test)`` of the arrays ``encode`` passes as they are
-        and ``to_tensor`` hands to ``pb_utils.Tensor`` unchanged, when this codec is an output;
-        ``Model`` then skips both calls for such an array. An object dtype means elements of
-        ``str`` or ``bytes`` only (the stub encodes those itself). The default: the plain
-        array of :meth:`_plain_array`."""
-        return self._plain_array()
+        A codec overrides it only where its values are plain arrays or it can take a whole
+        request (or call) in one step; keep the plan true to the general steps, and return
+        the default for a subclass that overrides them."""
+        return CodecPlan(groups_requests=type(self).group_key is not Codec.group_key)
 
 
 class ElementCodec(Codec):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from typing import Any, List, Literal, Optional, Sequence, Tuple, get_args
 
@@ -21,7 +22,8 @@ from ._image_decode import (
 )
 from ._image_size import image_size
 from ._normalize import Normalize, write_chw
-from .base import BY_CODEC, MISSING, DirectSpec, ElementCodec, direct_spec
+from ._plan import CODEC, CodecPlan
+from .base import MISSING, ElementCodec
 
 #: the channel orders an Image decodes to and encodes from (case does not matter at run time)
 ImageColor = Literal["RGB", "BGR", "GRAY"]
@@ -184,15 +186,22 @@ class Image(ElementCodec):
         decode_rows(values, decode_into, self.threads)
         return batch
 
-    def _direct_input(self, batched: bool) -> Optional[DirectSpec]:
-        if not (batched and self._single) or self.optional or self._own_decode:
-            return None
+    def plan(self, batched: bool) -> CodecPlan:
+        plan = super().plan(batched)
         own = type(self)
-        if own.decode is not Image.decode or own.merge is not Image.merge:
-            return None
-        return direct_spec(BY_CODEC, None, self.dims, (self._decode_alone, self._decode_merged))
+        if (
+            not (batched and self._single)
+            or self.optional
+            or self._own_decode
+            or own.decode is not Image.decode
+            or own.merge is not Image.merge
+        ):
+            return plan
+        return replace(
+            plan, read=CODEC, decode_one=self._decode_alone, decode_many=self._decode_merged
+        )
 
-    # The direct path of Model (see _direct.py): what decode() and merge() give, in one call;
+    # The plan's decoding (see CodecPlan): what decode() and merge() give, in one call;
     # an error raises and the general path, which words it, takes over
     def _decode_alone(self, name: str, tensor: Any, batched: bool) -> Any:
         """``merge([decode(name, tensor, batched)])`` of a batched request alone."""

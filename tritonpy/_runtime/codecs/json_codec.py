@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import replace
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from .base import BY_CODEC, MISSING, Codec, DirectSpec, ElementCodec, direct_spec
+from ._plan import CODEC, CodecPlan
+from .base import MISSING, Codec, ElementCodec
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -95,7 +97,8 @@ class JSON(ElementCodec):
                 f"{sys.getrecursionlimit()} levels); send a flatter document"
             ) from None
 
-    def _direct_output(self, batched: bool) -> Optional[DirectSpec]:
+    def plan(self, batched: bool) -> CodecPlan:
+        plan = super().plan(batched)
         own = type(self)
         if (
             not (batched and self._single)
@@ -104,8 +107,8 @@ class JSON(ElementCodec):
             or own.split is not ElementCodec.split
             or own.to_tensor is not Codec.to_tensor
         ):
-            return None
-        return direct_spec(BY_CODEC, None, self.dims, self._encoded_rows)
+            return plan
+        return replace(plan, write=CODEC, to_array=self._encoded_rows)
 
     def _encoded_rows(self, value: Any, rows: Optional[int]) -> Any:
         """``encode`` of a batched model's list with one document per row, in one pass; None

@@ -9,7 +9,8 @@ from numpy.typing import NDArray
 
 from ..batching import Padded, merge_rows, pad_rows, trim_padded
 from ..errors import DeclarationError, InputError, OutputError
-from .base import MISSING, Codec, PlainArray, format_shape, shape_test
+from ._plan import NUMPY, CodecPlan, shape_test
+from .base import MISSING, Codec, format_shape
 
 #: how a batched Tensor input with rows of different shapes is handled
 RaggedPolicy = Literal["group", "pad"]
@@ -105,11 +106,6 @@ class Tensor(Codec):
             return value.shape[1:]
         return None
 
-    def _groups_requests(self) -> bool:
-        if type(self).group_key is not Tensor.group_key:
-            return True  # a subclass keys its own way
-        return bool(self.variable_axes) and not self._pads
-
     def merge(self, values: Sequence[Any]) -> Any:
         if len(values) == 1 and not self._pads:
             return values[0]
@@ -181,8 +177,12 @@ class Tensor(Codec):
             part = np.ascontiguousarray(trim_padded(part))
         return pb.Tensor(name, part)
 
-    def _plain_array(self) -> Optional[PlainArray]:
+    def plan(self, batched: bool) -> CodecPlan:
         own = type(self)
+        # a subclass keys its own way; else only ragged shapes keep requests apart
+        groups = own.group_key is not Tensor.group_key or (
+            bool(self.variable_axes) and not self._pads
+        )
         if (
             self._pads
             or self.dtype.is_bytes  # BYTES outputs are checked element by element
@@ -191,8 +191,15 @@ class Tensor(Codec):
             or own.to_tensor is not Tensor.to_tensor
             or own.rows is not Codec.rows
         ):
-            return None
-        return self.numpy_dtype, (None if -1 in self.dims else self.dims), self._fits
+            return CodecPlan(groups_requests=groups)
+        return CodecPlan(
+            plain=True,
+            read=None if self.optional else NUMPY,
+            write=NUMPY,
+            dtype=self.numpy_dtype,
+            dims=self.dims,
+            groups_requests=groups,
+        )
 
     # -- helpers -----------------------------------------------------------------------------
     def _as_declared_dtype(self, name: str, value: Any) -> NDArray[Any]:

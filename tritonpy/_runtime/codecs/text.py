@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from dataclasses import replace
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .base import (
-    AS_NUMPY,
-    BY_CODEC,
-    MISSING,
-    DirectSpec,
-    ElementCodec,
-    PlainArray,
-    direct_spec,
-    shape_matches,
-    shape_test,
-)
+from ._plan import CODEC, NUMPY, CodecPlan
+from .base import MISSING, ElementCodec, shape_matches
 
 #: the element types pb_utils.Tensor serialises by itself: bytes as they are, str as UTF-8
 #: (the real stub's serialize_byte_tensor, run when the tensor is built)
@@ -59,18 +51,26 @@ class _PassesStrings(ElementCodec):
             return value
         return super().encode(name, value, batched)
 
-    # -- the direct path of Model (see _direct.py) ---------------------------------------------
-    def _direct_input(self, batched: bool) -> Optional[DirectSpec]:
+    # -- the plan (see CodecPlan) ----------------------------------------------------------------
+    def plan(self, batched: bool) -> CodecPlan:
+        fields = self._written(batched)
+        if self._decodes_requests(batched):
+            fields.update(
+                read=CODEC, decode_one=self._decode_alone, decode_many=self._decode_merged
+            )
+        return replace(super().plan(batched), **fields)
+
+    def _decodes_requests(self, batched: bool) -> bool:
+        """Whether a batched request (or call) of dims [1] decodes in one call."""
         own = type(self)
-        if (
-            not (batched and self._single)
-            or self.optional
-            or own.decode is not ElementCodec.decode
-            or own.merge is not ElementCodec.merge
-            or not self._decodes_in_one_pass()
-        ):
-            return None
-        return direct_spec(BY_CODEC, None, self.dims, (self._decode_alone, self._decode_merged))
+        return (
+            batched
+            and self._single
+            and not self.optional
+            and own.decode is ElementCodec.decode
+            and own.merge is ElementCodec.merge
+            and self._decodes_in_one_pass()
+        )
 
     def _decodes_in_one_pass(self) -> bool:
         """Whether ``_decode_all`` decodes without a call per element (Text and Bytes as
@@ -91,15 +91,6 @@ class _PassesStrings(ElementCodec):
             merged.extend(items)
         return self._decode_all(merged), counts
 
-    def _direct_output(self, batched: bool) -> Optional[DirectSpec]:
-        # an object array as it is (checked inline by the direct path), or, with batching and
-        # dims [1], a list of rows
-        array = self._output_array()
-        if array is None:
-            return None
-        rows = self._rows_array if batched and self._single else None
-        return direct_spec(AS_NUMPY, array[0], self.dims, rows)
-
     def _rows_array(self, value: List[Any], rows: Optional[int]) -> Any:
         """A list with one element per row (batched, dims [1]) as the object array ``encode``
         would give when its elements are ``str``/``bytes`` (the direct path checks them
@@ -113,7 +104,9 @@ class _PassesStrings(ElementCodec):
             return None
         return out
 
-    def _output_array(self) -> Optional[PlainArray]:
+    def _written(self, batched: bool) -> Dict[str, Any]:
+        """The plan's output fields: an object array of str/bytes as it is (the stub encodes
+        them), or, with batching and dims [1], a list of rows."""
         own = type(self)
         if (
             not self._stub_encodes
@@ -121,9 +114,9 @@ class _PassesStrings(ElementCodec):
             or own.to_tensor is not _PassesStrings.to_tensor
             or own.split is not ElementCodec.split
         ):
-            return None
-        dims = self.dims
-        return _OBJECT, (None if -1 in dims else dims), shape_test(dims)
+            return {}
+        rows = self._rows_array if batched and self._single else None
+        return {"write": NUMPY, "dtype": _OBJECT, "dims": self.dims, "to_array": rows}
 
     def to_tensor(self, name: str, part: Any, pb: Any) -> Any:
         try:

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Hashable, List, Optional, Sequence
+from typing import Any, Dict, Hashable, List, Optional, Sequence
 
 import numpy as np
 
 from .._config_parameters import INSTANCE_DEVICE, defer_config_arguments
 from .._optional import codec_dependency
 from ..errors import DeclarationError, InputError, OutputError
-from .base import (
-    AS_TORCH,
-    MISSING,
-    Codec,
-    DirectSpec,
-    direct_spec,
-    format_shape,
-    shape_matches,
-)
+from ._plan import TORCH, CodecPlan
+from .base import MISSING, Codec, format_shape, shape_matches
 
 _TORCH_DTYPES = {
     "BOOL": "bool",
@@ -129,32 +122,28 @@ class TorchTensor(Codec):
     def group_key(self, value: Any) -> Hashable:
         return tuple(value.shape[1:]) if -1 in self.dims and value is not None else None
 
-    def _direct_input(self, batched: bool) -> Optional[DirectSpec]:
+    def plan(self, batched: bool) -> CodecPlan:
+        own = type(self)
+        fields: Dict[str, Any] = {
+            # a subclass keys its own way; else only a -1 dim keeps requests apart
+            "groups_requests": own.group_key is not TorchTensor.group_key or -1 in self.dims,
+            "dtype": self.torch_dtype,
+            "dims": self.dims,
+        }
         # a tensor left where Triton put it: decode() is from_dlpack and a check (a device to
         # move it to, or a subclass's own steps, take the general path)
-        own = type(self)
-        if (
+        if not (
             self.optional
             or self.device is not None
             or own.decode is not TorchTensor.decode
             or own.rows is not TorchTensor.rows
         ):
-            return None
-        torch = _torch()
-        return direct_spec(AS_TORCH, self.torch_dtype, self.dims, (torch.from_dlpack, _cat))
-
-    def _direct_output(self, batched: bool) -> Optional[DirectSpec]:
+            fields.update(read=TORCH, from_dlpack=_torch().from_dlpack, concat=_cat)
         # a CPU tensor of the declared dtype and shape, contiguous and without grad: what
         # encode() passes as it is and to_tensor() hands over as a DLPack capsule
-        own = type(self)
-        if own.encode is not TorchTensor.encode or own.to_tensor is not TorchTensor.to_tensor:
-            return None
-        return direct_spec(AS_TORCH, self.torch_dtype, self.dims, (_torch().Tensor, _to_dlpack()))
-
-    def _groups_requests(self) -> bool:
-        if type(self).group_key is not TorchTensor.group_key:
-            return True  # a subclass keys its own way
-        return -1 in self.dims
+        if own.encode is TorchTensor.encode and own.to_tensor is TorchTensor.to_tensor:
+            fields.update(write=TORCH, tensor_type=_torch().Tensor, to_dlpack=_to_dlpack())
+        return CodecPlan(**fields)
 
     @staticmethod
     def rows(value: Any) -> int:
