@@ -14,6 +14,7 @@ from tritonpy._tooling.options import LIBRARY_DEFAULT, Flag, changed, declared_o
 from tritonpy.cli import build_parser
 from tritonpy.envs import PackOptions
 from tritonpy.export import ExportOptions
+from tritonpy.probe import ProbeOptions
 from tritonpy.server import ServerOptions
 
 #: command, the options dataclass its flags come from, the required arguments
@@ -21,6 +22,7 @@ COMMANDS: List[Tuple[str, type, List[str]]] = [
     ("pack-env", PackOptions, ["m"]),
     ("export", ExportOptions, ["repo", "out", "--triton-version", "24.10"]),
     ("serve", ServerOptions, ["repo"]),
+    ("probe", ProbeOptions, []),
 ]
 
 

@@ -214,6 +214,7 @@ PINNED: Dict[str, List[str]] = {
     ],
     "tritonpy.perf": ["PerfOptions", "PerfPoint", "PerfReport", "run_perf"],
     "tritonpy.probe": [
+        "ProbeOptions",
         "ProbeReport",
         "ProbeRequestError",
         "ProbeResult",

@@ -23,9 +23,10 @@ from __future__ import annotations
 from .._runtime._public_names import publish as _publish
 from ._report import ProbeReport, ProbeResult
 from ._requests import ProbeRequestError
-from ._runner import ProbeUsageError, probe
+from ._runner import ProbeOptions, ProbeUsageError, probe
 
 __all__ = [
+    "ProbeOptions",
     "ProbeReport",
     "ProbeRequestError",
     "ProbeResult",

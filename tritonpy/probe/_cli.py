@@ -16,11 +16,12 @@ import argparse
 import sys
 
 from .._tooling import cli as shared
+from .._tooling.cli_options import add_options, options_from
 
 
 def add_parser(subparsers: shared.Subparsers) -> None:
     """Declare the ``probe`` subcommand on ``subparsers``."""
-    from ._runner import DEFAULT_TIMEOUT, DEFAULT_URL
+    from ._runner import DEFAULT_URL, ProbeOptions
 
     summary = "send each model one real request: a liveness check that sees dead stubs"
     # exit 2: the probe could not run (exit 1 is for a model that did not answer)
@@ -36,13 +37,7 @@ def add_parser(subparsers: shared.Subparsers) -> None:
         metavar="NAME",
         help="probe this model (repeatable; default: every READY model)",
     )
-    shared.add_timeout(parser, DEFAULT_TIMEOUT, "how long each call may take")
-    parser.add_argument(
-        "--repository",
-        metavar="DIR",
-        default=None,
-        help="the server's model repository, to read warmup samples' input_data_file",
-    )
+    add_options(parser, ProbeOptions)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
@@ -59,8 +54,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
     A failure names the ensemble member or BLS callee whose stub died. Exit 1 when a model did
     not answer: use it as a livenessProbe (tritonpy export runs it over gRPC). A bare host:port
     --url is HTTP here (the port Kubernetes probes use), gRPC for tritonpy infer."""
-    from ._runner import probe
+    from ._runner import ProbeOptions, probe
 
-    report = probe(args.url, args.model, **shared.options(args, "timeout protocol repository"))
+    options = options_from(args, ProbeOptions)
+    report = probe(args.url, args.model, options, protocol=args.protocol)
     sys.stdout.write(report.to_json() + "\n" if args.json else report.render_text())
     return report.exit_code

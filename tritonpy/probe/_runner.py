@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import http.client
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .._runtime._optional import require
 from .._runtime.errors import DeclarationError, ToolError, TritonPyError
 from .._tooling.errors import ServerError
+from .._tooling.options import changed, option
 from ..client import (
     Endpoint,
     InferClient,
@@ -44,6 +46,26 @@ from ._requests import ProbeRequestError, probe_inputs
 
 DEFAULT_URL = "localhost:8000"
 DEFAULT_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """How :func:`probe` probes, each option declared once with the flag and help of
+    ``tritonpy probe``.
+
+    Example::
+
+        probe("localhost:8000", options=ProbeOptions(timeout=2, repository="model_repository"))
+    """
+
+    timeout: float = option(
+        DEFAULT_TIMEOUT, help="how long each call may take in seconds (default {default})"
+    )
+    repository: Optional[Union[str, Path]] = option(
+        None,
+        metavar="DIR",
+        help="the server's model repository, to read warmup samples' input_data_file",
+    )
 
 
 class ProbeUsageError(ToolError):
@@ -214,10 +236,10 @@ class _ProbeSend:
 def probe(
     url: str = DEFAULT_URL,
     models: Optional[Sequence[str]] = None,
+    options: Optional[ProbeOptions] = None,
     *,
-    timeout: float = DEFAULT_TIMEOUT,
     protocol: Optional[WireProtocol] = None,
-    repository: Optional[Union[str, Path]] = None,
+    **changes: Any,
 ) -> ProbeReport:
     """Send one inference request to each of ``models`` (default: every READY model of the
     repository index, ensembles included) of the server at ``url`` and judge each answer (see
@@ -232,7 +254,8 @@ def probe(
     ``REQUEST`` failure saying to use gRPC), a one-request sequence (START and END, a fresh
     correlation id) to a sequence model or an ensemble over one; ``repository`` is the
     server's model repository as seen from here, needed only for warmup samples that name an
-    ``input_data_file``. ``timeout`` bounds every call in seconds.
+    ``input_data_file``. ``timeout`` bounds every call in seconds. ``options`` (a
+    :class:`ProbeOptions`) holds those two; keyword arguments replace its fields.
 
     A server that does not answer gives a report with ``error`` set; a named model that is not
     READY (or unknown) fails with status ``NOT_READY`` (``NOT_FOUND``). Raises
@@ -244,6 +267,8 @@ def probe(
         report = probe("grpc://localhost:8001", ["preprocess"], timeout=2)
         assert report.ok, report.render_text()
     """
+    chosen = changed(ProbeOptions, options, changes)
+    timeout, repository = chosen.timeout, chosen.repository
     protocol, endpoint = _checked_endpoint(url, protocol, timeout)
     require(f"tritonclient.{endpoint.protocol}", extra="client", feature="tritonpy probe")
     report = ProbeReport(url, endpoint.protocol)
