@@ -8,11 +8,13 @@ from __future__ import annotations
 __tracebackhide__ = True
 
 import copy
+import json
 from pathlib import Path
 from typing import Any, Dict, Literal, Union
 
 from .._runtime.dtypes import DTYPES
 from .._tooling.errors import ModelLoadError
+from . import fake_pb_utils as pb
 
 
 def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
@@ -181,3 +183,43 @@ def validate_config(config: Dict[str, Any]) -> None:
 
 #: config.pbtxt data type -> wire name, from tritonpy's one dtype table
 CONFIG_TO_WIRE = {d.config_name: d.name for d in DTYPES.values()}
+
+
+def completed_config(
+    model_class: type, raw: Dict[str, Any], name: str, auto_complete: bool
+) -> Dict[str, Any]:
+    """The configuration after the model's ``auto_complete_config`` (unless disabled),
+    with what Triton adds and checks then."""
+    auto = getattr(model_class, "auto_complete_config", None)
+    if auto_complete and auto is not None:
+        completed = auto(pb.ModelConfig(json.dumps(raw)))
+        if not isinstance(completed, pb.ModelConfig):
+            raise ModelLoadError(
+                f"model '{name}': auto_complete_config must return the "
+                f"pb_utils.ModelConfig object it was given, got {type(completed).__name__}"
+            )
+        raw = completed.as_dict()
+    normalize_after_autocomplete(raw)
+    validate_config(raw)
+    return raw
+
+
+def initialize_args(
+    config: Dict[str, Any],
+    name: str,
+    instance_name: str,
+    device_id: int,
+    model_dir: Path,
+    version: int,
+) -> Dict[str, str]:
+    """The ``args`` Triton passes to ``initialize``."""
+    kind = config["instance_group"][0]["kind"]
+    return {
+        "model_config": json.dumps(config),
+        "model_instance_kind": kind.replace("KIND_", ""),
+        "model_instance_name": instance_name,
+        "model_instance_device_id": str(device_id),
+        "model_repository": str(model_dir),
+        "model_version": str(version),
+        "model_name": name,
+    }

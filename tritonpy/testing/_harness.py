@@ -22,7 +22,6 @@ __tracebackhide__ = True
 
 import copy
 import inspect
-import json
 import os
 import shutil
 import tempfile
@@ -48,17 +47,15 @@ from .._tooling.closing import Closing
 from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils as pb
 from ._config import (
-    CONFIG_TO_WIRE,
     InstanceKind,
+    completed_config,
     directory_config,
     fill_defaults,
-    normalize_after_autocomplete,
+    initialize_args,
     parse_config_pbtxt,
-    validate_config,
 )
 from ._coroutines import LoopRunner
 from ._errors import HarnessError, ModelBugError
-from ._hash_order import server_input_order
 from ._install import (
     install_fake_pb_utils,
     uninstall_fake_pb_utils,
@@ -71,7 +68,7 @@ from ._process_guard import (
     guard_process_exit,
     process_died,
 )
-from ._requests import check_requested_outputs, to_client_array, validate_request
+from ._requests import build_request
 from ._reschedule import execute_with_rescheduling
 from ._responses import (
     Outputs,
@@ -140,10 +137,19 @@ class ModelHarness(Closing):
         fill_defaults(raw, instance_kind, device_id)
         self.instance_name = f"{raw['instance_group'][0]['name']}_0"
         with self._running():
-            self.config: Dict[str, Any] = self._completed(raw, auto_complete)
+            self.config: Dict[str, Any] = completed_config(
+                self.model_class, raw, self.name, auto_complete
+            )
             self.decoupled = pb.using_decoupled_model_transaction_policy(self.config)
             self.sequence = SequenceRules.from_config(self.config)
-            self.args: Dict[str, str] = self._initialize_args()
+            self.args: Dict[str, str] = initialize_args(
+                self.config,
+                self.name,
+                self.instance_name,
+                self.device_id,
+                self.model_dir,
+                self.version,
+            )
             self.model: Any = self.model_class()
             init = getattr(self.model, "initialize", None)
             if init is not None:
@@ -208,35 +214,6 @@ class ModelHarness(Closing):
         self.model_class = cls
         return raw
 
-    def _completed(self, raw: Dict[str, Any], auto_complete: bool) -> Dict[str, Any]:
-        """The configuration after the model's ``auto_complete_config`` (unless disabled),
-        with what Triton adds and checks then."""
-        auto = getattr(self.model_class, "auto_complete_config", None)
-        if auto_complete and auto is not None:
-            completed = auto(pb.ModelConfig(json.dumps(raw)))
-            if not isinstance(completed, pb.ModelConfig):
-                raise ModelLoadError(
-                    f"model '{self.name}': auto_complete_config must return the "
-                    f"pb_utils.ModelConfig object it was given, got {type(completed).__name__}"
-                )
-            raw = completed.as_dict()
-        normalize_after_autocomplete(raw)
-        validate_config(raw)
-        return raw
-
-    def _initialize_args(self) -> Dict[str, str]:
-        """The ``args`` Triton passes to ``initialize``."""
-        kind = self.config["instance_group"][0]["kind"]
-        return {
-            "model_config": json.dumps(self.config),
-            "model_instance_kind": kind.replace("KIND_", ""),
-            "model_instance_name": self.instance_name,
-            "model_instance_device_id": str(self.device_id),
-            "model_repository": str(self.model_dir),
-            "model_version": str(self.version),
-            "model_name": self.name,
-        }
-
     @contextmanager
     def _running(self) -> Iterator[None]:
         """While the model's code runs: fake pb_utils importable, the model's version directory
@@ -262,7 +239,7 @@ class ModelHarness(Closing):
             return self._coroutines.run(result)
         return result
 
-    # -- requests --------------------------------------------------------------------------
+    # -- requests ------------------------------------------------------------------------
     def _build_request(
         self,
         inputs: Mapping[str, Any],
@@ -273,33 +250,9 @@ class ModelHarness(Closing):
         flags: int = 0,
     ) -> Tuple[pb.InferenceRequest, Optional[List[str]]]:
         self._check_open()
-        declared = {
-            io["name"]: CONFIG_TO_WIRE.get(io.get("data_type", ""))
-            for io in self.config.get("input", [])
-        }
-        arrays = {n: to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
-        validate_request(self.config, self.name, arrays, request_id)
-        requested = check_requested_outputs(self.config, self.name, requested_outputs)
-        if self.sequence is not None:  # the sequence batcher's checks and control tensors
-            batched = int(self.config.get("max_batch_size", 0)) > 0
-            correlation_id, flags, controls = self.sequence.admit(
-                self.name, correlation_id, flags, batched=batched
-            )
-            merged = {**arrays, **controls}
-            arrays = {n: merged[n] for n in server_input_order(merged)}
-        tensors = [pb.Tensor(n, a) for n, a in arrays.items()]
-        params_json = json.dumps(parameters or {}, separators=(",", ":"))
-        request = pb.InferenceRequest(
-            request_id=request_id,
-            correlation_id=correlation_id,
-            inputs=tensors,
-            requested_output_names=requested,
-            model_name=self.name,
-            model_version=self.version,
-            flags=flags,
-            parameters=params_json,
+        request = build_request(
+            self, inputs, requested_outputs, parameters, request_id, correlation_id, flags
         )
-        request.set_decoupled(self.decoupled)
         return request, (list(requested_outputs) if requested_outputs is not None else None)
 
     def _process_died(self) -> ModelProcessDiedError:

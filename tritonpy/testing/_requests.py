@@ -1,6 +1,6 @@
 """Requests as the harness handles them: client-side conversion of inputs and outputs (what a
-client library sends and receives) and the server-side validation that rejects a request with
-INVALID_ARG before the model sees it."""
+client library sends and receives), the server-side validation that rejects a request with
+INVALID_ARG before the model sees it, and the pb_utils request built from what passes."""
 
 from __future__ import annotations
 
@@ -8,16 +8,19 @@ from __future__ import annotations
 #: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
 __tracebackhide__ = True
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+import json
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 import numpy as np
 
 from .._runtime.codecs.base import shape_matches
 from .._runtime.dtypes import DTYPES, cast_exactly, dtype_of_numpy, preview_values
 from .._runtime.errors import TritonRequestError
+from . import fake_pb_utils as pb
 from ._config import CONFIG_TO_WIRE
 from ._errors import HarnessError
 from ._hash_order import server_input_order
+from ._sequences import SequenceRules
 
 NDArray = Any  # numpy arrays (kept loose: the harness runs on numpy 1.21+)
 
@@ -236,3 +239,56 @@ def check_requested_outputs(
                 "INVALID_ARG", f"unexpected inference output '{out}' for model '{name}'"
             )
     return names
+
+
+class RequestedModel(Protocol):
+    """What a request is built for (a ModelHarness): its name, version and configuration,
+    whether it is decoupled, and its sequence batcher's rules (None without one)."""
+
+    name: str
+    version: int
+    config: Dict[str, Any]
+    decoupled: bool
+    sequence: Optional[SequenceRules]
+
+
+def build_request(
+    model: RequestedModel,
+    inputs: Mapping[str, Any],
+    requested_outputs: Optional[Iterable[str]],
+    parameters: Optional[Dict[str, Any]],
+    request_id: str,
+    correlation_id: Union[int, str] = 0,
+    flags: int = 0,
+) -> pb.InferenceRequest:
+    """The pb_utils request the server would hand ``model``'s ``execute`` for a client's
+    ``inputs``, after the server's checks (TritonRequestError for what it refuses) and, for
+    a sequence model, the sequence batcher's (with the control tensors it adds)."""
+    declared = {
+        io["name"]: CONFIG_TO_WIRE.get(io.get("data_type", ""))
+        for io in model.config.get("input", [])
+    }
+    arrays = {n: to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
+    validate_request(model.config, model.name, arrays, request_id)
+    requested = check_requested_outputs(model.config, model.name, requested_outputs)
+    if model.sequence is not None:  # the sequence batcher's checks and control tensors
+        batched = int(model.config.get("max_batch_size", 0)) > 0
+        correlation_id, flags, controls = model.sequence.admit(
+            model.name, correlation_id, flags, batched=batched
+        )
+        merged = {**arrays, **controls}
+        arrays = {n: merged[n] for n in server_input_order(merged)}
+    tensors = [pb.Tensor(n, a) for n, a in arrays.items()]
+    params_json = json.dumps(parameters or {}, separators=(",", ":"))
+    request = pb.InferenceRequest(
+        request_id=request_id,
+        correlation_id=correlation_id,
+        inputs=tensors,
+        requested_output_names=requested,
+        model_name=model.name,
+        model_version=model.version,
+        flags=flags,
+        parameters=params_json,
+    )
+    request.set_decoupled(model.decoupled)
+    return request
