@@ -4,7 +4,7 @@ keys that override the runtime knobs."""
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import numpy as np
 import pytest
@@ -217,6 +217,35 @@ def test_runtime_knobs_are_overridden_by_tritonpy_keys() -> None:
         True,
         "auto",
     )
+
+
+def test_the_overridden_knobs_are_the_ones_the_model_runs_with(monkeypatch: Any) -> None:
+    requests = [{"X": np.ones((1, 2), np.float32)}, {"X": np.ones((1, 2), np.float32)}]
+    # "auto" checks the first batch: the cancelled request is not computed
+    with ModelHarness(Ranked, config=params(target="t")) as harness:
+        assert isinstance(harness.infer_requests(requests, cancelled=[0])[0], tp.TritonRequestError)
+    never = params(target="t", tritonpy__check_cancellation="false")
+    with ModelHarness(Ranked, config=never) as harness:
+        assert harness.infer_requests(requests, cancelled=[0])[0]["Y"].tolist() == [[1, 1]]
+
+    tuned: List[bool] = []
+    monkeypatch.setattr("tritonpy._runtime._malloc.tune_malloc", lambda: tuned.append(True))
+    with ModelHarness(Ranked, config=params(target="t", tritonpy__tune_malloc="false")):
+        assert tuned == []
+    with ModelHarness(Ranked, config=params(target="t")):
+        assert tuned == [True]
+
+
+@pytest.mark.torch
+def test_torch_threads_from_the_configuration() -> None:
+    torch = pytest.importorskip("torch", reason="torch_threads sets torch's thread count")
+    before = torch.get_num_threads()
+    wanted = 2 if before == 1 else 1  # not what it is already
+    try:
+        with ModelHarness(Ranked, config=params(target="t", tritonpy__torch_threads=str(wanted))):
+            assert torch.get_num_threads() == wanted
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize(
