@@ -38,18 +38,17 @@ import numpy as np
 from ..codecs.text import STUB_ENCODED_TYPES
 from ..errors import InputError
 from ._decoded import Decoded
-from ._tables import AS_NUMPY, AS_TORCH, BY_CODEC
+from ._tables import AS_NUMPY, AS_TORCH, BY_CODEC, DirectInput
 
 if TYPE_CHECKING:
     from .engine import Engine
 
-#: (output name, value, the DLPack export of a torch tensor or None) of every output
-_Arrays = List[Tuple[str, Any, Any]]
 _OBJECT: np.dtype[Any] = np.dtype(object)
 
 
 def serve_direct(engine: Engine, index: int, request: Any) -> Any:
-    """One request alone, from its inputs to its response."""
+    """One request alone, from its inputs to its response; anything unusual goes to the
+    general path (``compute_alone``, ``respond``), which words the errors."""
     if engine.checks_cancelled and request.is_cancelled():
         return engine.cancelled_response()
     specs = engine.direct_inputs
@@ -59,71 +58,64 @@ def serve_direct(engine: Engine, index: int, request: Any) -> Any:
         return engine.compute_alone(index, request)
     batched = engine.batched
     values: Dict[str, Any] = {}
-    rows = -1
+    rows = count = -1  # (every input has the same number of rows)
     for tensor in inputs:
         name = tensor.name()
         spec = specs.get(name)
-        if spec is None or name in values:
+        if spec is None:
             return engine.compute_alone(index, request)
         how, dtype, dims, rank, fits, call = spec
-        if how == AS_NUMPY:
-            value = tensor.as_numpy()
-        elif how == AS_TORCH:
-            value = call[0](tensor.to_dlpack())
-        else:  # BY_CODEC: the finished value (rows first when batched)
+        if how == BY_CODEC:  # the finished value (rows first when batched)
             try:
                 value = call[0](name, tensor, batched)
             except Exception:
                 return engine.compute_alone(index, request)
             if batched:
-                if rows != len(value) and rows != -1:
+                count = len(value)
+        else:
+            value = tensor.as_numpy() if how == AS_NUMPY else call[0](tensor.to_dlpack())
+            shape = value.shape
+            if batched:
+                if not shape:
                     return engine.compute_alone(index, request)
-                rows = len(value)
-            values[name] = value
-            continue
-        shape = value.shape
-        if batched:  # every input has the same number of rows
-            if not shape or (rows != shape[0] and rows != -1):
+                count, shape = shape[0], shape[1:]
+            # (ArrayRule.fits written out: a call per input would cost more than the checks)
+            if (value.dtype is not dtype and value.dtype != dtype) or (
+                shape != dims
+                if dims is not None
+                else len(shape) != rank or (fits is not None and not fits(shape))
+            ):
                 return engine.compute_alone(index, request)
-            rows, shape = shape[0], shape[1:]
-        # (written out: a call per input would cost more than the checks)
-        if (value.dtype is not dtype and value.dtype != dtype) or (
-            shape != dims
-            if dims is not None
-            else len(shape) != rank or (fits is not None and not fits(shape))
-        ):
+        if rows != count and rows != -1:
             return engine.compute_alone(index, request)
+        rows = count
         values[name] = value
+    if len(values) != len(specs):  # an input repeated (and so another missing)
+        return engine.compute_alone(index, request)
     try:
-        started = perf_counter()  # (_timed_infer written out: no call per request)
+        started = perf_counter()  # (timed_infer written out: no call per request)
         result = engine.infer(**values)
         elapsed = perf_counter() - started
         if elapsed < engine.infer_seconds or elapsed >= engine.records_from:
             engine.record_seconds(elapsed)  # (the others leave its figures as they are)
-        arrays = engine.direct_arrays(result, rows if batched else None)
-        if arrays is not None:
-            Tensor = engine.pb.Tensor
-            tensors = []
-            try:
-                for name, value, export in arrays:  # (a loop: no comprehension call)
-                    # (the stub itself makes a strided array contiguous, as tp.Tensor would)
-                    tensors.append(
-                        Tensor(name, value)
-                        if export is None
-                        else Tensor.from_dlpack(name, export(value))
-                    )
-            except Exception:  # a str the stub cannot encode: the general way names it
-                arrays = None
-            if arrays is not None:
-                return engine.pb.InferenceResponse(output_tensors=tensors)
-        # a value to convert, an output missing or unknown: the general way (which raises
-        # the OutputError that says what is wrong)
-        requested = engine.requested_of(request) if engine.may_request_fewer else None
-        return engine.respond(Decoded(index, values, max(rows, 0), requested, ()), result)
+        tensors = engine.direct_arrays(result, rows if batched else None, engine.pb.Tensor)
+        if tensors is not None:
+            return engine.pb.InferenceResponse(output_tensors=tensors)
+        return _respond_generally(engine, index, request, values, rows, result)
     except InputError as exc:
         return engine.refused(exc)
     except Exception as exc:
         return engine.internal_error(exc, "running infer()")
+
+
+def _respond_generally(
+    engine: Engine, index: int, request: Any, values: Dict[str, Any], rows: int, result: Any
+) -> Any:
+    """The response the general way, for a value to convert, an output missing or unknown
+    or a string the stub refused (``respond`` raises the OutputError that says what is
+    wrong)."""
+    requested = engine.requested_of(request) if engine.may_request_fewer else None
+    return engine.respond(Decoded(index, values, max(rows, 0), requested, ()), result)
 
 
 def merge_direct(engine: Engine, requests: Sequence[Any]) -> Optional[List[Any]]:
@@ -169,24 +161,9 @@ def merge_direct(engine: Engine, requests: Sequence[Any]) -> Optional[List[Any]]
                 return None
             columns[name].append(value)
         counts.append(rows)
-    merged: Dict[str, Any] = {}
-    for name, column in columns.items():
-        if len(column) != len(requests):  # an input repeated (and so another missing)
-            return None
-        how = specs[name][0]
-        if how == AS_NUMPY:
-            merged[name] = column[0] if len(column) == 1 else np.concatenate(column)
-        elif how == AS_TORCH:
-            merged[name] = column[0] if len(column) == 1 else specs[name][5][1](column)
-        else:
-            try:
-                merged[name], decoded_counts = specs[name][5][1](name, column)
-            except Exception:  # a bad request: the general path refuses it alone
-                return None
-            for position, count in enumerate(decoded_counts):
-                if counts[position] != count and counts[position] != -1:
-                    return None
-                counts[position] = count
+    merged = _merged_columns(specs, columns, counts, len(requests))
+    if merged is None:
+        return None
     try:
         result = engine.timed_infer(merged)  # (one call for the whole merged call)
         arrays = engine.direct_arrays(result, sum(counts))
@@ -203,60 +180,96 @@ def merge_direct(engine: Engine, requests: Sequence[Any]) -> Optional[List[Any]]
         return engine.isolate(requests, f"{type(exc).__name__}: {exc}")
 
 
-def direct_arrays(engine: Engine, result: Any, rows: Optional[int]) -> Optional[_Arrays]:
-    """``(name, value, DLPack export or None)`` of every output when ``infer`` returned
-    exactly the declared outputs, each as its spec passes it (``rows`` rows each when
-    batched, None without batching); None for anything else."""
+def _merged_columns(
+    specs: Dict[str, DirectInput], columns: Dict[str, List[Any]], counts: List[int], calls: int
+) -> Optional[Dict[str, Any]]:
+    """The merged value of every input from its column (one value or tensor per request),
+    ``counts`` completed with the rows the codecs decoded; None for a request that is not the
+    usual (an input repeated, a bad one: the general path refuses it alone)."""
+    merged: Dict[str, Any] = {}
+    for name, column in columns.items():
+        if len(column) != calls:  # an input repeated (and so another missing)
+            return None
+        how = specs[name][0]
+        if how == AS_NUMPY:
+            merged[name] = column[0] if len(column) == 1 else np.concatenate(column)
+        elif how == AS_TORCH:
+            merged[name] = column[0] if len(column) == 1 else specs[name][5][1](column)
+        else:
+            try:
+                merged[name], decoded_counts = specs[name][5][1](name, column)
+            except Exception:
+                return None
+            for position, count in enumerate(decoded_counts):
+                if counts[position] != count and counts[position] != -1:
+                    return None
+                counts[position] = count
+    return merged
+
+
+def direct_arrays(
+    engine: Engine, result: Any, rows: Optional[int], Tensor: Any = None
+) -> Optional[List[Any]]:
+    """``(name, value, DLPack export or None)`` of every output (given ``Tensor``: the
+    ``pb_utils.Tensor`` of each) when ``infer`` returned exactly the declared outputs as
+    their plans pass them (``rows`` rows each, None without batching); else None."""
     outputs = engine.direct_outputs
     if type(result) is not dict or len(result) != len(outputs):
         return None
-    arrays: _Arrays = []
-    for name, how, dtype, dims, rank, fits, call in outputs:
-        value: Any = result.get(name)
-        export = None
-        if how == BY_CODEC:  # the codec's array for the stub, checked by the codec
-            value = call(value, rows)
-            if value is None:
-                return None
-            arrays.append((name, value, None))
-            continue
-        if how == AS_TORCH:  # a CPU tensor without grad, in C order: a capsule as it is
-            if (
-                type(value) is not call[0]
-                or value.dtype is not dtype
-                or value.requires_grad
-                or not value.is_cpu
-                or not value.is_contiguous()
+    arrays: List[Any] = []
+    try:
+        for name, how, dtype, dims, rank, fits, call in outputs:
+            value: Any = result.get(name)
+            export = None
+            if how == AS_TORCH:  # a CPU tensor without grad, in C order: a capsule as it is
+                if (
+                    type(value) is not call[0]
+                    or value.dtype is not dtype
+                    or value.requires_grad
+                    or not value.is_cpu
+                    or not value.is_contiguous()
+                ):
+                    return None
+                export = call[1]
+            elif (
+                how == BY_CODEC
+                or type(value) is not np.ndarray
+                or (value.dtype is not dtype and value.dtype != dtype)
             ):
-                return None
-            export = call[1]
-        elif type(value) is not np.ndarray or (value.dtype is not dtype and value.dtype != dtype):
-            # a list of rows the codec turns into its array (Text: one str per row)
-            if call is None or type(value) is not list:
-                return None
-            value = call(value, rows)
-            if value is None:
-                return None
-        # strings: only the elements the stub encodes itself
-        strings = dtype is _OBJECT
-        if strings and not set(map(type, value.flat)) <= STUB_ENCODED_TYPES:
-            return None
-        shape = value.shape
-        if rows is not None:
-            if not shape or shape[0] != rows:
-                return None
-            shape = shape[1:]
-        if (
-            shape != dims
-            if dims is not None
-            else len(shape) != rank or (fits is not None and not fits(shape))
-        ):
-            return None
-        arrays.append((name, value, export))
+                # the codec's array (BY_CODEC), or a list of rows it makes one (Text's strs)
+                if call is None or (how != BY_CODEC and type(value) is not list):
+                    return None
+                value = call(value, rows)
+                if value is None:
+                    return None
+            if how != BY_CODEC:  # (ArrayRule.fits written out, with the row count)
+                if dtype is _OBJECT and not set(map(type, value.flat)) <= STUB_ENCODED_TYPES:
+                    return None  # strings: only the elements the stub encodes itself
+                shape = value.shape
+                if rows is not None:
+                    if not shape or shape[0] != rows:
+                        return None
+                    shape = shape[1:]
+                if (
+                    shape != dims
+                    if dims is not None
+                    else len(shape) != rank or (fits is not None and not fits(shape))
+                ):
+                    return None
+            if Tensor is None:
+                arrays.append((name, value, export))
+            else:  # (the stub itself makes a strided array contiguous, as tp.Tensor would)
+                arrays.append(
+                    Tensor(name, value)
+                    if export is None
+                    else Tensor.from_dlpack(name, export(value))
+                )
+    except Exception:  # a str the stub cannot encode: the general way names it
+        return None
     return arrays
 
 
-def sliced(engine: Engine, arrays: _Arrays, counts: List[int]) -> Optional[List[Any]]:
+def sliced(engine: Engine, arrays: List[Any], counts: List[int]) -> Optional[List[Any]]:
     """One response per request: its rows of every output; None when the stub refuses a
     string (the general way then names it)."""
     Tensor, InferenceResponse = engine.pb.Tensor, engine.pb.InferenceResponse
