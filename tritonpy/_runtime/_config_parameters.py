@@ -84,7 +84,6 @@ class ConfigParameter(Generic[T]):
         self.choices = tuple(choices) if choices is not None else None
         #: where it is declared, for messages: "Class.attribute" once set on a class
         self.declared_as = f"config_parameter({key!r})"
-        self._attribute: Optional[str] = None
 
     def __repr__(self) -> str:
         return f"config_parameter({self.key!r}, default={self.default!r})"
@@ -92,7 +91,6 @@ class ConfigParameter(Generic[T]):
     # a class attribute: reads as the resolved value on an instance (initialize sets it in the
     # instance's __dict__, which wins over this non-data descriptor), as itself on the class
     def __set_name__(self, owner: type, name: str) -> None:
-        self._attribute = name
         self.declared_as = f"{owner.__name__}.{name}"
 
     def __get__(self, instance: Any, owner: Optional[type] = None) -> Any:
@@ -151,7 +149,8 @@ def config_parameter(
     is used (without a default the key is required). On the instance the attribute reads as
     the value; a codec is rebuilt with it. A bad value fails the model's load with a
     :class:`~tritonpy.DeclarationError` naming the model, the key, the value and what was
-    expected. The defaults are checked when the class is defined.
+    expected. The defaults are checked when the class is defined. On a model built by hand
+    (no ``initialize``) the attribute reads as its default.
 
     Type checkers see the value's type (``int`` for ``cast=tp.parameters.positive_int``),
     as with ``dataclasses.field``; at run time it is a :class:`ConfigParameter`. Without
