@@ -241,18 +241,12 @@ class ModelHarness(Closing):
 
     # -- requests ------------------------------------------------------------------------
     def _build_request(
-        self,
-        inputs: Mapping[str, Any],
-        requested_outputs: Optional[Iterable[str]],
-        parameters: Optional[Dict[str, Any]],
-        request_id: str,
-        correlation_id: Union[int, str] = 0,
-        flags: int = 0,
+        self, inputs: Mapping[str, Any], requested_outputs: Optional[Iterable[str]], *rest: Any
     ) -> Tuple[pb.InferenceRequest, Optional[List[str]]]:
+        """:func:`build_request` for this harness (``rest``: parameters, request id and, for a
+        sequence, correlation id and flags), and the requested output names (None: all)."""
         self._check_open()
-        request = build_request(
-            self, inputs, requested_outputs, parameters, request_id, correlation_id, flags
-        )
+        request = build_request(self, inputs, requested_outputs, *rest)
         return request, (list(requested_outputs) if requested_outputs is not None else None)
 
     def _process_died(self) -> ModelProcessDiedError:
