@@ -213,7 +213,7 @@ def test_the_wheel_is_the_running_tritonpy_with_the_probe(tmp_path: Path) -> Non
     runtime = running_tritonpy()
     with zipfile.ZipFile(tmp_path / "out" / "wheels" / WHEEL) as wheel:
         names = set(wheel.namelist())
-        assert {"tritonpy/probe/_cli.py", "tritonpy/server/_client.py"} <= names
+        assert {"tritonpy/probe/_cli.py", "tritonpy/client/_infer.py"} <= names
         for arcname, path in runtime.files:
             assert wheel.read(arcname) == path.read_bytes(), arcname
         metadata = wheel.read(f"tritonpy-{__version__}.dist-info/METADATA").decode()
