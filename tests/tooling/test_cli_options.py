@@ -14,6 +14,7 @@ from tritonpy._tooling.options import LIBRARY_DEFAULT, Flag, changed, declared_o
 from tritonpy.cli import build_parser
 from tritonpy.envs import PackOptions
 from tritonpy.export import ExportOptions
+from tritonpy.perf import PerfOptions, TuneOptions
 from tritonpy.probe import ProbeOptions
 from tritonpy.server import ServerOptions
 
@@ -23,6 +24,8 @@ COMMANDS: List[Tuple[str, type, List[str]]] = [
     ("export", ExportOptions, ["repo", "out", "--triton-version", "24.10"]),
     ("serve", ServerOptions, ["repo"]),
     ("probe", ProbeOptions, []),
+    ("perf", PerfOptions, ["model"]),
+    ("tune", TuneOptions, ["model_dir"]),
 ]
 
 
@@ -66,6 +69,8 @@ def test_every_field_has_a_flag_with_help_and_the_library_default(
             assert action.required, f"{command} {name}: no library default, so required"
             continue
         shown = tuple(parsed[name]) if isinstance(parsed[name], list) else parsed[name]
+        if spec.convert is not None:  # repeated texts made a mapping (perf's --input)
+            shown = spec.convert(shown)
         assert shown == default, f"{command} {name}: CLI {shown!r} != library {default!r}"
         if spec.cli_default is LIBRARY_DEFAULT:
             assert default == _library_default(cls, name), f"{command} {name}"
@@ -138,3 +143,12 @@ def test_changed_replaces_fields_and_refuses_unknown_names() -> None:
     assert changed(_Example, _Example(level=3), {"keep": False}) == _Example(3, keep=False)
     with pytest.raises(TypeError, match=r"_Example: no option 'levl'; expected one of level, "):
         changed(_Example, None, {"levl": 1})
+
+
+def test_keywords_of_a_nested_options_object_change_it() -> None:
+    # tune(model, duration=0.5, max_minutes=1): duration is a field of TuneOptions.measure
+    options = changed(TuneOptions, None, {"duration": 0.5, "max_minutes": 1.0})
+    assert options.max_minutes == 1.0 and options.measure.duration == 0.5
+    assert options.measure.warmup == TuneOptions().measure.warmup == 0.5  # the rest kept
+    with pytest.raises(TypeError, match=r"TuneOptions: no option 'durations'"):
+        changed(TuneOptions, None, {"durations": 0.5})

@@ -212,7 +212,7 @@ PINNED: Dict[str, List[str]] = {
         "serve_until_exit",
         "stream_infer",
     ],
-    "tritonpy.perf": ["PerfOptions", "PerfPoint", "PerfReport", "run_perf"],
+    "tritonpy.perf": ["PerfOptions", "PerfPoint", "PerfReport", "TuneOptions", "run_perf"],
     "tritonpy.probe": [
         "ProbeOptions",
         "ProbeReport",

@@ -18,10 +18,11 @@ Example::
 from __future__ import annotations
 
 import argparse
+import collections.abc
 import dataclasses
 import sys
 import typing
-from typing import Any, Dict, Sequence, Tuple, Type, TypeVar, Union
+from typing import Any, Dict, Mapping, Sequence, Tuple, Type, TypeVar, Union
 
 from .options import LIBRARY_DEFAULT, Option, declared_option
 
@@ -77,6 +78,8 @@ def options_from(
             value = tuple(value)
         values[item.name] = spec.convert(value) if spec.convert is not None else value
     values.update(extra)
+    if defaults is not None:  # a nested object: the fields left off the line keep its values
+        return dataclasses.replace(defaults, **values)  # type: ignore[no-any-return]
     return cls(**values)
 
 
@@ -134,7 +137,10 @@ def _add(where: Options, name: str, spec: Option, annotation: Any, default: Any)
     if default is dataclasses.MISSING:
         settings["required"] = True
     else:
-        settings["default"] = list(default) if isinstance(default, tuple) else default
+        # argparse appends to a list (a tuple cannot grow); a mapping is built from the texts
+        settings["default"] = [] if isinstance(default, Mapping) else default
+        if isinstance(default, tuple):
+            settings["default"] = list(default)
     if kind is bool:
         settings["action"] = "store_false" if default else "store_true"
     else:
@@ -159,6 +165,8 @@ def _typed(kind: Any, spec: Option) -> Dict[str, Any]:
         settings["action"] = "append"
         settings.update(_typed(typing.get_args(kind)[0], dataclasses.replace(spec, metavar=None)))
         settings["metavar"] = spec.metavar
+    elif origin is collections.abc.Mapping:  # repeated texts, made a mapping by ``convert``
+        settings["action"] = "append"
     elif origin is typing.Literal:
         settings["choices"] = typing.get_args(kind)
     elif kind in (int, float):

@@ -111,23 +111,31 @@ def declared_option(item: dataclasses.Field[Any]) -> Optional[Option]:
 
 def changed(cls: Type[T], options: Optional[T], changes: Mapping[str, Any]) -> T:
     """``options`` (default ``cls()``) with the fields named in ``changes`` replaced: how an
-    entry point takes both an options object and keyword arguments. A name that is no field
-    raises TypeError listing the fields, as a misspelled keyword argument does.
+    entry point takes both an options object and keyword arguments. A name that is a field of
+    a nested options object (``TuneOptions.measure``'s ``duration``) changes that object; one
+    that is no field raises TypeError listing the fields, as a misspelled keyword does.
 
     Example::
 
         changed(PackOptions, None, {"python": "3.10"}).python    # '3.10'
     """
     names = [item.name for item in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    unknown = sorted(set(changes) - set(names))
-    if unknown:
+    own = {name: value for name, value in changes.items() if name in names}
+    rest = {name: value for name, value in changes.items() if name not in names}
+    made: Any = cls(**own) if options is None else dataclasses.replace(options, **own)  # type: ignore[type-var]
+    for name in names if rest else ():
+        nested = getattr(made, name)
+        if dataclasses.is_dataclass(nested) and not isinstance(nested, type):
+            inner = {item.name for item in dataclasses.fields(nested)}
+            routed = {key: rest.pop(key) for key in list(rest) if key in inner}
+            if routed:
+                made = dataclasses.replace(made, **{name: dataclasses.replace(nested, **routed)})
+    if rest:
         raise TypeError(
-            f"{cls.__name__}: no option {', '.join(map(repr, unknown))}; "
+            f"{cls.__name__}: no option {', '.join(map(repr, sorted(rest)))}; "
             f"expected one of {', '.join(names)}"
         )
-    if options is None:
-        return cls(**changes)
-    return dataclasses.replace(options, **changes)  # type: ignore[type-var]
+    return made  # type: ignore[no-any-return]
 
 
 def cli_flags(cls: type) -> Dict[str, str]:

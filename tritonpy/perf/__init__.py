@@ -19,18 +19,20 @@
 
 Example::
 
-    from tritonpy.perf import run_perf
+    from tritonpy.perf import PerfOptions, run_perf
 
-    report = run_perf("add_sub", url="localhost:8001", concurrency=[1, 4], duration=2.0)
+    report = run_perf("add_sub", "localhost:8001", concurrency=(1, 4), duration=2.0)
+    report = run_perf("add_sub", "localhost:8001", PerfOptions(concurrency=(1, 4)))
     print(report.table())
 """
 
 from __future__ import annotations
 
 from .._runtime._public_names import publish as _publish
+from ._options import PerfOptions, TuneOptions
 from ._report import PerfPoint, PerfReport
-from ._runner import PerfOptions, run_perf
+from ._runner import run_perf
 
-__all__ = ["PerfOptions", "PerfPoint", "PerfReport", "run_perf"]
+__all__ = ["PerfOptions", "PerfPoint", "PerfReport", "TuneOptions", "run_perf"]
 
 _publish(__name__, globals())

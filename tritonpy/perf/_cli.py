@@ -16,112 +16,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Dict, Optional, TextIO, Tuple, get_args
+from typing import Dict, Optional, TextIO
 
 from .._tooling import cli as shared
-from ..client import IdChoice
-from ._inputs import InputSpec, PerfInputError, parse_input_option, parse_shape_option
-from ._runner import ENGINES
-from ._sequences import DEFAULT_SEQUENCE_LENGTH
-
-
-def _concurrency(text: str) -> Tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        values = ()
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected comma-separated positive integers, e.g. 1,4,16"
-        )
-    return values
-
-
-def _add_input_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="NAME=FILE|KIND",
-        help="what input NAME gets: a file (BYTES: its bytes; numbers: .npy or JSON) or a "
-        "kind: image, image:WxH, text, json, zeros, random (repeatable)",
-    )
-    parser.add_argument(
-        "--shape",
-        action="append",
-        default=[],
-        metavar="NAME=d,d",
-        help="dims of input NAME without the batch dimension, for -1 dims (repeatable)",
-    )
-    parser.add_argument(
-        "--concurrency",
-        type=_concurrency,
-        default=None,
-        metavar="N,N",
-        help="concurrent requests of each point of the sweep (default 1,4,16)",
-    )
-    parser.add_argument("--duration", type=float, default=None, help="seconds measured per point")
-    parser.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="auto",
-        help="load engine: perf_analyzer when on PATH (auto), or the built-in one",
-    )
-    parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON")
-    _add_sequence_options(parser)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer, e.g. 20")
-    return value
-
-
-def _sequence_id_range(text: str) -> Tuple[int, Optional[int]]:
-    start, sep, end = text.partition(":")
-    try:
-        found = (int(start), int(end) if sep and end else None)
-    except ValueError:
-        found = (0, None)
-    if found[0] < 1 or (found[1] is not None and found[1] <= found[0]):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected START or START:END with 1 <= START < END (END excluded), "
-            "e.g. 1:1000"
-        )
-    return found
-
-
-def _add_sequence_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "sequence models (sequence_batching; concurrency = sequences live at once)"
-    )
-    group.add_argument(
-        "--sequence-length",
-        type=_positive,
-        default=DEFAULT_SEQUENCE_LENGTH,
-        metavar="N",
-        help="requests per sequence: START on the first, END on the last (default "
-        f"{DEFAULT_SEQUENCE_LENGTH}, as perf_analyzer)",
-    )
-    group.add_argument(
-        "--sequence-id-range",
-        type=_sequence_id_range,
-        default=(1, None),
-        metavar="START[:END]",
-        help="correlation ids of the sequences, a fresh one each, END excluded (default 1, "
-        "no bound)",
-    )
-    group.add_argument(
-        "--sequence-ids",
-        choices=get_args(IdChoice),
-        default="auto",
-        help="numeric or string correlation ids (auto: strings when the CORRID control is "
-        "TYPE_STRING)",
-    )
+from .._tooling.cli_options import add_options, options_from
+from ._inputs import PerfInputError
+from ._options import PerfOptions, TuneOptions
 
 
 def _failures(command: str) -> shared.Failures:
@@ -130,7 +30,8 @@ def _failures(command: str) -> shared.Failures:
 
 
 def add_parser(subparsers: shared.Subparsers) -> None:
-    """Declare the ``perf`` and ``tune`` subcommands on ``subparsers``."""
+    """Declare the ``perf`` and ``tune`` subcommands on ``subparsers``: their options are
+    :class:`PerfOptions`' and :class:`TuneOptions`' fields, plus each command's own."""
     summary = "load-test a served model: throughput, latency, server CPU and statistics"
     perf = shared.add_command(
         subparsers, "perf", cmd_perf, help=summary, failures=_failures("perf")
@@ -143,35 +44,25 @@ def add_parser(subparsers: shared.Subparsers) -> None:
         default=None,
         help="the model's directory: its tritonpy declarations say what BYTES inputs hold",
     )
-    perf.add_argument("--server-pid", type=int, default=None, help="pid for server CPU")
-    perf.add_argument("--warmup", type=float, default=1.0, help="seconds before each point")
-    _add_input_options(perf)
-    _add_tune_parser(subparsers)
-
-
-def _add_tune_parser(subparsers: shared.Subparsers) -> None:
+    add_options(perf, PerfOptions)
+    _add_json(perf)
     summary = "search instance count and batching settings of a model on the embedded server"
     tune = shared.add_command(
         subparsers, "tune", cmd_tune, help=summary, failures=_failures("tune")
     )
     shared.add_model_dir(tune, "one model's directory")
-    tune.add_argument("--latency-budget-ms", type=float, default=None, help="p99 budget")
-    tune.add_argument("--max-minutes", type=float, default=5.0, help="time for the search")
+    add_options(tune, TuneOptions)
     tune.add_argument(
         "--write", action="store_true", help="store the best configuration in config.pbtxt"
     )
     tune.add_argument(
         "--plot", metavar="PNG", default=None, help="throughput vs p99 plot (matplotlib)"
     )
-    _add_input_options(tune)
+    _add_json(tune)
 
 
-def _inputs(
-    args: argparse.Namespace,
-) -> Tuple[Dict[str, InputSpec], Dict[str, Tuple[int, ...]]]:
-    specs = dict(parse_input_option(text) for text in args.input)
-    shapes = dict(parse_shape_option(text) for text in args.shape)
-    return specs, shapes
+def _add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON")
 
 
 class _ProgressLine:
@@ -244,23 +135,10 @@ def cmd_perf(args: argparse.Namespace) -> int:
     requests/s, responses/s, time to first response and latency to the final response. A
     sequence model gets sequences of --sequence-length requests (START/END flags, a fresh
     correlation id each), as many live at once as the concurrency: sequences/s besides."""
-    from ._runner import PerfOptions, run_perf
+    from ._runner import run_perf
 
     with _ProgressLine(sys.stderr) as progress:
-        specs, shapes = _inputs(args)
-        options = PerfOptions(
-            concurrency=args.concurrency or (1, 4, 16),
-            duration=args.duration or 5.0,
-            warmup=args.warmup,
-            specs=specs,
-            hints=_hints(args.model_dir),
-            shapes=shapes,
-            engine=args.engine,
-            server_pid=args.server_pid,
-            sequence_length=args.sequence_length,
-            sequence_id_range=args.sequence_id_range,
-            sequence_ids=args.sequence_ids,
-        )
+        options = options_from(args, PerfOptions, hints=_hints(args.model_dir))
         report = run_perf(
             args.model, args.url, options, protocol=args.protocol, on_progress=progress
         )
@@ -284,22 +162,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             progress.clear()
             print(line, file=sys.stderr)
 
-        specs, shapes = _inputs(args)
-        result = tune(
-            args.model_dir,
-            latency_budget_ms=args.latency_budget_ms,
-            max_minutes=args.max_minutes,
-            concurrency=args.concurrency or (1, 4, 16),
-            duration=args.duration or 2.0,
-            engine=args.engine,
-            specs=specs,
-            shapes=shapes,
-            sequence_length=args.sequence_length,
-            sequence_id_range=args.sequence_id_range,
-            sequence_ids=args.sequence_ids,
-            on_event=say,
-            on_progress=progress,
-        )
+        options = options_from(args, TuneOptions)
+        result = tune(args.model_dir, options, on_event=say, on_progress=progress)
     print(result.table())
     _write_json(args.json, result.to_json())
     if args.plot:

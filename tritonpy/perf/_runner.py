@@ -13,16 +13,17 @@ from __future__ import annotations
 import base64
 import json
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Literal, Mapping, Optional, Sequence, Tuple, get_args
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._runtime.errors import ToolError
+from .._tooling.options import changed
 from .._tooling.processes import cpu_used, tree_cpu_snapshot
-from ..client import IdChoice, InferClient, ModelKind, WireProtocol, model_kind
+from ..client import InferClient, ModelKind, WireProtocol, model_kind
 from ._cpu import server_pid
 from ._engine import (
     Payload,
@@ -33,42 +34,14 @@ from ._engine import (
     http_caller_factory,
     run_closed_loop,
 )
-from ._inputs import InputSpec, generate_payloads
+from ._inputs import generate_payloads
+from ._options import ENGINES, PerfOptions
 from ._perf_analyzer import KindFlags, build_command, find_perf_analyzer, run_perf_analyzer
 from ._refusals import http_refusal, refused_message
 from ._report import Engine, PerfPoint, PerfReport, point_from_window
-from ._sequences import DEFAULT_SEQUENCE_LENGTH, SequenceIds, sequence_caller_factory
+from ._sequences import SequenceIds, sequence_caller_factory
 from ._stats import ModelStats
 from ._stream import stream_caller_factory
-
-#: the load engine asked for: ``auto`` takes perf_analyzer when it is on PATH
-EngineChoice = Literal["auto", "builtin", "perf_analyzer"]
-ENGINES: Tuple[EngineChoice, ...] = get_args(EngineChoice)
-
-
-@dataclass(frozen=True)
-class PerfOptions:
-    """How to load the model: the concurrencies of the sweep, seconds of warm-up and of
-    measurement per point, inputs (see :mod:`tritonpy.perf._inputs`), the engine, and the
-    server's pid for CPU accounting (found from the URL's port when the host is local).
-
-    A sequence model gets sequences of ``sequence_length`` requests with fresh correlation
-    ids from ``sequence_id_range`` (start, end excluded or None for no bound), numeric or
-    strings as ``sequence_ids`` says (``auto``: strings when the CORRID control is
-    TYPE_STRING)."""
-
-    concurrency: Tuple[int, ...] = (1, 4, 16)
-    duration: float = 5.0
-    warmup: float = 1.0
-    specs: Mapping[str, InputSpec] = field(default_factory=dict)
-    hints: Mapping[str, str] = field(default_factory=dict)
-    shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
-    engine: EngineChoice = "auto"
-    server_pid: Optional[int] = None
-    timeout: float = 60.0
-    sequence_length: int = DEFAULT_SEQUENCE_LENGTH
-    sequence_id_range: Tuple[int, Optional[int]] = (1, None)
-    sequence_ids: IdChoice = "auto"
 
 
 def _statistics(client: InferClient, model: str) -> Optional[ModelStats]:
@@ -124,13 +97,16 @@ class _Sweep:
 def run_perf(
     model: str,
     url: str = "localhost:8001",
-    options: PerfOptions = PerfOptions(),
+    options: Optional[PerfOptions] = None,
     *,
     protocol: Optional[WireProtocol] = None,
     on_progress: Optional[Callable[[Progress], None]] = None,
+    **changes: Any,
 ) -> PerfReport:
-    """Measure ``model`` at ``url`` at each concurrency of ``options`` (see the module's
-    docstring). Library code: nothing is printed; progress goes to ``on_progress``."""
+    """Measure ``model`` at ``url`` at each concurrency of ``options`` (a
+    :class:`PerfOptions`; keyword arguments replace its fields; see the module's docstring).
+    Library code: nothing is printed; progress goes to ``on_progress``."""
+    options = changed(PerfOptions, options, changes)
     client = InferClient(url, protocol, timeout=options.timeout)
     endpoint = client.endpoint
     try:

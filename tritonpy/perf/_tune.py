@@ -14,6 +14,7 @@ sequence batcher forms its batches).
 Example::
 
     result = tune("model_repository/image_preprocess", latency_budget_ms=50, max_minutes=3)
+    result = tune("model_repository/image_preprocess", TuneOptions(latency_budget_ms=50))
     print(result.table())
     write_best(result, "model_repository/image_preprocess")    # config.pbtxt, other fields kept
 """
@@ -25,12 +26,13 @@ import math
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .._runtime.errors import ToolError, TritonRequestError
-from ..client import IdChoice, model_kind
+from .._tooling.options import changed
+from ..client import model_kind
 from ._candidates import QUEUE_DELAYS_US as QUEUE_DELAYS_US  # tune's configurations
 from ._candidates import Candidate as Candidate
 from ._candidates import apply_candidate as apply_candidate
@@ -38,11 +40,10 @@ from ._candidates import candidate_of as candidate_of
 from ._candidates import search_space as search_space
 from ._companions import companions, ensemble_members
 from ._engine import Progress
-from ._inputs import InputSpec
+from ._options import PerfOptions, TuneOptions
 from ._refusals import kind_notes
 from ._report import PerfReport, render_table
-from ._runner import EngineChoice, PerfOptions, run_perf
-from ._sequences import DEFAULT_SEQUENCE_LENGTH
+from ._runner import run_perf
 
 
 @dataclass
@@ -216,41 +217,30 @@ def _model_path(model_dir: Any) -> Path:
 
 def tune(
     model_dir: Any,
+    options: Optional[TuneOptions] = None,
     *,
-    latency_budget_ms: Optional[float] = None,
-    max_minutes: float = 5.0,
-    concurrency: Sequence[int] = (1, 4, 16),
-    duration: float = 2.0,
-    warmup: float = 0.5,
-    engine: EngineChoice = "builtin",
-    specs: Optional[Mapping[str, InputSpec]] = None,
-    shapes: Optional[Mapping[str, Sequence[int]]] = None,
-    sequence_length: int = DEFAULT_SEQUENCE_LENGTH,
-    sequence_id_range: Tuple[int, Optional[int]] = (1, None),
-    sequence_ids: IdChoice = "auto",
-    cores: Optional[int] = None,
     on_event: Optional[Callable[[str], None]] = None,
     on_progress: Optional[Callable[[Progress], None]] = None,
-    server_options: Optional[Dict[str, Any]] = None,
+    **changes: Any,
 ) -> TuneResult:
-    """Search the configurations of the model in ``model_dir`` (see the module's docstring).
-    ``on_event`` gets a line per step (the CLI prints them); nothing is printed here. A
-    decoupled model is measured over gRPC streams, a sequence model with sequences of
-    ``sequence_length`` requests (see :class:`~tritonpy.perf.PerfOptions`)."""
+    """Search the configurations of the model in ``model_dir`` (see the module's docstring)
+    as ``options`` (a :class:`~tritonpy.perf.TuneOptions`) says; keyword arguments replace
+    its fields, or its ``measure``'s (``duration=1.0``). ``on_event`` gets a line per step
+    (the CLI prints them); nothing is printed here. A decoupled model is measured over gRPC
+    streams, a sequence model with sequences of ``sequence_length`` requests (see
+    :class:`~tritonpy.perf.PerfOptions`)."""
     from ..client import InferClient
     from ..server import TritonServer
 
+    chosen = changed(TuneOptions, options, changes)
     model_path = _model_path(model_dir)
     name = model_path.name
     say = on_event or (lambda line: None)
-    deadline = time.monotonic() + max_minutes * 60.0
-    result = TuneResult(name, latency_budget_ms)
-    options = PerfOptions(
-        concurrency=tuple(concurrency), duration=duration, warmup=warmup,
-        hints=_hints(model_path), engine=engine, specs=dict(specs or {}),
-        shapes=dict(shapes or {}), sequence_length=sequence_length,
-        sequence_id_range=sequence_id_range, sequence_ids=sequence_ids,
-    )  # fmt: skip
+    deadline = time.monotonic() + chosen.max_minutes * 60.0
+    result = TuneResult(name, chosen.latency_budget_ms)
+    measure = replace(chosen.measure, concurrency=tuple(chosen.measure.concurrency),
+                      hints=_hints(model_path), specs=dict(chosen.measure.specs),
+                      shapes=dict(chosen.measure.shapes))  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="tritonpy-tune-") as scratch:
         repository = Path(scratch)
         os.symlink(model_path, repository / name)  # the user's directory stays untouched
@@ -259,12 +249,13 @@ def tune(
             os.symlink(companion, repository / companion.name)
         beside = f" (with {', '.join(c.name for c in needed)})" if needed else ""
         say(f"starting tritonserver on {name}{beside}")
-        with TritonServer(repository, **(server_options or {})) as server:
+        with TritonServer(repository, **(chosen.server_options or {})) as server:
             client = InferClient(server.grpc_url, "grpc")
             try:
                 session = _Session(client, server.grpc_url, name, client.model_config(name),
-                                   options, latency_budget_ms, say, on_progress)  # fmt: skip
-                _search(session, result, cores or os.cpu_count() or 1, deadline, max_minutes)
+                                   measure, chosen.latency_budget_ms, say, on_progress)  # fmt: skip
+                cores = chosen.cores or os.cpu_count() or 1
+                _search(session, result, cores, deadline, chosen.max_minutes)
             finally:
                 client.close()
     return result
