@@ -61,7 +61,7 @@ def _print(line: str) -> None:
 
 def _serve_ready_lines(server: TritonServer) -> List[str]:
     """What serve prints once ready: the URLs, the models, how to query one."""
-    from .client import model_inputs
+    from ..client import model_inputs
 
     models = server.models_ready()
     lines = [
