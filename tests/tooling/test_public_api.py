@@ -212,7 +212,14 @@ PINNED: Dict[str, List[str]] = {
         "serve_until_exit",
         "stream_infer",
     ],
-    "tritonpy.perf": ["PerfOptions", "PerfPoint", "PerfReport", "TuneOptions", "run_perf"],
+    "tritonpy.perf": [
+        "PerfOptions",
+        "PerfPoint",
+        "PerfReport",
+        "TuneOptions",
+        "run_perf",
+        "tune",
+    ],
     "tritonpy.probe": [
         "ProbeOptions",
         "ProbeReport",

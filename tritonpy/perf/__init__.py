@@ -32,7 +32,8 @@ from .._runtime._public_names import publish as _publish
 from ._options import PerfOptions, TuneOptions
 from ._report import PerfPoint, PerfReport
 from ._runner import run_perf
+from ._tune import tune
 
-__all__ = ["PerfOptions", "PerfPoint", "PerfReport", "TuneOptions", "run_perf"]
+__all__ = ["PerfOptions", "PerfPoint", "PerfReport", "TuneOptions", "run_perf", "tune"]
 
 _publish(__name__, globals())
