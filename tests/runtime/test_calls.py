@@ -115,7 +115,7 @@ def test_call_learns_the_data_type_of_python_numbers(scale):
     with caller(plan, scale=scale) as h:
         assert h.infer(x(0))["Y"].tolist() == [2.0, 4.0, 6.0]
         # learned once: the next call goes through at the first try
-        assert h.model._call_dtypes == {("scale", "X"): "FP32"}
+        assert h.model._ModelCalls__caller.learned == {("scale", "X"): "FP32"}
         assert h.infer(x(0))["Y"].tolist() == [2.0, 4.0, 6.0]
 
 
@@ -128,7 +128,7 @@ def test_call_refuses_values_the_expected_type_cannot_hold():
 
         with caller(plan, add_sub=add_sub) as h:
             h.infer(x(1))  # FP32 inputs: ints and floats fit
-            assert h.model._call_dtypes[("add_sub", "INPUT0")] == "FP32"
+            assert h.model._ModelCalls__caller.learned[("add_sub", "INPUT0")] == "FP32"
 
     class Ints(tp.Model):
         inputs = {"K": tp.Tensor("INT32", [-1])}
@@ -257,7 +257,7 @@ def test_call_stream_iterates_a_decoupled_target(counter):
         assert h.infer(x(3))["Y"].tolist() == [0.0, 1.0, 2.0]
         # 24.10: an error the target sends after some parts does not reach the caller
         assert h.infer(x(-2))["Y"].tolist() == [0.0, 1.0]
-        assert h.model._call_dtypes == {("counter", "N"): "INT32"}
+        assert h.model._ModelCalls__caller.learned == {("counter", "N"): "INT32"}
 
 
 def test_call_stream_async(counter):
@@ -450,4 +450,4 @@ def test_numpy_scalars_keep_their_dtype(scale):
 
     with caller(plan, scale=scale) as h:
         assert h.infer(x(0))["Y"].tolist() == [3.0]
-        assert h.model._call_dtypes == {}  # sent as FP32 at once: nothing to learn
+        assert h.model._ModelCalls__caller.learned == {}  # sent as FP32 at once: nothing to learn

@@ -5,8 +5,8 @@ behind ``tp.Model`` keeps its state out of the user's class (issue 30).
 engine took them over (attributes and methods of the model and its mixins). Each model below
 defines all of them, as class attributes and again on the instance in ``setup()``, with values
 that would have broken tritonpy (``self._decode = json.loads`` made requests fail with a
-misleading TypeError); batched, unbatched, merged (with a poison request), streaming and async
-models must still answer as the same models without them.
+misleading TypeError); batched, unbatched, merged (with a poison request), streaming, async
+and calling models must still answer as the same models without them.
 """
 
 from __future__ import annotations
@@ -255,3 +255,25 @@ def test_async_infer_merged_with_a_poison_request() -> None:
     assert answers[0] == answers[1]
     assert answers[1][0] == {"Y": [[3.0, 3.0]]}
     assert answers[1][1][:2] == ("TritonRequestError", "INVALID_ARG")
+
+
+class Router(tp.Model):
+    """Calls another model twice: once with Python numbers (the data type is learned from
+    the server's refusal), once with a numpy array."""
+
+    inputs = {"X": tp.Tensor("FP32", [-1])}
+    outputs = {"Y": tp.Tensor("FP32", [-1])}
+
+    def infer(self, X: np.ndarray) -> Dict[str, Any]:
+        learned = self.call("doubler", {"X": [[float(v) for v in X]]})["Y"][0]
+        again = self.call("doubler", {"X": X.reshape(1, -1)})["Y"][0]
+        return {"Y": learned + again}
+
+
+def test_calls_to_other_models() -> None:
+    answers = []
+    for model in (Router, _crowded("CrowdedRouter", Router)):
+        with ModelHarness(Doubler, name="doubler") as target, ModelHarness(model) as harness:
+            harness.register_bls_model("doubler", target)
+            answers.append(harness.infer({"X": np.array([1.0, 2.0], np.float32)})["Y"].tolist())
+    assert answers[0] == answers[1] == [4.0, 8.0]

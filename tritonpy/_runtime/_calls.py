@@ -159,31 +159,21 @@ def _numbers_as(value: Any, wire: str, model: str, name: str) -> np.ndarray:  # 
     return cast
 
 
-def bind_calls(model: ModelCalls, pb: Any) -> None:
-    """Give ``model``'s calls the stub's pb_utils module (``Model.initialize`` does), in a
-    name-mangled attribute no name of the user's class can replace."""
-    model._ModelCalls__pb = pb  # type: ignore[attr-defined]
+class _Caller:
+    """The calls of one model instance: pb_utils, and the data types learned from the
+    server's refusals. Kept by :class:`ModelCalls` in one name-mangled attribute, so that no
+    name of the user's class can replace it (``Model.initialize`` binds it, see
+    :func:`bind_calls`)."""
 
-
-class ModelCalls:
-    """Mixin of :class:`tritonpy.Model`: calls to other models of the same server."""
-
-    #: pb_utils, set by :func:`bind_calls`
-    __pb: Any
-
-    #: (target model, input) -> Triton data type the server said it expects
-    _call_dtypes: Dict[Tuple[str, str], str]
+    def __init__(self, pb: Any) -> None:
+        self.pb = pb
+        #: (target model, input) -> Triton data type the server said it expects
+        self.learned: Dict[Tuple[str, str], str] = {}
 
     # -- encoding --------------------------------------------------------------------------
-    def _call_learned(self) -> Dict[Tuple[str, str], str]:
-        learned = self.__dict__.get("_call_dtypes")
-        if learned is None:
-            learned = self._call_dtypes = {}
-        return learned
-
-    def _call_encode(self, model: str, inputs: Mapping[str, Any]) -> _Encoded:
+    def encode(self, model: str, inputs: Mapping[str, Any]) -> _Encoded:
         encoded = _Encoded()
-        learned = self._call_learned()
+        learned = self.learned
         for name, value in inputs.items():
             if isinstance(value, np.ndarray):
                 if value.dtype.kind in ("U", "S"):
@@ -220,19 +210,19 @@ class ModelCalls:
             encoded.arrays[name] = source if wire is None else _numbers_as(plain, wire, model, name)
         return encoded
 
-    def _call_relearn(self, model: str, encoded: _Encoded, message: str) -> bool:
+    def relearn(self, model: str, encoded: _Encoded, message: str) -> bool:
         """Learn the data type the server asked for; True when the call should be retried."""
         match = _DTYPE_REFUSED.search(message)
         if match is None or match.group("model") != model:
             return False
         name, wire = match.group("input"), match.group("expected")
-        if name not in encoded.guessed or self._call_learned().get((model, name)) == wire:
+        if name not in encoded.guessed or self.learned.get((model, name)) == wire:
             return False
-        self._call_learned()[(model, name)] = wire
+        self.learned[(model, name)] = wire
         encoded.arrays[name] = _numbers_as(encoded.guessed[name], wire, model, name)
         return True
 
-    def _call_sender(
+    def sender(
         self, model: str, inputs: Mapping[str, Any], options: Mapping[str, Any]
     ) -> Tuple[_Encoded, Callable[[], Any]]:
         """The encoded inputs of one call and a function that builds its request (again after
@@ -243,11 +233,11 @@ class ModelCalls:
                 f"call to model '{model}': unknown option {', '.join(map(repr, unknown))}; "
                 f"the options are {', '.join(_CALL_OPTIONS)}"
             )
-        encoded = self._call_encode(model, inputs)
+        encoded = self.encode(model, inputs)
         version = int(options.get("version", -1))
         outputs = options.get("outputs")
         timeout_us = int(options.get("timeout_ms", 0)) * 1000  # pb_utils takes microseconds
-        pb = self.__pb
+        pb = self.pb
 
         def request() -> Any:
             return pb.InferenceRequest(
@@ -261,17 +251,17 @@ class ModelCalls:
 
         return encoded, request
 
-    def _call_result(self, model: str, encoded: _Encoded, response: Any) -> Optional[Outputs]:
+    def result(self, model: str, encoded: _Encoded, response: Any) -> Optional[Outputs]:
         """The outputs of ``response``; None when a data type was learned from its error and
         the request should be sent again; else raise the target's error."""
         error = response.error() if response.has_error() else None
         if error is None:
             return _outputs(response)
-        if self._call_relearn(model, encoded, error.message()):
+        if self.relearn(model, encoded, error.message()):
             return None
         raise TritonRequestError(error_code_name(error.code()), error.message(), model=model)
 
-    def _stream_head(
+    def stream_head(
         self, model: str, encoded: _Encoded, responses: Iterator[Any]
     ) -> Optional[List[Any]]:
         """The first response of a stream, as a list (empty when there is none); None when a
@@ -279,9 +269,21 @@ class ModelCalls:
         first = next(responses, None)
         if first is None:
             return []
-        if first.has_error() and self._call_relearn(model, encoded, first.error().message()):
+        if first.has_error() and self.relearn(model, encoded, first.error().message()):
             return None
         return [first]
+
+
+def bind_calls(model: ModelCalls, pb: Any) -> None:
+    """Give ``model``'s calls the stub's pb_utils module (``Model.initialize`` does)."""
+    model._ModelCalls__caller = _Caller(pb)  # type: ignore[attr-defined]
+
+
+class ModelCalls:
+    """Mixin of :class:`tritonpy.Model`: calls to other models of the same server."""
+
+    #: the state of this instance's calls, set by :func:`bind_calls`
+    __caller: _Caller
 
     # -- public API -------------------------------------------------------------------------
     def call(
@@ -308,9 +310,9 @@ class ModelCalls:
                 return {"LABEL": np.argmax(scores, axis=-1)}
         """
         options = {"version": version, "outputs": outputs, "timeout_ms": timeout_ms}
-        encoded, request = self._call_sender(model_name, inputs, options)
+        encoded, request = self.__caller.sender(model_name, inputs, options)
         while True:
-            result = self._call_result(model_name, encoded, request().exec())
+            result = self.__caller.result(model_name, encoded, request().exec())
             if result is not None:
                 return result
 
@@ -329,9 +331,9 @@ class ModelCalls:
                 )
                 return {"BOXES": boxes["BOXES"], "LABELS": labels["LABELS"]}
         """
-        encoded, request = self._call_sender(model_name, inputs, options)
+        encoded, request = self.__caller.sender(model_name, inputs, options)
         while True:
-            result = self._call_result(model_name, encoded, await request().async_exec())
+            result = self.__caller.result(model_name, encoded, await request().async_exec())
             if result is not None:
                 return result
 
@@ -351,10 +353,10 @@ class ModelCalls:
                 tokens = [part["TOKEN"][0] for part in self.call_stream("llm", {"PROMPT": PROMPT})]
                 return {"TEXT": b"".join(tokens)}
         """
-        encoded, request = self._call_sender(model_name, inputs, options)
+        encoded, request = self.__caller.sender(model_name, inputs, options)
         while True:
             responses = iter(request().exec(decoupled=True))
-            head = self._stream_head(model_name, encoded, responses)
+            head = self.__caller.stream_head(model_name, encoded, responses)
             if head is not None:
                 return _stream(head, responses, model_name)
 
@@ -362,10 +364,10 @@ class ModelCalls:
         self, model_name: str, inputs: Mapping[str, Any], **options: Unpack[CallOptions]
     ) -> AsyncIterator[Outputs]:
         """:meth:`call_stream` for ``async def infer`` (``async for part in ...``)."""
-        encoded, request = self._call_sender(model_name, inputs, options)
+        encoded, request = self.__caller.sender(model_name, inputs, options)
         while True:
             responses = iter(await request().async_exec(decoupled=True))
-            head = self._stream_head(model_name, encoded, responses)
+            head = self.__caller.stream_head(model_name, encoded, responses)
             if head is not None:
                 for part in _stream(head, responses, model_name):
                     yield part
