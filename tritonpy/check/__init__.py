@@ -33,7 +33,15 @@ from ._batching import check_batching
 from ._consistency import check_consistency
 from ._context import EnvImports, Repository
 from ._ensembles import check_ensembles
+
+# the face this package shows tritonpy's other tooling packages: not in __all__, not public API
+from ._envimport import ModelEnvironment as ModelEnvironment
+from ._envimport import configured_environment as configured_environment
+from ._envimport import import_failure as import_failure
+from ._envimport import import_fix as import_fix
+from ._envimport import stand_in as stand_in
 from ._environments import check_environments
+from ._imports import imports_tritonpy as imports_tritonpy
 from ._layout import check_layout
 from ._report import ERROR, INFO, WARNING, Finding, Report
 from ._stubfacts import check_stubs

@@ -16,7 +16,7 @@ from __future__ import annotations
 import types
 from typing import Any, Iterator
 
-from ..envs._inenv import GPU_MODULES  # top-level packages whose import suggests GPU work
+from ..envs import GPU_MODULES  # top-level packages whose import suggests GPU work
 from ._context import ModelEntry, Repository, error
 from ._report import WARNING, Finding
 

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterator
 
 from .._runtime.codecs.base import shape_matches
 from .._tooling.pbtxt import data_type_name
-from ..config._declarations import declared_decoupled, declared_message
+from ..config import declared_decoupled, declared_message
 from ._context import SECTIONS, ModelEntry, Repository, Section, error
 from ._report import WARNING, Finding
 

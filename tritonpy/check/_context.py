@@ -12,15 +12,15 @@ from .._tooling.errors import ArchiveError
 from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER, model_directories
 from .._tooling.pbtxt import ConfigError, parse_config
 from .._tooling.releases import TritonRelease
-from ..config._declarations import autocomplete_config
-from ..config._loader import (
+from ..config import (
     LoadedModel,
     ModelImportError,
+    autocomplete_config,
     find_model_file,
     load_model_class,
     version_dirs,
 )
-from ..envs._inenv import EnvImport, EnvStartError, import_in_environment
+from ..envs import EnvImport, EnvStartError, import_in_environment
 from ._envimport import ModelEnvironment, stand_in
 from ._report import ERROR, Finding, Severity
 

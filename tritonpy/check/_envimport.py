@@ -30,8 +30,7 @@ from typing import Any, Dict, Literal, Optional
 from .._tooling.env_archives import archive_members, resolve_env_path
 from .._tooling.model_dirs import ENV_PARAMETER
 from .._tooling.releases import TritonRelease
-from ..envs._inenv import EnvImport, archive_has_interpreter, has_interpreter
-from ..envs._needs import missing_module_hint
+from ..envs import EnvImport, archive_has_interpreter, has_interpreter, missing_module_hint
 
 #: where a model's environment comes from
 EnvSource = Literal["configured", "spec"]
@@ -74,8 +73,13 @@ def spec_environment(
     """The built environment of the model directory's spec for ``release``: from the cache,
     or built now when ``build``; None without a spec, a release or (not ``build``) a cached
     build. Build errors propagate."""
-    from ..envs._envcache import build_environment, cached_environment, plan_environment
-    from ..envs._pack import find_default_spec, parse_builder
+    from ..envs import (
+        build_environment,
+        cached_environment,
+        find_default_spec,
+        parse_builder,
+        plan_environment,
+    )
 
     if release is None or find_default_spec(model_dir) is None:
         return None

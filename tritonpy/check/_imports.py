@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import List
 
-from ..config._loader import version_dirs
+from ..config import version_dirs
 
 PACKAGE = "tritonpy"
 # for sources that do not parse (the layout rules report the syntax error)

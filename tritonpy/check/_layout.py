@@ -23,8 +23,8 @@ from typing import Iterator, List, Optional
 
 from .._tooling.model_dirs import CONFIG_FILE
 from .._tooling.releases import TritonRelease
-from ..config._loader import defines_triton_python_model
-from ..envs._pack import find_default_spec
+from ..config import defines_triton_python_model
+from ..envs import find_default_spec
 from ._context import ModelEntry, Repository, error
 from ._envimport import import_failure, import_fix
 from ._report import ERROR, WARNING, Finding

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from .._tooling.digests import file_sha256, read_blocks
-from ..stubs._cache import StubCache
-from ..stubs._lookup import WHEEL_RELEASES
+from ..stubs import WHEEL_RELEASES, StubCache
 
 #: the mark a build may put into the stub (``tritonpy-stub-release=r24.10``)
 RELEASE_MARK = b"tritonpy-stub-release="

@@ -24,7 +24,16 @@ from .._tooling.pbtxt import (
     write_config,
 )
 from ._declarations import ConfigDiff, apply_declarations, autocomplete_config, sync_config
+
+# the face this package shows tritonpy's other tooling packages: not in __all__, not public API
+from ._declarations import NotDerivableError as NotDerivableError
+from ._declarations import declared_decoupled as declared_decoupled
+from ._declarations import declared_message as declared_message
 from ._loader import LoadedModel, load_model_class
+from ._loader import ModelImportError as ModelImportError
+from ._loader import defines_triton_python_model as defines_triton_python_model
+from ._loader import find_model_file as find_model_file
+from ._loader import version_dirs as version_dirs
 
 __all__ = [
     "CONFIG_MODULES",

@@ -23,10 +23,15 @@ from typing import Iterator, List, Optional
 
 from .._tooling.errors import ModelLoadError
 from .._tooling.pbtxt import ConfigError, PathLike
-from ..testing._install import fake_pb_utils_installed
-from ..testing._load_checks import explain_import
-from ..testing._loading import import_model_file, on_sys_path, pick_version, unload_package
-from ..testing._loading import version_dirs as versions_of
+from ..testing import (
+    explain_import,
+    fake_pb_utils_installed,
+    import_model_file,
+    on_sys_path,
+    pick_version,
+    unload_package,
+)
+from ..testing import version_dirs as versions_of
 
 ENTRY_POINT = "TritonPythonModel"
 

@@ -17,7 +17,25 @@ from __future__ import annotations
 from .._runtime._public_names import publish as _publish
 from .._tooling.errors import ArchiveError, EnvError, SpecError
 from .._tooling.progress import CommandError, Reporter
+
+# the face this package shows tritonpy's other tooling packages: not in __all__, not public API
+from ._envcache import BuiltEnv as BuiltEnv
+from ._envcache import EnvPlan as EnvPlan
+from ._envcache import build_environment as build_environment
+from ._envcache import cached_environment as cached_environment
+from ._envcache import plan_environment as plan_environment
+from ._inenv import GPU_MODULES as GPU_MODULES
+from ._inenv import EnvImport as EnvImport
+from ._inenv import EnvStartError as EnvStartError
+from ._inenv import archive_has_interpreter as archive_has_interpreter
+from ._inenv import has_interpreter as has_interpreter
+from ._inenv import import_in_environment as import_in_environment
+from ._needs import missing_module_hint as missing_module_hint
+from ._pack import BUILDERS as BUILDERS
 from ._pack import Builder, PackOptions, PackResult, StubMode, find_default_spec, pack_env
+from ._pack import parse_builder as parse_builder
+from ._selfwheel import running_tritonpy as running_tritonpy
+from ._selfwheel import self_wheel as self_wheel
 from ._spec import EnvSpec, read_spec
 from ._verify import VerifyReport, verify_archive
 

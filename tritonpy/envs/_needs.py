@@ -135,7 +135,7 @@ def scan_model(model_dir: Path) -> ModelScan:
         need.name, where       # ('Image', "input 'IMAGE'")
     """
     from .._tooling.pbtxt import ConfigError
-    from ..config._loader import find_model_file, load_model_class
+    from ..config import find_model_file, load_model_class
 
     try:
         model_file = find_model_file(model_dir)

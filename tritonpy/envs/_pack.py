@@ -64,7 +64,7 @@ from ._spec import (
 from ._verify import VerifyReport, verify_archive
 
 if TYPE_CHECKING:
-    from ..stubs._provision import StubResult
+    from ..stubs import StubResult
 
 _SPEC_NAMES = ("environment.yml", "environment.yaml", "requirements.txt")
 
@@ -374,7 +374,7 @@ def _place_stub(
     target_python = options.server_python or build.release.python
     if not (options.stub == "always" or (options.stub == "auto" and build.xy != target_python)):
         return None
-    from ..stubs._provision import provision_stub
+    from ..stubs import provision_stub
 
     reporter.note(f"environment Python {build.xy} != server Python {target_python}: placing a stub")
     return provision_stub(

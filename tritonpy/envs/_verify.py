@@ -258,18 +258,29 @@ def verify_archive(
                 + "\n- ".join(problems)
                 + "\nFix the spec (names, versions) or rebuild with tritonpy pack-env --force."
             )
-        return VerifyReport(
-            python=result["version"],
-            prefix=result["prefix"],
-            libpython=result["libpython"],
-            modules=result["modules"],
-            members=len(names),
-            tritonpy_version=result.get("tritonpy_version", ""),
-            model_imported=bool(model),
-            codecs_checked=list(model["codecs"]) if model else [],
-            import_names=dict(result.get("names", {})),
-            warnings=warnings,
-            skipped=skipped,
-        )
+        return _report(result, len(names), model, warnings, skipped)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _report(
+    result: Dict[str, Any],
+    members: int,
+    model: Optional[Dict[str, Any]],
+    warnings: List[str],
+    skipped: List[str],
+) -> VerifyReport:
+    """What a passed verification found, from the in-environment check's ``result``."""
+    return VerifyReport(
+        python=result["version"],
+        prefix=result["prefix"],
+        libpython=result["libpython"],
+        modules=result["modules"],
+        members=members,
+        tritonpy_version=result.get("tritonpy_version", ""),
+        model_imported=bool(model),
+        codecs_checked=list(model["codecs"]) if model else [],
+        import_names=dict(result.get("names", {})),
+        warnings=warnings,
+        skipped=skipped,
+    )

@@ -28,9 +28,7 @@ from .._tooling.pbtxt import CONFIG_MODULES
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
 from ..check import WARNING, Report, check_repository
-from ..envs._envcache import BuiltEnv
-from ..envs._pack import BUILDERS, Builder
-from ..envs._selfwheel import running_tritonpy, self_wheel
+from ..envs import BUILDERS, Builder, BuiltEnv, running_tritonpy, self_wheel
 from ._files import (
     ENVS_DIR,
     REPOSITORY_DIR,

@@ -22,13 +22,9 @@ from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER, MODEL_DIR_VARIABLE
 from .._tooling.pbtxt import ConfigError, load_config, set_parameter, write_config
 from .._tooling.progress import Reporter
 from .._tooling.releases import TritonRelease
-from ..check._envimport import stand_in
-from ..check._imports import imports_tritonpy
-from ..config._declarations import NotDerivableError, apply_declarations, sync_config
-from ..config._loader import ModelImportError
-from ..envs._envcache import BuiltEnv
-from ..envs._inenv import EnvImport
-from ..envs._pack import Builder
+from ..check import imports_tritonpy, stand_in
+from ..config import ModelImportError, NotDerivableError, apply_declarations, sync_config
+from ..envs import Builder, BuiltEnv, EnvImport
 from ._files import ENVS_DIR
 
 #: directories never copied: caches, and tests (they stay with the sources)
@@ -192,8 +188,7 @@ def _existing_environment(
         _copy_any(place.path, copied)
         reporter.note(f"{outcome.name}: copied the environment {raw} into the model directory")
     if python != release.python:
-        from ..stubs._lookup import StubError
-        from ..stubs._provision import provision_stub
+        from ..stubs import StubError, provision_stub
 
         try:
             placed = provision_stub(
@@ -302,7 +297,7 @@ def _place_built(
     outcome.cached = not built.built or bool(built.models)  # built for another model
     built.models.append(outcome.name)
     if built.python != release.python:
-        from ..stubs._provision import provision_stub
+        from ..stubs import provision_stub
 
         placed = provision_stub(
             target, triton_version=release.name, python=built.python, reporter=reporter

@@ -28,18 +28,25 @@ from .._tooling.model_dirs import CONFIG_FILE, ENV_PARAMETER
 from .._tooling.pbtxt import ConfigError, load_config
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
-from ..check._envimport import (
+from ..check import (
     ModelEnvironment,
     configured_environment,
     import_failure,
     import_fix,
+    imports_tritonpy,
 )
-from ..check._imports import imports_tritonpy
-from ..config._loader import find_model_file
-from ..envs._envcache import BuiltEnv, EnvPlan, build_environment, cached_environment
-from ..envs._envcache import plan_environment as plan_env
-from ..envs._inenv import EnvImport, EnvStartError, import_in_environment
-from ..envs._pack import Builder
+from ..config import find_model_file
+from ..envs import (
+    Builder,
+    BuiltEnv,
+    EnvImport,
+    EnvPlan,
+    EnvStartError,
+    build_environment,
+    cached_environment,
+    import_in_environment,
+)
+from ..envs import plan_environment as plan_env
 from ._models import ExportError
 
 

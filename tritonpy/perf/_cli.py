@@ -104,7 +104,7 @@ def _hints(model_dir: Optional[str]) -> Dict[str, str]:
     if not model_dir:
         return {}
     from .._tooling.pbtxt import ConfigError
-    from ..config._loader import ModelImportError, load_model_class
+    from ..config import ModelImportError, load_model_class
     from ._inputs import hints_from_class
 
     try:

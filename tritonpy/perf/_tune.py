@@ -172,7 +172,7 @@ def score_report(report: PerfReport, budget_ms: Optional[float]) -> Tuple[float,
 
 
 def _hints(model_dir: Path) -> Dict[str, str]:
-    from ..config._loader import load_model_class
+    from ..config import load_model_class
     from ._inputs import hints_from_class
 
     try:

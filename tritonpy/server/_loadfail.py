@@ -130,7 +130,7 @@ def missing_module_fix(
     >>> missing_module_fix("yaml", Path("repo/m"), python="/venv/bin/python", env_path=None)[:60]
     "the serving interpreter /venv/bin/python has no module 'yaml'"
     """
-    from ..envs._needs import missing_module_hint
+    from ..envs import missing_module_hint
 
     package = missing_module_hint(module)
     pack = f"tritonpy pack-env {model_dir}"

@@ -94,7 +94,7 @@ def plan_stubs(
         plan_stubs(Path("repo"), "3.11", wheel)   # {'pre': StubPlan('pre', '3.10', ...)}
     """
     # the one stub lookup tritonpy has: the wheel's stub, else one built earlier (cache)
-    from ..stubs._lookup import WHEEL_RELEASES, find_stub
+    from ..stubs import WHEEL_RELEASES, find_stub
 
     release = WHEEL_RELEASES.get(wheel.version)
     plans: Dict[str, StubPlan] = {}

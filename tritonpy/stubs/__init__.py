@@ -12,7 +12,7 @@ Example::
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._runtime._public_names import publish as _publish
 
@@ -27,7 +27,15 @@ _HOMES = {
     "StubCache": "_cache",
     "StubResult": "_provision",
     "provision_stub": "_provision",
+    # the face stubs shows tritonpy's other tooling packages: not in __all__, not public API
+    "WHEEL_RELEASES": "_lookup",
 }
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers
+    from ._cache import StubCache
+    from ._lookup import WHEEL_RELEASES as WHEEL_RELEASES
+    from ._lookup import FoundStub, StubError, find_stub
+    from ._provision import StubResult, provision_stub
 
 
 def __getattr__(name: str) -> Any:

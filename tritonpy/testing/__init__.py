@@ -23,6 +23,14 @@ from ._ensemble import EnsembleHarness
 from ._errors import HarnessError, ModelBugError
 from ._harness import ModelHarness
 from ._install import fake_pb_utils_installed, install_fake_pb_utils, uninstall_fake_pb_utils
+
+# the face this package shows tritonpy's other tooling packages: not in __all__, not public API
+from ._load_checks import explain_import as explain_import
+from ._loading import import_model_file as import_model_file
+from ._loading import on_sys_path as on_sys_path
+from ._loading import pick_version as pick_version
+from ._loading import unload_package as unload_package
+from ._loading import version_dirs as version_dirs
 from ._process_guard import ModelProcessDiedError
 from ._repository import RepositoryHarness
 from ._targets import RawTarget
