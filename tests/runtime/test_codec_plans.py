@@ -11,7 +11,6 @@ import pytest
 
 import tritonpy as tp
 from tritonpy._runtime._engine.engine import engine_of
-from tritonpy._runtime.codecs import CodecPlan
 from tritonpy._runtime.codecs._plan import ArrayRule
 from tritonpy.testing import ModelHarness
 
@@ -22,14 +21,14 @@ def test_the_builtin_codecs_plans() -> None:
     assert tensor.dtype == np.dtype(np.float32) and tensor.dims == (-1,)
     assert tensor.groups_requests  # ragged rows keep requests apart
     assert tp.Tensor("FP32", [2], optional=True).plan(batched=True).read is None
-    assert tp.Tensor("FP32", [-1], ragged="pad").plan(batched=True) == CodecPlan()
+    assert tp.Tensor("FP32", [-1], ragged="pad").plan(batched=True) == tp.CodecPlan()
     text = tp.Text().plan(batched=True)
     assert (text.plain, text.read, text.write, text.dtype) == (False, "codec", "numpy", object)
     assert text.to_array is not None and text.decode_many is not None
     unbatched = tp.Text().plan(batched=False)
     assert (unbatched.read, unbatched.write, unbatched.to_array) == (None, "numpy", None)
     assert tp.JSON().plan(batched=True).write == "codec"
-    assert tp.JSON().plan(batched=False) == CodecPlan()
+    assert tp.JSON().plan(batched=False) == tp.CodecPlan()
 
 
 def test_a_subclass_with_its_own_steps_gets_the_general_plan() -> None:
@@ -61,7 +60,7 @@ def test_a_plan_that_misses_what_its_way_needs_is_refused(
     fields: Dict[str, Any], message: str
 ) -> None:
     with pytest.raises(tp.DeclarationError, match=message):
-        CodecPlan(**fields)
+        tp.CodecPlan(**fields)
 
 
 class Celsius(tp.Codec):
@@ -83,10 +82,10 @@ class Celsius(tp.Codec):
     def encode(self, name: str, value: Any, batched: bool) -> Any:
         return np.round(np.asarray(value) * 10).astype(np.int16)
 
-    def plan(self, batched: bool) -> CodecPlan:
+    def plan(self, batched: bool) -> tp.CodecPlan:
         if not batched:
             return super().plan(batched)
-        return CodecPlan(read="codec", decode_one=self._one, decode_many=self._many)
+        return tp.CodecPlan(read="codec", decode_one=self._one, decode_many=self._many)
 
     def _one(self, name: str, tensor: Any, batched: bool) -> Any:
         array = tensor.as_numpy()

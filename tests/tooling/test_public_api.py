@@ -23,6 +23,7 @@ PINNED: Dict[str, List[str]] = {
         "Bytes",
         "CallError",
         "Codec",
+        "CodecPlan",
         "Counter",
         "DTYPES",
         "DType",
