@@ -1,4 +1,4 @@
-"""The direct path (tritonpy/_runtime/_direct.py) of models with ``tp.TorchTensor`` and
+"""The direct path (tritonpy/_runtime/_engine/_direct.py) of models with ``tp.TorchTensor`` and
 ``tp.Image`` inputs: a request alone and the requests of one call merged answer exactly as the
 general paths do, whatever the requests hold and whatever ``infer`` returns.
 

@@ -1,5 +1,5 @@
-"""The direct path (tritonpy/_runtime/_direct.py) of plain-tensor models: a request alone, or
-the requests of a merged call, of a model whose inputs are all plain ``tp.Tensor`` (and
+"""The direct path (tritonpy/_runtime/_engine/_direct.py) of plain-tensor models: a request alone,
+or the requests of a merged call, of a model whose inputs are all plain ``tp.Tensor`` (and
 outputs plain Tensors or text the stub encodes) answers exactly as the general path does,
 whatever the requests hold and whatever ``infer`` returns (test_direct_codecs.py: torch
 tensors and images).

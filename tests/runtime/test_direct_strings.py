@@ -1,4 +1,4 @@
-"""The direct path (tritonpy/_runtime/_direct.py) of batched models with ``tp.Text`` /
+"""The direct path (tritonpy/_runtime/_engine/_direct.py) of batched models with ``tp.Text`` /
 ``tp.Bytes`` inputs and ``tp.Text`` / ``tp.JSON`` outputs: a request alone and the requests of
 one call merged answer exactly as the general paths do, whatever the requests hold and
 whatever ``infer`` returns; good calls are answered by the direct path alone.

@@ -377,7 +377,7 @@ def _outcome(result: Any) -> Any:
     ids=["poison", "crash", "undecodable", "all-good"],
 )
 def test_the_one_pass_merge_answers_like_the_general_path(requests: List[Any]) -> None:
-    """check_cancellation=False lets a merged call take the one-pass path (_merge_directly);
+    """check_cancellation=False lets a merged call take the one-pass path (merge_directly);
     True sends it through the general one. Same responses, same infer() calls."""
     outcomes, calls = [], []
     for check in (True, False):
