@@ -295,19 +295,18 @@ def test_histograms_need_a_server_that_has_them() -> None:
     class Old:
         metrics = {"h": Histogram("h", buckets=[1])}
         model_name, model_version = "old", 1
-        _pb = SimpleNamespace(MetricFamily=SimpleNamespace(COUNTER=0, GAUGE=1))
 
+    old = SimpleNamespace(MetricFamily=SimpleNamespace(COUNTER=0, GAUGE=1))
     with pytest.raises(DeclarationError, match=r"histogram metrics need Triton release 24\.08"):
-        bind_metrics(Old())
+        bind_metrics(Old(), old)
 
 
 def test_custom_metrics_need_a_server_that_has_them() -> None:
     class Older:
         metrics = {"c": Counter("c")}
-        _pb = SimpleNamespace()
 
     with pytest.raises(DeclarationError, match=r"custom metrics need Triton release 23\.05"):
-        bind_metrics(Older())
+        bind_metrics(Older(), SimpleNamespace())
 
 
 # -- built-in metrics -----------------------------------------------------------------------

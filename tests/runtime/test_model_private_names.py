@@ -97,8 +97,8 @@ TODAYS_PRIVATE_NAMES = (
 
 def _user_value(name: str) -> Any:
     """What a user's attribute of that name might hold: here a function (``_decode``
-    replaced by ``json.loads``), a number, or None, in turn."""
-    return (json.loads, 3, None)[sum(map(ord, name)) % 3]
+    replaced by ``json.loads``), a number, or a string, in turn."""
+    return (json.loads, 3, "mine")[sum(map(ord, name)) % 3]
 
 
 def _crowded(name: str, base: type) -> type:
@@ -277,3 +277,25 @@ def test_calls_to_other_models() -> None:
             harness.register_bls_model("doubler", target)
             answers.append(harness.infer({"X": np.array([1.0, 2.0], np.float32)})["Y"].tolist())
     assert answers[0] == answers[1] == [4.0, 8.0]
+
+
+class Counted(tp.Model):
+    inputs = {"X": tp.Tensor("FP32", [2])}
+    outputs = {"Y": tp.Tensor("FP32", [2])}
+    max_batch_size = 8
+    metrics = {"counted_rows": tp.Counter("rows seen")}
+    builtin_metrics = True
+
+    def infer(self, X: np.ndarray) -> Dict[str, Any]:
+        self.metrics["counted_rows"].increment(len(X))
+        return {"Y": X}
+
+
+def test_declared_and_builtin_metrics() -> None:
+    seen = []
+    for model in (Counted, _crowded("CrowdedCounted", Counted)):
+        with ModelHarness(model) as harness:
+            harness.infer_requests([{"X": np.ones((2, 2), np.float32)}] * 2)
+            metrics = harness.model.metrics
+            seen.append((metrics["counted_rows"].value, metrics["tritonpy_infer_rows"].count))
+    assert seen[0] == seen[1] == (4.0, 1)

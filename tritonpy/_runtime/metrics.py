@@ -100,12 +100,7 @@ def _check_family_name(owner: str, name: Any) -> None:
             )
 
 
-def _pb_utils(model: Any) -> Any:
-    pb = getattr(model, "_pb", None)
-    return pb if pb is not None else importlib.import_module("triton_python_backend_utils")
-
-
-def bind_metrics(model: Any) -> Tuple[Dict[str, Any], Optional[BuiltinMetrics]]:
+def bind_metrics(model: Any, pb: Any = None) -> Tuple[Dict[str, Any], Optional[BuiltinMetrics]]:
     """The model's declared metrics bound to pb_utils, and its built-in metrics (None when
     off). Called by Model.initialize before setup().
 
@@ -114,7 +109,8 @@ def bind_metrics(model: Any) -> Tuple[Dict[str, Any], Optional[BuiltinMetrics]]:
     """
     cls = type(model)
     check_metric_declarations(cls)
-    pb = _pb_utils(model)
+    if pb is None:  # (the stub's module; never an attribute of the model: its names are its own)
+        pb = importlib.import_module("triton_python_backend_utils")
     labels = {
         "model": str(getattr(model, "model_name", cls.__name__)),
         "version": str(getattr(model, "model_version", 1)),

@@ -208,7 +208,7 @@ class Model(ModelCalls, ModelContext):
         bind_calls(self, pb)
         # declared config parameters may set the knobs below on the instance
         resolve_config_parameters(self)
-        self.metrics, builtin = bind_metrics(self)
+        self.metrics, builtin = bind_metrics(self, pb)
         if self.tune_malloc:
             _malloc.tune_malloc()
         apply_torch_threads(self.torch_threads, self.model_name)
