@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import os  # noqa: F401  (PathLike's "os.PathLike[str]" resolves in this module's names)
 from dataclasses import dataclass
 from typing import Literal, Optional, Tuple, get_args
 
