@@ -198,6 +198,7 @@ def test_a_torch_tensor_follows_the_instance_device() -> None:
     assert cpu.inputs["X"] is not OnDevice.inputs["X"]
 
 
+@pytest.mark.torch  # torch_threads = 2 is applied at load: it needs PyTorch
 def test_runtime_knobs_are_overridden_by_tritonpy_keys() -> None:
     config = params(
         target="t",

@@ -114,7 +114,10 @@ def test_rendered_model_loads_under_its_new_name(tmp_path: Path) -> None:
         "image_preprocess", "tiny", tmp_path, parameters={"size": "4x2", "color": "GRAY"}
     )
     with pytest.raises(
-        tp.DeclarationError, match=r"'mean' is \(0.485, 0.456, 0.406\), expected 1 number for GRAY"
+        tp.DeclarationError,
+        match=r"tiny: input 'IMAGE' cannot be built from the config.pbtxt parameters "
+        r"color='GRAY'.* mean='0.485,0.456,0.406'.*Normalize\(mean=\(0.485, 0.456, 0.406\)\): "
+        r"3 values for images of 1 channel\(s\); give one value",
     ):
         ModelHarness(target)  # ImageNet's three means do not fit one gray channel
     render_template(

@@ -69,9 +69,10 @@ class Normalize:
         channels; a DeclarationError when mean or std has another number of values."""
         for name, values in (("mean", _floats(self.mean)), ("std", _floats(self.std))):
             if len(values) not in (1, channels):
+                wanted = "one value" if channels == 1 else f"{channels} values or one"
                 raise DeclarationError(
                     f"Normalize({name}={getattr(self, name)!r}): {len(values)} values for "
-                    f"images of {channels} channel(s); give {channels} or one"
+                    f"images of {channels} channel(s); give {wanted}"
                 )
         return affine(self.scale, _floats(self.mean), _floats(self.std), channels)
 
