@@ -19,6 +19,7 @@ from ._runtime._config_parameters import config_parameter
 from ._runtime._metric_declarations import Counter, Gauge, Histogram
 from ._runtime._metric_series import MetricError
 from ._runtime._public_names import publish as _publish
+from ._runtime._sequence import Sequence, SequenceInfo
 from ._runtime.batching import Padded, group_indices, merge_rows, pad_rows, split_rows, trim_padded
 from ._runtime.codecs import (
     JSON,
@@ -69,6 +70,8 @@ __all__ = [
     "OutputError",
     "Padded",
     "Response",
+    "Sequence",
+    "SequenceInfo",
     "Tensor",
     "Text",
     "ToolError",

@@ -41,6 +41,8 @@ PINNED: Dict[str, List[str]] = {
         "OutputError",
         "Padded",
         "Response",
+        "Sequence",
+        "SequenceInfo",
         "Tensor",
         "Text",
         "ToolError",

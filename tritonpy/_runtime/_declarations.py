@@ -10,6 +10,7 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Dict, Literal, Mapping, Optional, Tuple, Union
 
+from ._sequence import SEQUENCE_ARGUMENT, check_sequence_declaration
 from ._torch_threads import check_torch_threads, check_tune_malloc
 from .codecs.base import Codec, shape_matches
 from .errors import DeclarationError
@@ -76,8 +77,13 @@ def infer_kind(infer: Any) -> str:
 
 def wants_parameters(infer: Any) -> bool:
     """Whether ``infer`` names an argument ``parameters`` (it then gets the request's)."""
+    return names_argument(infer, PARAMETERS_ARGUMENT)
+
+
+def names_argument(infer: Any, name: str) -> bool:
+    """Whether ``infer`` has an argument called ``name``."""
     try:
-        return PARAMETERS_ARGUMENT in inspect.signature(infer).parameters
+        return name in inspect.signature(infer).parameters
     except (TypeError, ValueError):
         return False
 
@@ -93,6 +99,8 @@ class InferFacts:
     wants_parameters: bool
     #: ``decoupled`` was set True because ``infer`` yields, not by the class
     decoupled_implied: bool
+    #: ``infer`` names an argument ``sequence`` (a stateful model's: it gets the sequence)
+    wants_sequence: bool = False
 
 
 #: the facts of ``Model`` itself (a plain ``infer``)
@@ -119,7 +127,12 @@ def check_streaming(cls: type, inherited: InferFacts) -> InferFacts:
             f"return one dict instead of yielding"
         )
     cls.decoupled = True if streaming else declared  # type: ignore[attr-defined]
-    return InferFacts(kind, wants_parameters(infer), streaming and declared is None)
+    return InferFacts(
+        kind,
+        wants_parameters(infer),
+        streaming and declared is None,
+        wants_sequence=names_argument(infer, SEQUENCE_ARGUMENT),
+    )
 
 
 #: ``Model.check_cancellation``: always, never, or "auto" (while infer() is slow)
@@ -265,6 +278,12 @@ def validate_declarations(cls: type, inherited: InferFacts) -> InferFacts:
     if infer is not None:
         _check_infer_signature(cls, infer)
     facts = check_streaming(cls, inherited)
+    check_sequence_declaration(
+        cls,
+        wants_sequence=facts.wants_sequence,
+        streaming=facts.kind in (INFER_GENERATOR, INFER_ASYNC_GENERATOR),
+        asynchronous=facts.kind in (INFER_ASYNC, INFER_ASYNC_GENERATOR),
+    )
     check_metric_declarations(cls)
     check_torch_threads(cls)
     check_tune_malloc(cls)
@@ -298,7 +317,7 @@ def _check_infer_signature(cls: type, infer: Any) -> None:
         if p.default is inspect.Parameter.empty
         and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
         and p.name not in declared
-        and p.name != PARAMETERS_ARGUMENT
+        and p.name not in (PARAMETERS_ARGUMENT, SEQUENCE_ARGUMENT)
     )
     if required:
         raise DeclarationError(

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar, Dict, Mapping, Optional, Sequence
 
-from . import _malloc
+from . import _malloc, _sequence
 from ._calls import ModelCalls, bind_calls
 from ._config_parameters import resolve_config_parameters
 from ._context import ModelContext
@@ -32,6 +32,7 @@ from ._declarations import (
 )
 from ._engine._traits import traits_of
 from ._engine.engine import Engine
+from ._sequence import SequenceInfo, check_sequence_config
 from ._torch_threads import apply_torch_threads
 from .codecs.base import Codec
 from .errors import DeclarationError
@@ -80,7 +81,12 @@ class Model(ModelCalls, ModelContext):
       (up to 64 MB of freed memory stays with the instance); False keeps glibc's defaults;
     * ``torch_threads``: torch's intra-op threads in the instance's stub (None: torch's
       default, one per core). 1 suits a small model in a busy server: torch's idle threads
-      spin after every parallel operation, CPU the server and other stubs lose.
+      spin after every parallel operation, CPU the server and other stubs lose;
+    * ``sequence``: ``tp.Sequence(...)`` makes a stateful model, served by Triton's sequence
+      batcher: ``infer`` then takes an argument ``sequence`` (a ``tp.SequenceInfo``: its
+      correlation ``id``, ``start``/``end`` flags and the ``state`` tritonpy keeps for it from
+      ``start_sequence`` until END or the idle timeout, when ``end_sequence`` is called; see
+      docs/stateful.md).
 
     Hooks: ``setup()`` once per instance after the configuration is known (it may replace a
     codec on the instance, keeping its data type and dims, e.g.
@@ -119,6 +125,9 @@ class Model(ModelCalls, ModelContext):
     #: torch's intra-op threads in this instance's stub (``torch.set_num_threads``); None
     #: leaves torch's default, one per core (see ``_torch_threads.py``)
     torch_threads: ClassVar[Optional[int]] = None
+    #: tp.Sequence(...): a stateful model served by Triton's sequence batcher (state per
+    #: correlation id, hooks start_sequence/end_sequence); None: requests are independent
+    sequence: ClassVar[Optional[_sequence.Sequence]] = None
     #: what the class definition found out about infer (see _declarations.InferFacts)
     __infer: ClassVar[InferFacts] = BASE_INFER_FACTS
 
@@ -150,6 +159,21 @@ class Model(ModelCalls, ModelContext):
     def teardown(self) -> None:
         """Called once when Triton unloads the model instance."""
 
+    def start_sequence(self, sequence: SequenceInfo) -> Any:
+        """A stateful model's hook (``sequence = tp.Sequence(...)``): called at the START of a
+        sequence, before ``infer`` gets its first request; returns the sequence's new state
+        (``sequence.state``; default None)::
+
+            def start_sequence(self, sequence):
+                return {"sum": 0}
+        """
+        return None
+
+    def end_sequence(self, sequence: SequenceInfo) -> None:
+        """A stateful model's hook: called once a sequence ended, after ``infer`` of its END
+        request, or when tritonpy evicted it (``sequence.evicted``: no request for
+        ``idle_timeout_s``, or a new START under the same id). Its state is freed after it."""
+
     # -- declarations ------------------------------------------------------------------------
     @classmethod
     def declared_config(cls) -> Dict[str, Any]:
@@ -160,7 +184,9 @@ class Model(ModelCalls, ModelContext):
             "input": [c.config_entry(n, is_input=True) for n, c in cls.inputs.items()],
             "output": [c.config_entry(n, is_input=False) for n, c in cls.outputs.items()],
         }
-        if cls.max_batch_size > 0 and cls.dynamic_batching:
+        if cls.sequence is not None:  # the sequence batcher schedules it, never the dynamic one
+            config["sequence_batching"] = cls.sequence.config_entry()
+        elif cls.max_batch_size > 0 and cls.dynamic_batching:
             config["dynamic_batching"] = {}
         if cls.decoupled:
             config["model_transaction_policy"] = {"decoupled": True}
@@ -203,6 +229,7 @@ class Model(ModelCalls, ModelContext):
         configured = int(config.get("max_batch_size", 0) or 0)
         check_batch_size(cls, configured, auto_completing=False)
         check_config_tensors(cls, config)
+        check_sequence_config(cls, config)
         _set_context(self, args, config, configured > 0)
         self.logger = pb.Logger
         bind_calls(self, pb)
@@ -218,7 +245,7 @@ class Model(ModelCalls, ModelContext):
         # parameter) as long as what Triton sees stays the same
         check_instance_codecs(cls, self)
         facts = cls.__infer
-        traits = traits_of(self, facts.kind, facts.wants_parameters)
+        traits = traits_of(self, facts.kind, facts.wants_parameters, facts.wants_sequence)
         self.__engine = Engine(self, pb, builtin, traits)
 
     def execute(self, requests: Sequence[Any]) -> Any:

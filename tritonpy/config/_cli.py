@@ -43,7 +43,8 @@ def add_parser(subparsers: shared.Subparsers) -> None:
 
 def cmd_config(args: argparse.Namespace) -> int:
     """Derive MODEL_DIR/config.pbtxt from the declarations of MODEL_DIR/<version>/model.py (name,
-    backend, max_batch_size, dynamic_batching, inputs, outputs, decoupled policy), keeping every
+    backend, max_batch_size, dynamic_batching or a stateful model's sequence_batching, inputs,
+    outputs, decoupled policy), keeping every
     other field as written. A name other than the directory's is an error (tritonserver refuses
     the model) unless --fix-name. Comments in config.pbtxt are lost when the file is
     rewritten."""

@@ -3,10 +3,13 @@
 The declarations decide ``name`` (the directory's name; a file naming another model is refused,
 as tritonserver refuses it, unless ``fix_name``), ``backend: "python"``,
 ``max_batch_size``, ``dynamic_batching`` (when batching), the ``input`` and ``output`` entries
-(name, data_type, dims, optional) and ``model_transaction_policy.decoupled`` (when the class
-sets ``decoupled = True/False``). Every other field is the user's and is kept as written:
-``instance_group``, ``parameters``, ``dynamic_batching`` settings, ``reshape``,
-``label_filename``...
+(name, data_type, dims, optional), ``model_transaction_policy.decoupled`` (when the class
+sets ``decoupled = True/False``) and, for a stateful model (``sequence = tp.Sequence(...)``),
+``sequence_batching``'s strategy, idle timeout, candidate sequences, ordering and
+``iterative_sequence`` (in place of a dynamic batcher; Triton's auto-complete cannot add it).
+Every other field is the user's and is kept as written: ``instance_group``, ``parameters``,
+``dynamic_batching`` settings, the sequence batcher's ``control_input`` and queue delays,
+``reshape``, ``label_filename``...
 
 Example::
 
@@ -181,6 +184,7 @@ def apply_declarations(config: Any, cls: Any, name: str) -> Any:
         result.dynamic_batching.SetInParent()
     _merge_io(result.input, declared.input, is_input=True)
     _merge_io(result.output, declared.output, is_input=False)
+    _merge_sequence(result.sequence_batching, getattr(cls, "sequence", None))
     decoupled = declared_decoupled(cls)
     if decoupled is not None:
         result.model_transaction_policy.decoupled = decoupled
@@ -211,6 +215,23 @@ def autocomplete_config(config: Any, cls: Any) -> Any:
     if steps.decoupled:
         result.model_transaction_policy.decoupled = True
     return result
+
+
+def _merge_sequence(batching: Any, declared: Any) -> None:
+    """Set the declared ``sequence_batching`` fields (``declared``: the class's
+    ``tp.Sequence``, or None to leave the field alone), keeping the user's others (control
+    inputs, queue delays, a strategy's settings when the strategy stays)."""
+    if declared is None:
+        return
+    if batching.WhichOneof("strategy_choice") != declared.strategy:
+        getattr(batching, declared.strategy).SetInParent()  # the oneof drops the other one
+    if declared.strategy == "oldest":
+        oldest = batching.oldest
+        if declared.max_candidate_sequences is not None:
+            oldest.max_candidate_sequences = declared.max_candidate_sequences
+        oldest.preserve_ordering = declared.preserve_ordering
+    batching.max_sequence_idle_microseconds = declared.idle_microseconds
+    batching.iterative_sequence = declared.iterative
 
 
 def _merge_io(repeated: Any, declared: Sequence[Any], *, is_input: bool) -> None:

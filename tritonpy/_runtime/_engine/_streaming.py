@@ -52,7 +52,7 @@ def execute_decoupled(engine: Engine, requests: Sequence[Any]) -> Any:
     if engine.traits.infer_kind in (INFER_ASYNC, INFER_ASYNC_GENERATOR):
         return _stream_all_async(engine, requests)
     for request in requests:
-        stream = _Stream(engine, request)
+        stream = Stream(engine, request)
         item = stream.start()
         if item is not None:
             stream.run(item)
@@ -60,11 +60,11 @@ def execute_decoupled(engine: Engine, requests: Sequence[Any]) -> Any:
 
 
 async def _stream_all_async(engine: Engine, requests: Sequence[Any]) -> None:
-    streams = [_Stream(engine, request) for request in requests]
+    streams = [Stream(engine, request) for request in requests]
     await asyncio.gather(*(stream.run_async() for stream in streams))
 
 
-class _Stream:
+class Stream:
     """One request's stream: its sender, how many parts went out, how it ends."""
 
     def __init__(self, engine: Engine, request: Any) -> None:
@@ -80,9 +80,9 @@ class _Stream:
         try:
             return engine.decode(0, self.request)
         except InputError as exc:
-            self._end_with(engine.refused(exc))
+            self.end_with(engine.refused(exc))
         except Exception as exc:
-            self._end_with(engine.internal_error(exc, "decoding the inputs"))
+            self.end_with(engine.internal_error(exc, "decoding the inputs"))
         return None
 
     def run(self, item: Decoded) -> None:
@@ -97,14 +97,14 @@ class _Stream:
                     part = next(parts)
                 except StopIteration:
                     break
-                if self._cancelled():
-                    _close(parts)
-                    self._end_cancelled()
+                if self.cancelled():
+                    close_parts(parts)
+                    self.end_cancelled()
                     return
-                self._send(item, part)
+                self.send_part(item, part)
         except Exception as exc:
-            _close(parts)
-            self._end_with_error(exc)
+            close_parts(parts)
+            self.end_with_error(exc)
             return
         self.sender.send(flags=self.final)
 
@@ -126,44 +126,44 @@ class _Stream:
                     part = await parts.__anext__()
                 except StopAsyncIteration:
                     break
-                if self._cancelled():
+                if self.cancelled():
                     await parts.aclose()
-                    self._end_cancelled()
+                    self.end_cancelled()
                     return
-                self._send(item, part)
+                self.send_part(item, part)
         except Exception as exc:
             if parts is not None:
                 await parts.aclose()
-            self._end_with_error(exc)
+            self.end_with_error(exc)
             return
         self.sender.send(flags=self.final)
 
-    def _cancelled(self) -> bool:
+    def cancelled(self) -> bool:
         # streams check by default ("auto"): a part is worth one round trip to the server;
         # check_cancellation = False turns it off
         if self.engine.check_cancellation is False:
             return False
         return bool(self.sender.is_cancelled())
 
-    def _send(self, item: Decoded, part: Any) -> None:
+    def send_part(self, item: Decoded, part: Any) -> None:
         self.sender.send(self.engine.respond(item, part))
         self.sent += 1
 
-    def _end_with_error(self, exc: Exception) -> None:
+    def end_with_error(self, exc: Exception) -> None:
         engine = self.engine
         if isinstance(exc, InputError):
             response = engine.refused(exc)
         else:
             response = engine.internal_error(exc, "running infer()")
-        self._end_with(response)
+        self.end_with(response)
 
-    def _end_cancelled(self) -> None:
+    def end_cancelled(self) -> None:
         engine = self.engine
-        self._end_with(
+        self.end_with(
             engine.error_response(cancelled_message(self.sent), engine.error_codes.CANCELLED)
         )
 
-    def _end_with(self, response: Any) -> None:
+    def end_with(self, response: Any) -> None:
         # The error goes out as a response of its own and a flags-only FINAL closes the stream:
         # Triton 24.10 never delivers an error response flagged FINAL to a BLS caller
         # iterating the stream (call_stream would wait forever); clients see the same error.
@@ -171,7 +171,7 @@ class _Stream:
         self.sender.send(flags=self.final)
 
 
-def _close(parts: Any) -> None:
+def close_parts(parts: Any) -> None:
     close = getattr(parts, "close", None)
     if close is not None:
         close()

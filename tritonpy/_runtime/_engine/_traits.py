@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .._declarations import INFER_SYNC, cancellation_policy
+from .._sequence import Sequence
 
 #: with check_cancellation = "auto", requests are checked while infer() takes this long or more
 AUTO_CANCELLATION_SECONDS = 0.002
@@ -27,6 +28,10 @@ class Traits:
     merge_requests: bool
     #: True/False from ``check_cancellation``, None for "auto"
     check_cancellation: Optional[bool]
+    #: a stateful model's ``tp.Sequence`` declaration (None: requests are independent)
+    sequence: Optional[Sequence] = None
+    #: ``infer`` names an argument ``sequence`` (it gets each request's sequence)
+    wants_sequence: bool = False
 
     @property
     def synchronous(self) -> bool:
@@ -34,9 +39,12 @@ class Traits:
         return self.infer_kind == INFER_SYNC
 
 
-def traits_of(model: Any, infer_kind: str, wants_parameters: bool) -> Traits:
-    """The traits of an instance: the class's declarations (``infer_kind`` and
-    ``wants_parameters`` as the class definition found them) and the instance's knobs."""
+def traits_of(
+    model: Any, infer_kind: str, wants_parameters: bool, wants_sequence: bool = False
+) -> Traits:
+    """The traits of an instance: the class's declarations (``infer_kind``,
+    ``wants_parameters`` and ``wants_sequence`` as the class definition found them) and the
+    instance's knobs."""
     cls = type(model)
     return Traits(
         infer_kind=infer_kind,
@@ -44,4 +52,6 @@ def traits_of(model: Any, infer_kind: str, wants_parameters: bool) -> Traits:
         decoupled=bool(cls.decoupled),
         merge_requests=bool(cls.merge_requests),
         check_cancellation=cancellation_policy(cls, model.check_cancellation),
+        sequence=cls.sequence,
+        wants_sequence=wants_sequence,
     )

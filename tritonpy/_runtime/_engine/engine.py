@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import traceback
 from time import perf_counter
-from typing import Any, Dict, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
 from ..errors import InputError, TritonPyError
 from . import _alone, _decoding, _direct, _merged
 from ._tables import CodecTables
 from ._traits import AUTO_CANCELLATION_SECONDS, Traits
+
+if TYPE_CHECKING:
+    from ._sequences import SequenceStore
 
 
 class Engine(CodecTables):
@@ -48,13 +51,29 @@ class Engine(CodecTables):
         self.traits = traits
         self.batched: bool = model.batched
         super().__init__(model.inputs, model.outputs, self.batched)
-        # streams never merge: each request gets its own generator
-        self.merge = self.batched and traits.merge_requests and not traits.decoupled
+        #: a stateful model's open sequences (``_sequences.py``), None for other models
+        self.sequences: Optional[SequenceStore] = None
+        if traits.sequence is not None:
+            from ._sequences import SequenceStore
+
+            self.sequences = SequenceStore(
+                traits.sequence, model.start_sequence, model.end_sequence
+            )
+        self.wants_sequence = traits.wants_sequence
+        # streams never merge (each request gets its own generator), nor do the requests of
+        # sequences (each has its own state)
+        self.merge = (
+            self.batched
+            and traits.merge_requests
+            and not traits.decoupled
+            and self.sequences is None
+        )
         self.wants_parameters = traits.wants_parameters
         # a call merges in one pass unless requests carry parameters (see _merged.py)
         self.merges_directly = self.merge and not traits.wants_parameters
-        # execute() leaves the plain path only for streams and async infer (one check a call)
-        self.plain = not traits.decoupled and traits.synchronous
+        # execute() leaves the plain path only for streams, async infer and sequences (one
+        # check a call)
+        self.plain = not traits.decoupled and traits.synchronous and self.sequences is None
         #: True/False from check_cancellation, None for "auto"
         self.check_cancellation = traits.check_cancellation
         # typical infer() seconds per call (see record_seconds); "auto" checks until it is known
@@ -90,8 +109,13 @@ class Engine(CodecTables):
         return self.execute_merged(requests)
 
     def execute_special(self, requests: Sequence[Any]) -> Any:
-        """A streaming model's call (None, or a coroutine) or an async infer's (a coroutine)."""
+        """A stateful model's call, a streaming model's (None, or a coroutine) or an async
+        infer's (a coroutine)."""
         # imported here: plain models never load these modules
+        if self.sequences is not None:
+            from ._sequences import execute_sequences
+
+            return execute_sequences(self, requests)
         if self.traits.decoupled:
             from ._streaming import execute_decoupled
 
