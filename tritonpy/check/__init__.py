@@ -6,7 +6,7 @@ Rule families, one module each: :mod:`~tritonpy.check._layout` (TP1xx),
 :mod:`~tritonpy.check._consistency` (TP2xx), :mod:`~tritonpy.check._batching` (TP3xx),
 :mod:`~tritonpy.check._ensembles` (TP4xx), :mod:`~tritonpy.check._environments` (TP501-TP511),
 :mod:`~tritonpy.check._stubfacts` (TP512-TP513),
-:mod:`~tritonpy.check._archives` (TP6xx).
+:mod:`~tritonpy.check._archives` (TP6xx), :mod:`~tritonpy.check._sequences` (TP7xx).
 
 Example::
 
@@ -44,6 +44,7 @@ from ._environments import check_environments
 from ._imports import imports_tritonpy as imports_tritonpy
 from ._layout import check_layout
 from ._report import ERROR, INFO, WARNING, Finding, Report
+from ._sequences import check_sequences
 from ._stubfacts import check_stubs
 
 __all__ = [
@@ -68,6 +69,7 @@ RULES: List[Rule] = [
     check_environments,
     check_stubs,
     check_archives,
+    check_sequences,
 ]
 
 
