@@ -1,23 +1,44 @@
-"""gRPC helpers of the benchmark beside the load itself (the closed-loop load generator and
-the CPU accounting are tritonpy's own: :mod:`tritonpy.perf._engine`, :mod:`tritonpy.perf._cpu`):
-one request whose outputs are compared across variants, and a wait for models to be ready.
+"""gRPC helpers of the benchmark beside the load itself (the closed-loop load generator, its
+sequence callers and the CPU accounting are tritonpy's own: :mod:`tritonpy.perf._engine`,
+:mod:`tritonpy.perf._sequences`, :mod:`tritonpy.perf._cpu`): the clients of a sequence model
+kept across a round's slices, the check that every variant answers one request (or one whole
+sequence) as raw does, and a wait for models to be ready.
 
 Example::
 
     wait_model_ready("127.0.0.1:8001", ["add_sub_pytriton"])
     outputs = grpc_infer_once("127.0.0.1:8001", "add_sub_raw", payload)
+    steps = grpc_sequence_once("127.0.0.1:8001", "sequence_raw", payloads, length=20,
+                               sequence_id=SEQUENCE_IDS.take())
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from numpy.typing import NDArray
 
-from tritonpy.perf._engine import GRPC_CHANNEL_OPTIONS, grpc_request
+from benchmarks.workloads import Workload, expected_equal
+from tritonpy.perf._engine import GRPC_CHANNEL_OPTIONS, Caller, Outcome, finish_caller, grpc_request
+from tritonpy.perf._sequences import SequenceIds, sequence_caller_factory
+from tritonpy.perf._stream import set_sequence
 
-__all__ = ["grpc_infer_once", "wait_model_ready"]
+__all__ = [
+    "SEQUENCE_IDS",
+    "HeldSequence",
+    "check_outputs",
+    "close_clients",
+    "grpc_infer_once",
+    "grpc_sequence_once",
+    "sequence_clients",
+    "wait_model_ready",
+]
+
+Outputs = Dict[str, NDArray[Any]]
+#: the correlation ids of a whole run (every model, round and check): numeric, from 1, never
+#: reused, so that no sequence can ever meet another one's state
+SEQUENCE_IDS = SequenceIds(start=1)
 
 
 def _stub(url: str) -> Any:
@@ -28,15 +49,112 @@ def _stub(url: str) -> Any:
     return service_pb2_grpc.GRPCInferenceServiceStub(channel)
 
 
-def grpc_infer_once(
-    url: str, model: str, payload: Mapping[str, NDArray[Any]]
-) -> Dict[str, NDArray[Any]]:
-    """Send one request and return its outputs as numpy arrays (BYTES as object arrays)."""
+def _outputs(response: Any) -> Outputs:
     from tritonclient.grpc import InferResult
 
-    response = _stub(url).ModelInfer(grpc_request(model, payload), timeout=120.0)
     result = InferResult(response)
     return {out.name: result.as_numpy(out.name) for out in response.outputs}
+
+
+def grpc_infer_once(url: str, model: str, payload: Mapping[str, NDArray[Any]]) -> Outputs:
+    """Send one request and return its outputs as numpy arrays (BYTES as object arrays)."""
+    return _outputs(_stub(url).ModelInfer(grpc_request(model, payload), timeout=120.0))
+
+
+def grpc_sequence_once(
+    url: str,
+    model: str,
+    payloads: Sequence[Mapping[str, NDArray[Any]]],
+    *,
+    length: int,
+    sequence_id: Union[int, str],
+) -> List[Outputs]:
+    """Send one whole sequence of ``length`` requests (``payloads`` in rotation, START on the
+    first, END on the last) and return each request's outputs, in order."""
+    stub = _stub(url)
+    answers = []
+    for index in range(length):
+        request = grpc_request(model, payloads[index % len(payloads)])
+        set_sequence(request, (sequence_id, index == 0, index == length - 1))
+        answers.append(_outputs(stub.ModelInfer(request, timeout=120.0)))
+    return answers
+
+
+class HeldSequence:
+    """A sequence model's caller kept, with its sequence and channel, across the slices of a
+    round. The load engine calls a caller's ``finish()`` when a window stops, which for a
+    sequence caller sends END and closes the channel; this one has none, so the sequence goes
+    on in the variant's next slice and every sequence runs its whole length. :meth:`close`
+    ends it (END, then the channel) when the round is over."""
+
+    def __init__(self, caller: Caller) -> None:
+        self._caller = caller
+
+    def __call__(self) -> Optional[Outcome]:
+        return self._caller()
+
+    def close(self) -> None:
+        finish_caller(self._caller)
+
+
+def sequence_clients(
+    url: str, model: str, payloads: Sequence[Mapping[str, NDArray[Any]]], *, length: int,
+    concurrency: int,
+) -> List[Caller]:  # fmt: skip
+    """``concurrency`` clients of a sequence model, each running sequences of ``length``
+    requests one after the other (ids from :data:`SEQUENCE_IDS`, one request of its sequence
+    in flight at a time): ``concurrency`` sequences live at once."""
+    make = sequence_caller_factory(url, "grpc", model, payloads, length=length, ids=SEQUENCE_IDS)
+    return [HeldSequence(make(index)) for index in range(concurrency)]
+
+
+def close_clients(clients: Sequence[Any]) -> None:
+    """Close the clients that hold something open (:class:`HeldSequence`); others have
+    nothing to close."""
+    for client in clients:
+        close = getattr(client, "close", None)
+        if callable(close):
+            close()
+
+
+def _answers(url: str, workload: Workload, model: str) -> List[Outputs]:
+    """A variant's outputs for the check: for the workload's first payload or, for a sequence
+    model, for each request of one whole sequence."""
+    if workload.sequence_length:
+        return grpc_sequence_once(
+            url,
+            model,
+            workload.payloads,
+            length=workload.sequence_length,
+            sequence_id=SEQUENCE_IDS.take(),
+        )
+    return [grpc_infer_once(url, model, workload.payloads[0])]
+
+
+def check_outputs(workloads: Sequence[Workload], url_of: Callable[[str], str]) -> List[str]:
+    """Send each workload's first payload (a sequence model: one whole sequence) to every
+    variant (served at ``url_of(variant)``); report outputs that differ from raw's, and
+    requests that failed."""
+    problems: List[str] = []
+    for workload in workloads:
+        answers = {}
+        for variant, model in workload.models.items():
+            url = url_of(variant)
+            try:
+                answers[variant] = _answers(url, workload, model)
+            except Exception as exc:
+                problems.append(f"{workload.name}/{variant}: {type(exc).__name__}: {exc}")
+        reference = answers.get("raw")
+        for variant, steps in answers.items():
+            if reference is None or variant == "raw":
+                continue
+            tolerance = workload.mean_abs_tolerance if variant == "tritonpy" else None
+            for index, (expected, got) in enumerate(zip(reference, steps)):
+                where = f"{workload.name}/{variant}"
+                if len(reference) > 1:
+                    where += f" request {index + 1}"
+                problems += expected_equal(where, expected, got, tolerance)
+    return problems
 
 
 def wait_model_ready(url: str, models: Sequence[str], timeout: float = 180.0) -> None:

@@ -43,11 +43,12 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 from benchmarks.control import add_control_models, noise_floor
 from benchmarks.fresh import SERVER_ARGS, restart_stubs
 from benchmarks.inprocess import run_inprocess
-from benchmarks.loadgen import grpc_infer_once, wait_model_ready
+from benchmarks.loadgen import check_outputs, close_clients, sequence_clients, wait_model_ready
 from benchmarks.machine import cpu_times, steal_percent
 from benchmarks.pooled import no_tax_passes, pooled_ratios, render_pooled
 from benchmarks.report import Cell, Target, evaluate_targets, render_inprocess, render_table
-from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository, expected_equal
+from benchmarks.sequence_cost import SequenceCost, render_sequence_costs, run_sequence_costs
+from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository
 from tritonpy.perf._cpu import server_seconds, window_sample
 from tritonpy.perf._engine import Caller, LoadWindow, grpc_caller_factory, run_closed_loop
 
@@ -66,7 +67,13 @@ SLICE_SETTLE_S = 0.1
 def open_clients(url: str, workload: Workload, model: str, concurrency: int) -> List[Caller]:
     """One variant's clients for a round: ``concurrency`` callers whose channels are opened
     once and kept for every slice of the round (a slice then needs no new connections and
-    only a short settling time, so a round can take more, shorter slices)."""
+    only a short settling time, so a round can take more, shorter slices). A sequence model's
+    clients run sequences of ``workload.sequence_length`` requests with fresh correlation ids,
+    kept open from one slice to the next; :func:`close_clients` ends them."""
+    if workload.sequence_length:
+        return sequence_clients(
+            url, model, workload.payloads, length=workload.sequence_length, concurrency=concurrency
+        )
     make = grpc_caller_factory(url, model, workload.payloads)
     return [make(index) for index in range(concurrency)]
 
@@ -331,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
                     for w in workloads:
                         if w.pytriton:
                             w.models["pytriton"] = f"{w.name}_pytriton"
-            problems = _check_outputs(workloads, endpoints)
+            problems = check_outputs(workloads, lambda v: _endpoint(endpoints, v)[0])
             for problem in problems:
                 say(f"WARNING: {problem}")
             measuring = cpu_times()
@@ -342,6 +349,7 @@ def run(args: argparse.Namespace) -> int:
             if args.no_inprocess
             else run_inprocess([w.name for w in workloads], seconds=0.5 if args.quick else 1.0)
         )
+        costs = [] if args.no_inprocess else _sequence_costs(repo, workloads, args.quick)
     finally:
         if args.keep_repository is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -352,6 +360,11 @@ def run(args: argparse.Namespace) -> int:
     if inprocess:
         print("\nIn-process limit (no server):")
         print(render_inprocess(inprocess))
+    _print_section(
+        "Per-request cost of a sequence's state (in process, no server, one core: each model's\n"
+        "execute() on 16 sequences of 20 requests; benchmarks/sequence_cost.py):",
+        render_sequence_costs(costs),
+    )
     print("\nTargets:")
     for target in targets:
         print(f"  {'PASS' if target.passed else 'FAIL'}  {target.description}: {target.detail}")
@@ -402,6 +415,7 @@ def run(args: argparse.Namespace) -> int:
                 {"workload": r.workload, "name": r.name.strip(), "ms": r.ms_per_item}
                 for r in inprocess
             ],
+            "sequence_costs": [{**asdict(c), "name": c.name} for c in costs],
             "targets": [asdict(t) for t in targets],
             "noise_floor": floor,
             "pooled": [asdict(p) for p in pooled_ratios(cells)],
@@ -418,6 +432,14 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _sequence_costs(repo: Path, workloads: Sequence[Workload], quick: bool) -> List[SequenceCost]:
+    """The in-process cost of the sequence workload's state per request (none without it)."""
+    for workload in workloads:
+        if workload.sequence_length:
+            return run_sequence_costs(repo, workload, seconds=0.3 if quick else 1.0)
+    return []
+
+
 def _print_section(heading: str, lines: Sequence[str]) -> None:
     """A blank line, ``heading`` and ``lines`` indented under it; nothing without lines."""
     if lines:
@@ -428,29 +450,6 @@ def _print_section(heading: str, lines: Sequence[str]) -> None:
 
 def _endpoint(endpoints: Dict[str, Any], variant: str) -> Any:
     return endpoints["pytriton" if variant == "pytriton" else "server"]
-
-
-def _check_outputs(workloads: Sequence[Workload], endpoints: Dict[str, Any]) -> List[str]:
-    """Send each workload's first payload to every variant; report outputs that differ."""
-    problems: List[str] = []
-    for workload in workloads:
-        outputs = {}
-        for variant, model in workload.models.items():
-            url, _ = _endpoint(endpoints, variant)
-            try:
-                outputs[variant] = grpc_infer_once(url, model, workload.payloads[0])
-            except Exception as exc:
-                problems.append(f"{workload.name}/{variant}: {type(exc).__name__}: {exc}")
-        reference = outputs.get("raw")
-        for variant, result in outputs.items():
-            if reference is not None and variant != "raw":
-                problems += expected_equal(
-                    f"{workload.name}/{variant}",
-                    reference,
-                    result,
-                    workload.mean_abs_tolerance if variant == "tritonpy" else None,
-                )
-    return problems
 
 
 def _measure_all(
@@ -530,6 +529,8 @@ def _measure_round(
             windows[variant].append(
                 measure_window(clients[variant], pid, warmup, args.duration / slices)
             )
+    for opened in clients.values():
+        close_clients(opened)  # a sequence model's clients end their sequences
     return {variant: figures_of(windows[variant]) for variant in order}
 
 

@@ -1,12 +1,14 @@
 """The benchmark workloads: per workload, the model variants written into a model repository
 (hand-written ``raw``, ``tritonpy``, and where the issue asks for it a ``naive`` hand-written
 one; for images also ``raw_malloc``, the raw model with tritonpy's glibc settings) and the
-request payloads the load generator sends.
+request payloads the load generator sends (for the ``sequence`` workload, in sequences of
+:data:`SEQUENCE_LENGTH` requests).
 
 Model files live in ``benchmarks/workloads/models/`` and are copied into
 ``<repository>/<workload>_<variant>/1/model.py``; the configurations are written here: full
 ones for the hand-written models, two lines (+ one CPU instance) for tritonpy, whose
-declarations fill the rest by auto-complete.
+declarations fill the rest by auto-complete; the tritonpy sequence model's is written from
+its declarations by ``tritonpy config`` (auto-complete cannot add ``sequence_batching``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "ALL_WORKLOADS",
+    "SEQUENCE_LENGTH",
     "Payload",
     "Workload",
     "build_repository",
@@ -32,7 +35,9 @@ __all__ = [
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 Payload = Dict[str, NDArray[Any]]
 
-ALL_WORKLOADS = ("add_sub", "image_preprocess", "postprocess", "text", "ensemble")
+ALL_WORKLOADS = ("add_sub", "image_preprocess", "postprocess", "text", "ensemble", "sequence")
+#: requests per sequence of the sequence workload (perf_analyzer's default length)
+SEQUENCE_LENGTH = 20
 _INSTANCE = "instance_group [ { count: 1 kind: KIND_CPU } ]\n"
 #: tritonpy's image outputs (reduced-size JPEG decoding) agree with raw within this mean
 #: absolute difference, in pixel levels of 255
@@ -54,6 +59,9 @@ class Workload:
     #: float outputs of tritonpy may differ from raw by this mean absolute difference (image
     #: preprocessing: reduced-size JPEG decoding, see docs/codecs.md); None: allclose 1e-5
     mean_abs_tolerance: Optional[float] = None
+    #: a sequence model's requests per sequence (START on the first, END on the last, a fresh
+    #: correlation id each); 0: plain requests
+    sequence_length: int = 0
 
     @property
     def variants(self) -> Tuple[str, ...]:
@@ -117,6 +125,11 @@ def _postprocess_payloads() -> List[Payload]:
     return [{"LOGITS": (rng.standard_normal((1, 1000)) * 3).astype(np.float32)} for _ in range(8)]
 
 
+def _sequence_payloads() -> List[Payload]:
+    rng = np.random.default_rng(3)
+    return [{"VALUE": rng.random((1, 4), dtype=np.float32)} for _ in range(8)]
+
+
 def _text_payloads() -> List[Payload]:
     payloads = []
     for shift in range(4):
@@ -141,13 +154,16 @@ def _raw_config(
     inputs: Sequence[Tuple[str, str, Sequence[int]]],
     outputs: Sequence[Tuple[str, str, Sequence[int]]],
     extra: str = "",
+    scheduler: str = "dynamic_batching { }\n",
 ) -> str:
+    """A hand-written model's configuration; a batching one gets ``scheduler`` (default
+    dynamic batching)."""
     text = (
         f'name: "{name}"\nbackend: "python"\nmax_batch_size: {max_batch_size}\n'
         f"input [\n{_tensor_list(inputs)}\n]\noutput [\n{_tensor_list(outputs)}\n]\n" + _INSTANCE
     )
     if max_batch_size > 0:
-        text += "dynamic_batching { }\n"
+        text += scheduler
     return text + extra
 
 
@@ -245,6 +261,9 @@ def build_repository(
             if workload is not None:
                 built.append(workload)
             continue
+        if name == "sequence":
+            built.append(_build_sequence(repo))
+            continue
         description, max_batch_size, (inputs, outputs), variants, payloads = _SIMPLE[name]
         models: Dict[str, str] = {}
         for variant in variants:
@@ -263,6 +282,38 @@ def build_repository(
             workload.mean_abs_tolerance = IMAGE_MEAN_ABS_LEVELS / 255 / 0.225
         built.append(workload)
     return built
+
+
+#: the sequence workload's scheduler: the oldest strategy, every client's sequence a candidate
+#: for the batches (16 clients at most), sequences idle for a minute freed
+SEQUENCE_BATCHING = (
+    "sequence_batching {\n  max_sequence_idle_microseconds: 60000000\n"
+    "  oldest { max_candidate_sequences: 16 }\n}\n"
+)
+
+
+def _build_sequence(repo: Path) -> Workload:
+    """A running sum and mean per sequence under the oldest strategy: the hand-written model
+    with its whole configuration, the tritonpy model's configuration written from its
+    declarations (``tp.Sequence``) by ``tritonpy config``'s library function."""
+    from tritonpy.config import sync_config
+
+    inputs = [("VALUE", "TYPE_FP32", [4])]
+    outputs = [("SUM", "TYPE_FP32", [4]), ("MEAN", "TYPE_FP32", [4])]
+    raw, tritonpy = "sequence_raw", "sequence_tritonpy"
+    config = _raw_config(raw, 16, inputs, outputs, scheduler=SEQUENCE_BATCHING)
+    _write_model(repo, raw, "sequence_raw.py", config)
+    _write_model(repo, tritonpy, "sequence_tritonpy.py", _tritonpy_config(tritonpy))
+    sync_config(repo / tritonpy)
+    return Workload(
+        "sequence",
+        f"running sum and mean per sequence, FP32 [4]; oldest strategy, max_batch_size 16, "
+        f"sequences of {SEQUENCE_LENGTH} requests",
+        {"raw": raw, "tritonpy": tritonpy},
+        _sequence_payloads(),
+        pytriton=False,
+        sequence_length=SEQUENCE_LENGTH,
+    )
 
 
 def _build_ensemble(repo: Path, say: Callable[[str], None]) -> Optional[Workload]:

@@ -104,7 +104,7 @@ def test_measure_charges_the_server_tree_per_inference(monkeypatch: pytest.Monke
                     {"server:10": 1.5, "server:12": 0.5, "client": 1.25}])  # fmt: skip
     monkeypatch.setattr(run, "grpc_caller_factory", factory)
     monkeypatch.setattr(run, "window_sample", lambda pid: next(samples))
-    workload = type("W", (), {"payloads": [{}]})()
+    workload = type("W", (), {"payloads": [{}], "sequence_length": 0})()
     window = run.measure_window(run.open_clients("url", workload, "m", 1), 10, 0.0, 0.05)
     figures = run.figures_of([window])
     assert figures["completed"] > 0 and figures["errors"] == 0
@@ -313,6 +313,170 @@ def test_image_variant_really_uses_reduced_decoding(repository: Any) -> None:
     tritonpy = _run(repo, spec.models["tritonpy"], spec.payloads[:1])[0]["PIXELS"]
     difference = float(np.abs(raw - tritonpy).mean())
     assert 0 < difference <= spec.mean_abs_tolerance
+
+
+# -- the sequence workload ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sequences(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    pytest.importorskip("tritonclient.grpc", reason="tritonpy config writes the tritonpy config")
+    repo = tmp_path_factory.mktemp("bench_sequence")
+    (workload,) = build_repository(repo, ["sequence"])
+    return repo, workload
+
+
+def _running_sums(harness: Any, payloads: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Two sequences (ids 7 and 8) of three requests, interleaved one request a call, then
+    two more (9 and 10) with one request of each in every call, as the oldest strategy
+    batches them; the outputs in order."""
+    answers = []
+    for index in range(3):
+        flags = 1 if index == 0 else 2 if index == 2 else 0
+        for corrid, payload in ((7, payloads[index]), (8, payloads[index + 3])):
+            answers.append(harness.infer(payload, correlation_id=corrid, flags=flags))
+    for index in range(3):
+        flags = 1 if index == 0 else 2 if index == 2 else 0
+        merged = harness.infer_requests(
+            [payloads[index], payloads[index + 3]], correlation_ids=[9, 10], flags=[flags] * 2
+        )
+        assert not any(isinstance(r, Exception) for r in merged), merged
+        answers += merged
+    return answers
+
+
+def test_sequence_variants_keep_each_sequence_own_state(sequences: Any) -> None:
+    repo, workload = sequences
+    values = [p["VALUE"] for p in workload.payloads]
+    # sequence 7 sums payloads 0, 1, 2 and sequence 8 payloads 3, 4, 5 (so do 9 and 10)
+    sums_7 = np.cumsum(values[0:3], axis=0)
+    sums_8 = np.cumsum(values[3:6], axis=0)
+    expected_sums = [s for pair in zip(sums_7, sums_8) for s in pair]
+    results = {}
+    for variant in ("raw", "tritonpy"):
+        with ModelHarness(repo / workload.models[variant]) as harness:
+            results[variant] = _running_sums(harness, workload.payloads)
+        for got, total, count in zip(results[variant], expected_sums * 2, [1, 1, 2, 2, 3, 3] * 2):
+            np.testing.assert_allclose(got["SUM"], total, rtol=1e-6)
+            np.testing.assert_allclose(got["MEAN"], total / count, rtol=1e-6)
+    for raw, tritonpy in zip(results["raw"], results["tritonpy"]):
+        assert expected_equal("sequence/tritonpy", raw, tritonpy) == []
+
+
+def test_sequence_configs_are_the_same_scheduler(sequences: Any) -> None:
+    # the tritonpy model's configuration comes from its declarations through tritonpy config
+    # (auto-complete cannot add sequence_batching); it serves the same way as raw's
+    from tritonpy.config import config_to_dict, load_config
+
+    repo, workload = sequences
+    raw, tritonpy = (
+        config_to_dict(load_config(repo / workload.models[v] / "config.pbtxt"))
+        for v in ("raw", "tritonpy")
+    )
+    assert tritonpy["sequence_batching"] == raw["sequence_batching"]
+    assert raw["sequence_batching"]["oldest"]["max_candidate_sequences"] == 16
+    for key in ("max_batch_size", "input", "output", "instance_group"):
+        assert tritonpy[key] == raw[key], key
+    assert "dynamic_batching" not in raw and "dynamic_batching" not in tritonpy
+
+
+def test_sequence_cost_times_both_models_per_request(sequences: Any) -> None:
+    from benchmarks.sequence_cost import LIVE, render_sequence_costs, run_sequence_costs
+
+    repo, workload = sequences
+    rows = run_sequence_costs(repo, workload, seconds=0.02)
+    cases = [(r.variant, r.part) for r in rows]
+    assert cases == [("raw", "state alone"), ("tritonpy", "state alone"),
+                     ("raw", "execute()"), ("tritonpy", "execute()")] * 2  # fmt: skip
+    assert [r.per_call for r in rows] == [1] * 4 + [LIVE] * 4
+    assert all(0 < r.us_per_request < 10_000 for r in rows)
+    lines = render_sequence_costs(rows)
+    assert lines[1].startswith("tritonpy: state alone, one request a call")
+    assert "us against raw" in lines[1] and "against" not in lines[0]
+    assert lines[7].startswith(f"tritonpy: execute(), {LIVE} sequences a call")
+
+
+def test_held_sequences_go_on_across_slices_and_end_when_closed() -> None:
+    # the load engine ends a caller's sequence when its window stops; the benchmark keeps a
+    # sequence model's clients (and their sequences) from one slice of a round to the next
+    from benchmarks.loadgen import HeldSequence, close_clients
+
+    class FakeSequence:
+        def __init__(self) -> None:
+            self.sent = self.finished = 0
+
+        def __call__(self) -> None:
+            self.sent += 1
+
+        def finish(self) -> None:
+            self.finished += 1
+
+    inner = FakeSequence()
+    held = [HeldSequence(inner)]
+    for _ in range(2):
+        run_closed_loop(held.__getitem__, concurrency=1, warmup=0.0, duration=0.02)
+    assert inner.sent > 0 and inner.finished == 0
+    close_clients([*held, "a plain caller"])
+    assert inner.finished == 1
+
+
+def test_a_sequence_workload_opens_sequence_clients(monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchmarks.loadgen as loadgen
+    import benchmarks.run as run
+
+    made: List[Any] = []
+
+    def factory(url: str, protocol: str, model: str, payloads: Any, **kwargs: Any) -> Any:
+        made.append((url, protocol, model, kwargs["length"], kwargs["ids"]))
+        return lambda index: index
+
+    monkeypatch.setattr(loadgen, "sequence_caller_factory", factory)
+    workload = type("W", (), {"payloads": [{}], "sequence_length": 20})()
+    clients = run.open_clients("url", workload, "m", 3)
+    assert made == [("url", "grpc", "m", 20, loadgen.SEQUENCE_IDS)]
+    assert all(isinstance(c, loadgen.HeldSequence) for c in clients)
+
+
+def test_the_output_check_compares_every_request_of_a_sequence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import benchmarks.loadgen as loadgen
+
+    sent: List[Any] = []
+
+    def sequence_once(url: str, model: str, payloads: Any, **kwargs: Any) -> Any:
+        sent.append((model, kwargs["length"], kwargs["sequence_id"]))
+        last = 4.0 if model == "m_tp" else 3.0
+        return [{"SUM": np.array([1.0])}, {"SUM": np.array([last])}]
+
+    monkeypatch.setattr(loadgen, "grpc_sequence_once", sequence_once)
+    models = {"raw": "m_raw", "tritonpy": "m_tp"}
+    workload = type("W", (), {"name": "sequence", "models": models, "payloads": [{}],
+                              "sequence_length": 2, "mean_abs_tolerance": None})()  # fmt: skip
+    problems = loadgen.check_outputs([workload], lambda variant: "url")
+    assert [s[:2] for s in sent] == [("m_raw", 2), ("m_tp", 2)]
+    assert sent[0][2] != sent[1][2]  # each check a sequence of its own
+    assert len(problems) == 1 and problems[0].startswith("sequence/tritonpy request 2: output SUM")
+
+
+@pytest.mark.integration
+def test_quick_sequence_run_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("tritonclient.grpc")
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--workloads=sequence",
+         "--concurrency=4", "--control", f"--json={out}"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]  # 1: a target missed (timing noise)
+    import json
+
+    document = json.loads(out.read_text())
+    assert document["output_check_problems"] == []
+    assert {c["variant"] for c in document["cells"]} == {"raw", "control", "tritonpy"}
+    assert all(c["errors"] == 0 and c["completed"] > 0 for c in document["cells"])
+    assert [c["variant"] for c in document["sequence_costs"]] == ["raw", "tritonpy"] * 4
+    assert "Per-request cost of a sequence's state" in proc.stdout
 
 
 # -- report --------------------------------------------------------------------------------------
