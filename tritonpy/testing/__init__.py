@@ -5,6 +5,9 @@
 - :class:`EnsembleHarness`: run an ensemble's steps over one ModelHarness per member;
 - :class:`RepositoryHarness`: every model of a repository, each a BLS target of the others;
 - :class:`RawTarget`: a BLS target written on pb_utils requests;
+- :class:`SequenceDriver` (``harness.sequence(id)``): one sequence of a stateful model, START
+  and END set for you; :class:`ManualClock` (``harness.clock``): the time its idle timeout
+  is measured in, moved by the test;
 - :func:`install_fake_pb_utils`: make ``import triton_python_backend_utils`` work in tests;
 - the pytest plugin (fixtures ``triton_model`` and ``fake_pb_utils``) in
   :mod:`tritonpy.testing.plugin`, registered automatically.
@@ -18,6 +21,7 @@ from __future__ import annotations
 from .._runtime._public_names import publish as _publish
 from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils
+from ._clock import ManualClock
 from ._config import parse_config_pbtxt
 from ._ensemble import EnsembleHarness
 from ._errors import HarnessError, ModelBugError
@@ -33,17 +37,20 @@ from ._loading import unload_package as unload_package
 from ._loading import version_dirs as version_dirs
 from ._process_guard import ModelProcessDiedError
 from ._repository import RepositoryHarness
+from ._sequence_driver import SequenceDriver
 from ._targets import RawTarget
 
 __all__ = [
     "EnsembleHarness",
     "HarnessError",
+    "ManualClock",
     "ModelBugError",
     "ModelHarness",
     "ModelLoadError",
     "ModelProcessDiedError",
     "RawTarget",
     "RepositoryHarness",
+    "SequenceDriver",
     "fake_pb_utils",
     "fake_pb_utils_installed",
     "install_fake_pb_utils",

@@ -15,6 +15,7 @@ from typing import Any, Dict, Literal, Union
 from .._runtime.dtypes import DTYPES
 from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils as pb
+from ._sequences import normalize_sequence_batching
 
 
 def parse_config_pbtxt(text: str, source: str = "config.pbtxt") -> Dict[str, Any]:
@@ -120,6 +121,7 @@ def fill_defaults(config: Dict[str, Any], instance_kind: InstanceKind, device_id
 
 def normalize_after_autocomplete(config: Dict[str, Any]) -> None:
     _fill_io_defaults(config)
+    normalize_sequence_batching(config)
     dyn = config.get("dynamic_batching")
     if dyn is not None:
         mbs = int(config.get("max_batch_size", 0))

@@ -38,6 +38,7 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Set,
     Tuple,
     Union,
 )
@@ -46,6 +47,7 @@ from .._runtime.errors import TritonRequestError
 from .._tooling.closing import Closing
 from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils as pb
+from ._clock import ManualClock, bind_clock
 from ._config import (
     InstanceKind,
     completed_config,
@@ -81,7 +83,9 @@ from ._responses import (
     execute_failed,
     outputs_or_error,
 )
-from ._sequences import SequenceRules
+from ._sequence_batches import request_rounds, run_sequence_batch
+from ._sequence_driver import SequenceDriver
+from ._sequences import CorrelationId, SequenceRules
 from ._targets import versioned_handler
 from .fake_pb_utils import _errors as pb_errors
 from .fake_pb_utils._models import model_running
@@ -99,7 +103,8 @@ class ModelHarness(Closing):
     pbtxt text), or for a class, is merged over the default
     ``{"name": ..., "backend": "python", "max_batch_size": 0, "input": [], "output": []}``.
     ``targets`` maps model names to what BLS requests to them run on (see
-    :meth:`register_bls_model`).
+    :meth:`register_bls_model`). ``clock`` (default: a new :class:`ManualClock` at 0, on
+    ``harness.clock``) is what a sequence's idle timeout is measured in.
     """
 
     def __init__(
@@ -114,8 +119,10 @@ class ModelHarness(Closing):
         auto_complete: bool = True,
         stream_timeout: float = 30.0,
         targets: Optional[Mapping[str, Any]] = None,
+        clock: Optional[ManualClock] = None,
     ) -> None:
         self._closed = False
+        self.clock = clock if clock is not None else ManualClock()
         self._bls_names: List[str] = []
         # registered first: a model may call other models (or is_model_ready) in initialize()
         for target_name, target in (targets or {}).items():
@@ -141,7 +148,7 @@ class ModelHarness(Closing):
                 self.model_class, raw, self.name, auto_complete
             )
             self.decoupled = pb.using_decoupled_model_transaction_policy(self.config)
-            self.sequence = SequenceRules.from_config(self.config)
+            self.sequence_rules = SequenceRules.from_config(self.config, self.clock)
             self.args: Dict[str, str] = initialize_args(
                 self.config,
                 self.name,
@@ -154,6 +161,7 @@ class ModelHarness(Closing):
             init = getattr(self.model, "initialize", None)
             if init is not None:
                 self._call(init, self.args)
+            bind_clock(self.model, self.clock)
 
     def _class_config(
         self,
@@ -265,8 +273,13 @@ class ModelHarness(Closing):
                 raise execute_failed(self.instance_name, exc) from exc
 
     def _run(self, requests: List[pb.InferenceRequest]) -> Any:
-        """``execute``, and again for the requests the model rescheduled."""
-        return execute_with_rescheduling(self.name, self.config, requests, self._execute)
+        """``execute``, and again for the requests the model rescheduled (for a sequence
+        model, on the batch the sequence batcher makes)."""
+        if self.sequence_rules is not None:
+            return run_sequence_batch(self, requests, self._execute)
+        return execute_with_rescheduling(
+            self.name, self.config, requests, self._execute, instance=self.instance_name
+        )
 
     # -- public API ------------------------------------------------------------------------
     def infer(
@@ -312,8 +325,10 @@ class ModelHarness(Closing):
         correlation_ids: Optional[Sequence[Union[int, str]]] = None,
         flags: Optional[Sequence[int]] = None,
     ) -> List[Union[Outputs, TritonRequestError]]:
-        """Send several requests in ONE ``execute()`` call, as the dynamic batcher does (or
-        the sequence batcher's ``oldest`` strategy, with requests of several sequences).
+        """Send several requests at once: in ONE ``execute()`` call, as the dynamic batcher
+        does; for a sequence model, in the calls its sequence batcher makes (see
+        :func:`~tritonpy.testing._sequence_batches.request_rounds`: requests of several
+        sequences together, one request of a sequence and ``max_batch_size`` at most each).
 
         Each entry of the result is that request's outputs or its TritonRequestError (a request
         the server would reject never reaches ``execute``). ``cancelled`` lists indexes of
@@ -327,36 +342,30 @@ class ModelHarness(Closing):
         """
         if self.decoupled:
             raise decoupled_refused(self.name)
-        requested_list = list(requested_outputs) if requested_outputs is not None else None
+        requested = list(requested_outputs) if requested_outputs is not None else None
+        ids = list(correlation_ids) if correlation_ids is not None else [0] * len(requests)
         cancel = set(cancelled)
-        results: List[Union[Outputs, TritonRequestError, None]] = []
-        pending: List[Tuple[int, pb.InferenceRequest, Optional[List[str]]]] = []
-        for idx, inputs in enumerate(requests):
+
+        def build(idx: int, busy: Set[int]) -> pb.InferenceRequest:
             rid = request_ids[idx] if request_ids is not None else ""
-            corrid = correlation_ids[idx] if correlation_ids is not None else 0
             flag = flags[idx] if flags is not None else 0
-            try:
-                request, requested = self._build_request(
-                    inputs, requested_list, parameters, rid, corrid, flag
-                )
-            except TritonRequestError as exc:
-                results.append(exc)
-                continue
+            rest = (parameters, rid, ids[idx], flag, busy)
+            request, _ = self._build_request(requests[idx], requested, *rest)
             if idx in cancel:
                 request.cancel_as_client()
-            results.append(None)
-            pending.append((idx, request, requested))
-        if pending:
-            batch = [r for _, r, _ in pending]
+            return request
+
+        results: Dict[int, Union[Outputs, TritonRequestError]] = {}
+        for round_ in request_rounds(self.sequence_rules, ids, build, results):
+            batch = [r for _, r in round_]
             try:
                 responses = check_responses(self.name, batch, self._run(batch), self.stream_timeout)
             except TritonRequestError as exc:
-                for idx, _, _ in pending:
-                    results[idx] = exc
+                results.update((idx, exc) for idx, _ in round_)
             else:
-                for (idx, _, requested), response in zip(pending, responses):
+                for (idx, _), response in zip(round_, responses):
                     results[idx] = outputs_or_error(response, requested)
-        return [r for r in results if r is not None]
+        return [results[idx] for idx in range(len(requests))]
 
     def infer_stream(
         self,
@@ -368,12 +377,14 @@ class ModelHarness(Closing):
         cancel: bool = False,
         cancel_after: Optional[int] = None,
         errors: StreamErrors = "raise",
+        correlation_id: Union[int, str] = 0,
+        flags: int = 0,
     ) -> List[Any]:
         """Send one request to a decoupled model; return every response's outputs, in order,
         up to the FINAL flag (a flags-only final response adds nothing). An error response
         raises TritonRequestError; with ``errors="return"`` it takes its place in the list
         instead (as a TritonRequestError), after the parts sent before it, as a streaming
-        client's callback receives them.
+        client's callback receives them. ``correlation_id`` and ``flags``: as for :meth:`infer`.
 
         ``cancel=True`` cancels the request before ``execute`` sees it. ``cancel_after=n``
         cancels it once the model has sent ``n`` responses, as a gRPC client's
@@ -388,7 +399,9 @@ class ModelHarness(Closing):
         """
         if errors not in ("raise", "return"):
             raise HarnessError(f"infer_stream(errors={errors!r}): expected 'raise' or 'return'")
-        request, requested = self._build_request(inputs, requested_outputs, parameters, request_id)
+        request, requested = self._build_request(
+            inputs, requested_outputs, parameters, request_id, correlation_id, flags
+        )
         if cancel:
             request.cancel_as_client()
         if cancel_after is not None:
@@ -433,6 +446,18 @@ class ModelHarness(Closing):
         collect_sent(self.name, request, self.stream_timeout)  # waits for the FINAL flag
         sender = request.created_sender()
         return list(sender.sent) if sender is not None else []
+
+    def sequence(self, correlation_id: CorrelationId) -> SequenceDriver:
+        """Drive one sequence of a model with ``sequence_batching``: each ``send`` is a
+        request with this correlation id, START on the first, END on ``send(..., end=True)``.
+
+        Example::
+
+            with harness.sequence(7) as seq:
+                seq.send(VALUE=[[1]])
+                total = seq.send(VALUE=[[2]], end=True)["SUM"]
+        """
+        return SequenceDriver(self, correlation_id)
 
     def register_bls_model(self, name: str, target: Any) -> None:
         """Make BLS requests to ``name`` run on ``target``: another ModelHarness, a model class

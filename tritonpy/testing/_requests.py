@@ -9,7 +9,19 @@ from __future__ import annotations
 __tracebackhide__ = True
 
 import json
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Collection,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 import numpy as np
 
@@ -246,10 +258,11 @@ class RequestedModel(Protocol):
     whether it is decoupled, and its sequence batcher's rules (None without one)."""
 
     name: str
+    instance_name: str
     version: int
     config: Dict[str, Any]
     decoupled: bool
-    sequence: Optional[SequenceRules]
+    sequence_rules: Optional[SequenceRules]
 
 
 def build_request(
@@ -260,10 +273,12 @@ def build_request(
     request_id: str,
     correlation_id: Union[int, str] = 0,
     flags: int = 0,
+    busy: Collection[int] = (),
 ) -> pb.InferenceRequest:
     """The pb_utils request the server would hand ``model``'s ``execute`` for a client's
     ``inputs``, after the server's checks (TritonRequestError for what it refuses) and, for
-    a sequence model, the sequence batcher's (with the control tensors it adds)."""
+    a sequence model, the sequence batcher's (with the control tensors it adds; ``busy``:
+    the sequence slots of requests admitted with it, not yet executed)."""
     declared = {
         io["name"]: CONFIG_TO_WIRE.get(io.get("data_type", ""))
         for io in model.config.get("input", [])
@@ -271,19 +286,44 @@ def build_request(
     arrays = {n: to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
     validate_request(model.config, model.name, arrays, request_id)
     requested = check_requested_outputs(model.config, model.name, requested_outputs)
-    if model.sequence is not None:  # the sequence batcher's checks and control tensors
+    rules, slot = model.sequence_rules, None
+    if rules is not None:  # the sequence batcher's checks and control tensors
         batched = int(model.config.get("max_batch_size", 0)) > 0
-        correlation_id, flags, controls = model.sequence.admit(
-            model.name, correlation_id, flags, batched=batched
+        batch_size = _batch_size(arrays) if batched else 0
+        admitted = rules.admit(
+            model.name, correlation_id, flags, batch_size=batch_size, batched=batched, busy=busy
         )
-        merged = {**arrays, **controls}
+        correlation_id, flags, slot = admitted.correlation_id, admitted.flags, admitted.slot
+        merged = {**arrays, **admitted.tensors}
         arrays = {n: merged[n] for n in server_input_order(merged)}
-    tensors = [pb.Tensor(n, a) for n, a in arrays.items()]
+    request = new_request(model, arrays, requested, request_id, correlation_id, flags, parameters)
+    if rules is not None and slot is not None:
+        rules.slot_of[request] = slot
+    return request
+
+
+def _batch_size(arrays: Mapping[str, NDArray]) -> int:
+    """A batching model's request batch size (validated: every input agrees)."""
+    for array in arrays.values():
+        return int(array.shape[0]) if array.ndim else 0
+    return 0
+
+
+def new_request(
+    model: RequestedModel,
+    arrays: Mapping[str, NDArray],
+    requested: List[str],
+    request_id: str,
+    correlation_id: Union[int, str],
+    flags: int,
+    parameters: Optional[Dict[str, Any]],
+) -> pb.InferenceRequest:
+    """A pb_utils request of ``arrays`` (already checked) for ``model``."""
     params_json = json.dumps(parameters or {}, separators=(",", ":"))
     request = pb.InferenceRequest(
         request_id=request_id,
         correlation_id=correlation_id,
-        inputs=tensors,
+        inputs=[pb.Tensor(n, a) for n, a in arrays.items()],
         requested_output_names=requested,
         model_name=model.name,
         model_version=model.version,

@@ -16,6 +16,7 @@ __tracebackhide__ = True
 
 from typing import Any, Callable, Dict, List, Optional
 
+from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
 from ._errors import ModelBugError
 
@@ -32,14 +33,35 @@ def _rescheduled(requests: List[pb.InferenceRequest]) -> List[int]:
     return [i for i, r in enumerate(requests) if r.release_flags() == flag]
 
 
+def _answered_rescheduled(instance: str, answer: Any) -> TritonRequestError:
+    """What the server answers when execute() returned a response in the place of a
+    rescheduled request (measured, r24.10; the stub's words, its misspelling included): the
+    whole execute() fails."""
+    kind = (
+        "<class 'c_python_backend_utils.InferenceResponse'>"
+        if isinstance(answer, pb.InferenceResponse)
+        else str(type(answer))
+    )
+    return TritonRequestError(
+        "INTERNAL",
+        f"Failed to process the request(s) for model '{instance}', message: Expected a None "
+        f"object in the execute function return list for reschduled request, found type "
+        f"'{kind}'.",
+    )
+
+
 def execute_with_rescheduling(
     name: str,
     config: Dict[str, Any],
     requests: List[pb.InferenceRequest],
     execute: Callable[[List[pb.InferenceRequest]], Any],
+    again: Optional[Callable[[pb.InferenceRequest], None]] = None,
+    instance: str = "",
 ) -> Any:
     """``execute(requests)``, then again on the rescheduled ones until none is; returns what
-    the model returned, with each rescheduled slot filled by its final answer."""
+    the model returned, with each rescheduled slot filled by its final answer. ``again`` is
+    what the scheduler does to a request before it runs it again (the sequence batcher's);
+    ``instance`` the model instance's name, as the stub's errors give it."""
     returned = execute(requests)
     pending = _rescheduled(requests)
     rounds = 0
@@ -61,23 +83,20 @@ def execute_with_rescheduling(
         if isinstance(returned, (list, tuple)):
             for index in pending:
                 if returned[index] is not None:
-                    raise ModelBugError(
-                        f"model '{name}': Expected a None object in the execute function "
-                        "return list for reschduled request, found type "
-                        f"'{type(returned[index])}' (the stub's words: return None in the "
-                        "place of a rescheduled request)"
-                    )
-        again = [requests[i] for i in pending]
-        for request in again:
+                    raise _answered_rescheduled(instance or f"{name}_0", returned[index])
+        rerun = [requests[i] for i in pending]
+        for request in rerun:
             request.set_release_flags(pb.TRITONSERVER_REQUEST_RELEASE_ALL)
-        answer = execute(again)
+            if again is not None:
+                again(request)
+        answer = execute(rerun)
         if isinstance(returned, (list, tuple)):
             merged: List[Optional[Any]] = list(returned)
             answers = list(answer) if isinstance(answer, (list, tuple)) else []
-            if len(answers) != len(again):
+            if len(answers) != len(rerun):
                 return answer  # the harness's checks report the wrong count
             for index, item in zip(pending, answers):
                 merged[index] = item
             returned = merged
-        pending = [pending[i] for i in _rescheduled(again)]
+        pending = [pending[i] for i in _rescheduled(rerun)]
     return returned
