@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
+import tritonpy as tp
 from tritonpy._runtime.errors import TritonRequestError
 from tritonpy.testing import HarnessError, ManualClock, ModelHarness, fake_pb_utils
 
@@ -250,3 +251,39 @@ class WithEngine(Describer):
 def test_a_tritonpy_model_evicts_on_the_harness_clock() -> None:
     with ModelHarness(WithEngine, config=config({"direct": {}})) as h:
         assert WithEngine._Model__engine.sequences.clock is h.clock
+
+
+class Tally(tp.Model):
+    """A tp.Model of the direct strategy with batching: null requests reach its engine."""
+
+    inputs = {"VALUE": tp.Tensor("INT32", [1])}
+    outputs = {"SUM": tp.Tensor("INT32", [1])}
+    max_batch_size = 4
+    sequence = tp.Sequence(strategy="direct", idle_timeout_s=2)
+
+    def setup(self) -> None:
+        self.ended: List[Any] = []
+
+    def start_sequence(self, sequence: tp.SequenceInfo) -> Any:
+        return 0
+
+    def infer(self, VALUE: np.ndarray, sequence: tp.SequenceInfo) -> Dict[str, Any]:
+        sequence.state += int(VALUE.sum())
+        return {"SUM": np.array([[sequence.state]], np.int32)}
+
+    def end_sequence(self, sequence: tp.SequenceInfo) -> None:
+        self.ended.append((sequence.id, sequence.evicted))
+
+
+def test_a_tp_model_beside_null_requests_and_evicted_on_the_harness_clock() -> None:
+    with ModelHarness(Tally, config=Tally.declared_config()) as h:  # type: ignore[attr-defined]
+        first, second = h.sequence(1), h.sequence(2)
+        first.send(VALUE=[[1]])
+        assert second.send(VALUE=[[10]])["SUM"].tolist() == [[10]]  # beside a null request
+        first.end(VALUE=[[2]])
+        assert second.send(VALUE=[[5]])["SUM"].tolist() == [[15]]
+        h.clock.advance(3.0)  # past idle_timeout_s=2: the batcher ends sequence 2
+        with pytest.raises(TritonRequestError, match=r"sequence 2 .* must specify the START"):
+            second.send(VALUE=[[1]])
+        h.sequence(3).send(VALUE=[[1]])  # the next execute(): the engine evicts 2's state
+        assert h.model.ended == [(1, False), (2, True)]
