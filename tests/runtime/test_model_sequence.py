@@ -316,7 +316,11 @@ class StreamSum(tp.Model):
 
     inputs = {"VALUE": tp.Tensor("INT32", [1])}
     outputs = {"SUM": tp.Tensor("INT32", [1])}
-    sequence = tp.Sequence(strategy="oldest", idle_timeout_s=10, preserve_ordering=True)
+    # max_batch_size 0 gives one sequence slot unless max_candidate_sequences says more (a
+    # second sequence then displaces the first on the 24.10 server, measured)
+    sequence = tp.Sequence(
+        strategy="oldest", idle_timeout_s=10, preserve_ordering=True, max_candidate_sequences=4
+    )
 
     def setup(self) -> None:
         self.ended: List[Any] = []
@@ -350,7 +354,7 @@ def sent_values(req: Any) -> List[Any]:
 def test_a_streaming_sequence_model_keeps_its_state_across_streams() -> None:
     assert StreamSum.decoupled is True
     assert StreamSum.declared_config()["sequence_batching"] == {
-        "oldest": {"preserve_ordering": True},
+        "oldest": {"max_candidate_sequences": 4, "preserve_ordering": True},
         "max_sequence_idle_microseconds": 10_000_000,
     }
     with served(StreamSum) as harness:
