@@ -1,9 +1,11 @@
-"""The text_stream, bls_router and minimal templates, rendered as ``tritonpy new`` renders
-them, on a real tritonserver: the same answers as under the harness, over HTTP and gRPC.
+"""The text_stream, bls_router, online_normalizer and minimal templates, rendered as
+``tritonpy new`` renders them, on a real tritonserver: the same answers as under the harness,
+over HTTP and gRPC.
 
 One server for the module: ``reader`` (text_stream), ``reviews`` with its members
-``reviews_short`` and ``reviews_long`` (bls_router) and ``hello`` (minimal, what ``tritonpy new
-NAME`` renders without --template, its own test file beside its config.pbtxt).
+``reviews_short`` and ``reviews_long`` (bls_router), ``norm`` (online_normalizer, a sequence
+model) and ``hello`` (minimal, what ``tritonpy new NAME`` renders without --template, its own
+test file beside its config.pbtxt).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import numpy as np
 import pytest
 
 from tritonpy._runtime.errors import TritonRequestError
-from tritonpy.client import UNKNOWN_CODE, InferClient, stream_infer
+from tritonpy.client import UNKNOWN_CODE, InferClient, SequenceControl, stream_infer
 from tritonpy.server import TritonServer
 from tritonpy.templates import render_template
+from tritonpy.testing import ModelHarness
 from tritonpy.testing._repository import RepositoryHarness
 
 pytestmark = pytest.mark.integration
@@ -32,6 +35,7 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     render_template("text_stream", "reader", repo)
     render_template("bls_router", "reviews", repo)
     render_template("minimal", "hello", repo)
+    render_template("online_normalizer", "norm", repo)
     return repo
 
 
@@ -55,6 +59,7 @@ def texts(*values: str) -> np.ndarray:
 def test_the_rendered_repository_serves_every_model(server: TritonServer) -> None:
     assert server.models_ready() == [
         "hello",
+        "norm",
         "reader",
         "reviews",
         "reviews_long",
@@ -178,3 +183,43 @@ def test_minimal_answers_as_under_the_harness(
     assert got["UPPER"].tolist() == want["UPPER"].tolist()
     expected = [[text.upper()] for text in (row[0].decode() for row in inputs["TEXT"])]
     assert [[v.decode() for v in row] for row in got["UPPER"].tolist()] == expected
+
+
+# -- online_normalizer ------------------------------------------------------------------------
+
+# two sequences interleaved: a numeric id and a string one, each normalised on its own
+SEQUENCES = {
+    41: [[1.0, 10.0], [3.0, 10.0], [2.0, 40.0], [6.0, 20.0]],
+    "camera-7": [[100.0, -1.0], [50.0, -3.0], [75.0, -2.0]],
+}
+
+
+def _interleaved() -> List[Any]:
+    """(id, vector, start, end) in the order sent: one request of each sequence in turn."""
+    order = []
+    for index in range(max(len(values) for values in SEQUENCES.values())):
+        for sequence, values in SEQUENCES.items():
+            if index < len(values):
+                order.append((sequence, values[index], index == 0, index == len(values) - 1))
+    return order
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_online_normalizer_keeps_each_sequence_apart_as_under_the_harness(
+    harness: RepositoryHarness, server: TritonServer, protocol: str
+) -> None:
+    url = server.http_url if protocol == "http" else server.grpc_url
+    client = InferClient(url, protocol)
+    model = harness.harness("norm")
+    assert isinstance(model, ModelHarness)
+    try:
+        for sequence, vector, start, end in _interleaved():
+            inputs = {"VALUE": np.array([vector], np.float32)}
+            control = SequenceControl(sequence, start=start, end=end)
+            got = {o.name: o.array for o in client.infer("norm", inputs, None, sequence=control)}
+            flags = (1 if start else 0) | (2 if end else 0)
+            want = model.infer(inputs, correlation_id=sequence, flags=flags)
+            assert got["COUNT"].tolist() == want["COUNT"].tolist()
+            np.testing.assert_allclose(got["NORMALIZED"], want["NORMALIZED"], rtol=1e-6)
+    finally:
+        client.close()

@@ -41,6 +41,7 @@ TEMPLATES = [
     "ensemble_classifier",
     "image_preprocess",
     "minimal",
+    "online_normalizer",
     "text_stream",
     "torch_model",
 ]

@@ -357,6 +357,7 @@ def test_check_fails_when_config_is_missing(
         "torch_model",
         "bls_router",
         "text_stream",
+        "online_normalizer",
     ],
 )
 def test_shipped_template_configs_pass_check_as_they_are(template: str, tmp_path: Path) -> None:

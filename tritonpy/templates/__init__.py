@@ -4,7 +4,8 @@ them into a model repository under new names.
 Templates: ``minimal`` (text in, upper-cased text out, with its own test: what ``tritonpy
 new NAME`` renders by default), ``image_preprocess``, ``classification_postprocess``,
 ``detection_postprocess``, ``torch_model``, ``ensemble_classifier``, ``text_stream`` (a
-streaming model) and ``bls_router`` (a BLS pipeline; see each one's README.md).
+streaming model), ``online_normalizer`` (a stateful model on Triton's sequence batcher) and
+``bls_router`` (a BLS pipeline; see each one's README.md).
 
 A template may bring the models it calls: each ``members/<role>/`` directory of a template is
 rendered with it as ``<name>_<role>``, and a config.pbtxt parameter of the template whose value
