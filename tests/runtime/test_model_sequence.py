@@ -141,6 +141,21 @@ def test_a_request_of_an_unknown_sequence_gets_invalid_arg_alone() -> None:
         assert responses[1].output_tensors()[0].as_numpy().tolist() == [[3]]
 
 
+def test_null_requests_of_the_direct_strategy_are_not_computed() -> None:
+    class Batched(RunningSum):
+        sequence = tp.Sequence(strategy="direct", idle_timeout_s=60)
+
+    with served(Batched) as harness:
+        first, second = harness.sequence(1), harness.sequence(2)
+        first.send(VALUE=[[1]])
+        assert second.send(VALUE=[[10]])["SUM"].tolist() == [[10]]  # beside a null request
+        assert harness.model.calls == [1, 1]  # the null request never reached infer
+        null, real = harness.model.execute([request(0, 0, 0), request(5, 2, 0)])
+        assert null.error() is None and null.output_tensors() == []
+        assert real.output_tensors()[0].as_numpy().tolist() == [[15]]
+        assert harness.model.calls == [1, 1, 1]
+
+
 def test_idle_sequences_are_evicted_at_the_next_execute() -> None:
     now = [0.0]
     with served() as harness:

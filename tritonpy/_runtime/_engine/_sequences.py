@@ -9,7 +9,8 @@ What happens to one request of a sequence model, in order:
 2. the request's flags (a bitmask) and correlation id say its sequence: START makes a new one
    (``start_sequence`` returns its state; a START under an id still open ends that one first,
    evicted, as the server ends it early), any other request continues an open one, and a
-   request of an unknown or ended sequence gets ``INVALID_ARG`` alone;
+   request of an unknown or ended sequence gets ``INVALID_ARG`` alone; a null request (no id,
+   no flags: the direct strategy's filler of an empty slot) gets an empty response;
 3. the request is decoded and computed on its own (even when the oldest strategy brings the
    requests of several sequences in one ``execute()``: each sequence's state is its own), with
    its :class:`~tritonpy._runtime._sequence.SequenceInfo` in infer's ``sequence`` argument; an
@@ -138,11 +139,16 @@ def end_sequence(engine: Engine, info: SequenceInfo, *, evicted: bool) -> None:
 
 def sequence_of(engine: Engine, request: Any, now: float) -> Union[SequenceInfo, Any]:
     """The sequence of ``request`` (a new one at START), its ``start``/``end`` set from the
-    request's flags; or the error response of a request that belongs to none."""
+    request's flags; or the response of a request that belongs to none: an empty one for a
+    null request, else INVALID_ARG."""
     store = engine.sequences
     assert store is not None
     correlation_id = request.correlation_id()
     flags = request.flags()
+    if not flags and (correlation_id == 0 or correlation_id == ""):
+        # a null request: the direct strategy fills an empty batch slot below a busy one with
+        # it (no id, no flags); the server drops its response, so nothing is computed
+        return engine.pb.InferenceResponse(output_tensors=[])
     info = store.open.get(correlation_id)
     if flags & SEQUENCE_START:
         if info is not None:  # the server ends the previous sequence early too
