@@ -28,7 +28,7 @@ from tritonpy import TritonRequestError
 from tritonpy.client import SequenceControl, stream_infer
 from tritonpy.client import request_error as _request_error
 from tritonpy.server import TritonServer
-from tritonpy.testing import ModelBugError, ModelHarness
+from tritonpy.testing import HarnessError, ModelBugError, ModelHarness
 
 pytestmark = pytest.mark.integration
 
@@ -72,6 +72,10 @@ ADDSUB = {
     "INPUT0": np.arange(16, dtype=np.float32),
     "INPUT1": np.full(16, 0.5, np.float32),
 }
+
+#: correlation ids for each CORRID data type (L0_sequence_corrid_batcher's): small, past 31
+#: bits, past 32 bits, and a string
+CORRIDS: List[Union[int, str]] = [7, 2**31 + 5, 2**33 + 5, "ab"]
 
 #: (case, model, steps); L0_sequence_batcher's cases by their test names
 CASES: List[Tuple[str, str, List[Step]]] = [
@@ -170,6 +174,14 @@ CASES: List[Tuple[str, str, List[Step]]] = [
         ],
     ),
     ("request-rescheduling", "qa_rescheduling_addsub", [Send(ADDSUB), Send(ADDSUB)]),
+    *[
+        (
+            f"corrid-{kind}",
+            f"seq_corrid_{kind}",
+            batched(*[(1, cid, START | END) for cid in CORRIDS], name="VALUE"),
+        )
+        for kind in ("uint64", "int64", "uint32", "int32")
+    ],
     ("wrong-return-type", "qa_wrong_return_type", [Send({"INPUT0": np.ones(4, np.float32)})]),
 ]
 STREAMED = {"qa_sequence_py_decoupled", "qa_iterative_sequence"}
@@ -366,6 +378,9 @@ def test_the_cases_show_what_they_claim(server: TritonServer) -> None:
     with ModelHarness(MODELS / "qa_iterative_sequence") as harness:
         countdown = via_harness(harness, _case("iterative-sequence")[1])
     assert [p["OUT"] for p in countdown[0]] == [[2], [1], [0]] and countdown[1] == [{"OUT": [-1]}]
+    # the control keeps the id's low bytes (ids moved by 2,000,000 here)
+    assert answers("corrid-uint32")[2]["CORRID"][0][:2] == ["uint32", (2**33 + 2_000_005) % 2**32]
+    assert answers("corrid-int32")[1]["CORRID"][0][:2] == ["int32", 2**31 + 2_000_005 - 2**32]
     (breach,) = answers("wrong-return-type")
     assert "Expected a None object" in breach[1]
 
@@ -377,3 +392,48 @@ def test_the_model_sees_the_servers_sequence_batching(server: TritonServer, mode
     expected = client.get_model_config(model)["sequence_batching"]
     with ModelHarness(MODELS / model) as harness:
         assert json.loads(harness.args["model_config"])["sequence_batching"] == expected
+
+
+def test_a_new_sequence_waits_for_a_free_slot(server: TritonServer) -> None:
+    """L0_sequence_batcher's backlog: with every slot held (qa_nobatch_sequence_int32 has
+    one), the server holds a new sequence until a slot frees; the harness, which cannot wait,
+    says so, and sent together with the END that frees the slot, runs it after that END."""
+    model = "qa_nobatch_sequence_int32"
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+
+    def tensor(v: int) -> Any:
+        wire = grpcclient.InferInput("INPUT", [1], "INT32")
+        wire.set_data_from_numpy(np.array([v], np.int32))
+        return wire
+
+    answered: List[Any] = []
+    try:
+        client.infer(model, [tensor(1)], sequence_id=501, sequence_start=True)
+        client.async_infer(
+            model,
+            [tensor(10)],
+            lambda result, error: answered.append((result, error)),
+            sequence_id=502,
+            sequence_start=True,
+        )
+        time.sleep(0.5)
+        waited = not answered
+        client.infer(model, [tensor(2)], sequence_id=501, sequence_end=True)
+        deadline = time.monotonic() + 10
+        while not answered and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client.infer(model, [tensor(5)], sequence_id=502, sequence_end=True)
+    finally:
+        client.close()
+    assert waited and answered and answered[0][1] is None
+    with ModelHarness(MODELS / model) as harness:
+        harness.infer(int32(1, batched=False), correlation_id=501, flags=START)
+        with pytest.raises(HarnessError, match="would wait in the sequence batcher's backlog"):
+            harness.infer(int32(10, batched=False), correlation_id=502, flags=START)
+        _, started = harness.infer_requests(
+            [int32(2, batched=False), int32(10, batched=False)],
+            correlation_ids=[501, 502],
+            flags=[END, START],
+        )
+    assert not isinstance(started, TritonRequestError)
+    assert started["OUTPUT"].tolist() == answered[0][0].as_numpy("OUTPUT").tolist() == [10]

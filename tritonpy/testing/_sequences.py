@@ -375,4 +375,8 @@ def _corrid(
         text = correlation_id.encode("utf-8")
         raw = (len(text).to_bytes(4, "little") + text + bytes(dtype.itemsize))[: dtype.itemsize]
         return np.full(shape, np.frombuffer(raw, dtype=dtype.newbyteorder("<"))[0], dtype=dtype)
-    return np.full(shape, correlation_id, dtype=control.dtype)
+    # the server keeps the low bytes of the 64-bit id (measured: 2**33 + 5 is 5 as UINT32,
+    # 2**31 + 5 negative as INT32); numpy 2 refuses such a cast, so it is done by hand
+    dtype = np.dtype(control.dtype)
+    low = np.array([int(correlation_id) % (1 << (8 * dtype.itemsize))], f"<u{dtype.itemsize}")
+    return np.full(shape, low.view(dtype.newbyteorder("<"))[0], dtype=dtype)
