@@ -157,14 +157,13 @@ def test_null_requests_of_the_direct_strategy_are_not_computed() -> None:
 
 
 def test_idle_sequences_are_evicted_at_the_next_execute() -> None:
-    now = [0.0]
     with served() as harness:
         store = engine_of(harness.model).sequences
-        store.clock = lambda: now[0]
+        assert store.clock is harness.clock  # the harness's clock, which the test moves
         harness.infer(value(1), correlation_id=5, flags=START)
-        now[0] = 30.0
+        harness.clock.advance(30.0)
         harness.infer(value(10), correlation_id=6, flags=START)
-        now[0] = 60.0  # 5 idle for its 60 s, 6 for 30
+        harness.clock.advance(30.0)  # 5 idle for its 60 s, 6 for 30
         harness.infer(value(100), correlation_id=7, flags=START)
         assert harness.model.ended == [(5, True, 1)]
         assert sorted(store.open) == [6, 7]
@@ -172,6 +171,20 @@ def test_idle_sequences_are_evicted_at_the_next_execute() -> None:
         assert refused is not None and "evicted after 60 s without a request" in refused.message()
         # restarted with START, it begins again from a fresh state
         assert sums(harness, [(4, 5, START), (6, 5, END)]) == [4, 10]
+
+
+def test_the_store_reads_the_clock_it_is_given() -> None:
+    now = [0.0]
+    with served() as harness:
+        store = engine_of(harness.model).sequences
+        store.clock = lambda: now[0]
+        harness.infer(value(1), correlation_id=5, flags=START)
+        now[0] = 59.0
+        harness.infer(value(1), correlation_id=6, flags=START)
+        assert 5 in store and not harness.model.ended
+        now[0] = 60.0
+        harness.infer(value(1), correlation_id=7, flags=START)
+        assert 5 not in store and harness.model.ended == [(5, True, 1)]
 
 
 def test_a_start_under_an_open_id_ends_the_previous_sequence() -> None:
