@@ -25,7 +25,6 @@ from tritonpy.client import SequenceControl, request_error, stream_infer
 from tritonpy.config._declarations import sync_config
 from tritonpy.server import TritonServer
 from tritonpy.testing import ModelHarness
-from tritonpy.testing import fake_pb_utils as pb
 
 pytestmark = pytest.mark.integration
 
@@ -266,18 +265,12 @@ def test_concurrent_sequences_of_the_oldest_strategy(
 
 
 def _harness_stream(harness: ModelHarness, step: Step) -> List[Any]:
-    """One request of a streaming sequence model under the harness, built as the sequence
-    batcher hands it to execute(): the SUM of each part."""
+    """One request of a streaming sequence model under the harness: the SUM of each part."""
     value, corrid, flags = step
-    request = pb.InferenceRequest(
-        correlation_id=corrid,
-        flags=flags,
-        inputs=[pb.Tensor("VALUE", np.array([value], np.int32))],
+    parts = harness.infer_stream(
+        {"VALUE": np.array([value], np.int32)}, correlation_id=corrid, flags=flags
     )
-    assert harness.model.execute([request]) is None
-    sender = request.created_sender()
-    assert sender is not None
-    return [int(r.output_tensors()[0].as_numpy()[0]) for r, _ in sender.sent if r is not None]
+    return [int(part["SUM"][0]) for part in parts]
 
 
 def test_a_streaming_sequence_model(server: TritonServer, repository: Path) -> None:

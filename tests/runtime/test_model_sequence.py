@@ -386,6 +386,8 @@ def test_a_streaming_sequence_model_keeps_its_state_across_streams() -> None:
         "max_sequence_idle_microseconds": 10_000_000,
     }
     with served(StreamSum) as harness:
+        parts = harness.infer_stream({"VALUE": np.array([3], np.int32)}, correlation_id=9, flags=3)
+        assert [p["SUM"].tolist() for p in parts] == [[3], [6]]
         model = harness.model
         first = [request(1, "a", START, batched=False), request(10, "b", START, batched=False)]
         assert model.execute(first) is None
@@ -393,7 +395,7 @@ def test_a_streaming_sequence_model_keeps_its_state_across_streams() -> None:
         last = request(2, "a", END, batched=False)
         model.execute([last])
         assert sent_values(last) == [[4], [6], "FINAL"]
-        assert model.ended == [("a", 6)]
+        assert model.ended == [(9, 6), ("a", 6)]
         unknown = request(1, "zz", 0, batched=False)
         model.execute([unknown])
         (error, final) = sent_values(unknown)
