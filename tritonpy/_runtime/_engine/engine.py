@@ -54,11 +54,13 @@ class Engine(CodecTables):
         #: a stateful model's open sequences (``_sequences.py``), None for other models
         self.sequences: Optional[SequenceStore] = None
         if traits.sequence is not None:
-            from ._sequences import SequenceStore
+            from ._sequences import SequenceStore, execute_sequences
 
             self.sequences = SequenceStore(
                 traits.sequence, model.start_sequence, model.end_sequence
             )
+            # kept: an import statement in execute_special would cost a microsecond a call
+            self.execute_sequences = execute_sequences
         self.wants_sequence = traits.wants_sequence
         # streams never merge (each request gets its own generator), nor do the requests of
         # sequences (each has its own state)
@@ -113,9 +115,7 @@ class Engine(CodecTables):
         infer's (a coroutine)."""
         # imported here: plain models never load these modules
         if self.sequences is not None:
-            from ._sequences import execute_sequences
-
-            return execute_sequences(self, requests)
+            return self.execute_sequences(self, requests)
         if self.traits.decoupled:
             from ._streaming import execute_decoupled
 
