@@ -475,3 +475,23 @@ def test_async_infer_is_refused_on_a_stateful_model() -> None:
 
             async def infer(self, IN: np.ndarray) -> Dict[str, Any]:
                 return {"OUT": IN}
+
+
+def test_bad_inputs_and_input_errors_fail_their_request_alone() -> None:
+    class Strict(RunningSum):
+        def infer(self, VALUE: np.ndarray, sequence: tp.SequenceInfo) -> Dict[str, Any]:
+            if int(VALUE.sum()) > 100:
+                raise tp.InputError("VALUE above 100; send 100 or less")
+            return super().infer(VALUE, sequence)
+
+    with served(Strict) as harness:
+        harness.infer(value(1), correlation_id=4, flags=START)
+        missing = pb.InferenceRequest(correlation_id=4, flags=0, inputs=[])
+        too_big, empty, fine = harness.model.execute(
+            [request(500, 4, 0), missing, request(2, 4, 0)]
+        )
+        assert too_big.error().code() == pb.TritonError.INVALID_ARG
+        assert "VALUE above 100" in too_big.error().message()
+        assert empty.error().code() == pb.TritonError.INVALID_ARG
+        assert "input 'VALUE' is required" in empty.error().message()
+        assert fine.output_tensors()[0].as_numpy().tolist() == [[3]]

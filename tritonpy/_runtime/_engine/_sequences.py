@@ -208,21 +208,18 @@ def serve_in_sequence(engine: Engine, index: int, request: Any, now: float) -> A
 def compute_in_sequence(engine: Engine, index: int, request: Any, info: SequenceInfo) -> Any:
     """Decode the request and run ``infer`` with its sequence (errors for this request
     alone, as for a request alone)."""
+    during = "decoding the inputs"
     try:
         item = engine.decode(index, request, keyed=False)
-    except InputError as exc:
-        return engine.refused(exc)
-    except Exception as exc:
-        return engine.internal_error(exc, "decoding the inputs")
-    if engine.wants_sequence:
-        item.values[SEQUENCE_ARGUMENT] = info
-    try:
+        if engine.wants_sequence:
+            item.values[SEQUENCE_ARGUMENT] = info
+        during = "running infer()"
         values = engine.one_values(item) if engine.reshapes_alone else item.values
         return engine.respond(item, engine.timed_infer(values))
     except InputError as exc:
         return engine.refused(exc)
     except Exception as exc:
-        return engine.internal_error(exc, "running infer()")
+        return engine.internal_error(exc, during)
 
 
 def finish(engine: Engine, info: SequenceInfo) -> None:
