@@ -15,6 +15,7 @@ config.pbtxt parameters: ``epsilon`` (added to the variance before its square ro
 from typing import Any, Dict
 
 import numpy as np
+from numpy.typing import NDArray
 
 import tritonpy as tp
 
@@ -28,7 +29,7 @@ class RunningMoments:
         self.mean = np.zeros(0, np.float64)
         self.m2 = np.zeros(0, np.float64)
 
-    def add(self, value: np.ndarray) -> None:
+    def add(self, value: NDArray[np.float64]) -> None:
         if self.count == 0:
             self.mean = np.zeros(value.shape, np.float64)
             self.m2 = np.zeros(value.shape, np.float64)
@@ -38,7 +39,7 @@ class RunningMoments:
         self.m2 += delta * (value - self.mean)
 
     @property
-    def variance(self) -> np.ndarray:
+    def variance(self) -> NDArray[np.float64]:
         return self.m2 / max(self.count, 1)
 
 
@@ -65,7 +66,7 @@ class OnlineNormalizer(tp.Model):
     def start_sequence(self, sequence: tp.SequenceInfo) -> RunningMoments:
         return RunningMoments()
 
-    def infer(self, VALUE: np.ndarray, sequence: tp.SequenceInfo) -> Dict[str, Any]:
+    def infer(self, VALUE: NDArray[np.float32], sequence: tp.SequenceInfo) -> Dict[str, Any]:
         moments: RunningMoments = sequence.state
         rows = np.asarray(VALUE, np.float64).reshape(-1, VALUE.shape[-1])
         if moments.count and rows.shape[-1] != moments.mean.shape[-1]:
