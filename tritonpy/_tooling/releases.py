@@ -1,8 +1,8 @@
 """Facts about Triton releases that decide whether a model environment and stub will work.
 
 A release is named ``YY.MM`` like its NGC container (``nvcr.io/nvidia/tritonserver:24.10-py3``).
-The facts come from the release notes and from measurements against the server shipped in the
-``nvidia-pytriton`` wheel; each rule says which releases it covers.
+The facts are those of the table in :mod:`tritonpy._tooling.release_facts`, each read from the
+release's own sources; :attr:`TritonRelease.facts` gives them all.
 
 >>> release = TritonRelease.parse("24.10")
 >>> release.server_version, release.python, release.numpy2_ok
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Tuple
 
 from .._runtime.errors import ToolError
+from .release_facts import ReleaseFacts, facts_for
 
 #: the release whose tritonserver and stubs the ``nvidia-pytriton`` 0.7.0 wheel bundles
 BUNDLED_RELEASE = "24.10"
@@ -51,38 +52,38 @@ class TritonRelease:
         return f"r{self.name}"
 
     @property
+    def facts(self) -> ReleaseFacts:
+        """Every fact of the table for this release (the nearest known one's outside it)."""
+        return facts_for(self.name)
+
+    @property
     def server_version(self) -> str:
-        """The tritonserver version of the release: 22.01 was 2.18.0, one minor a month."""
-        months = (self.year - 22) * 12 + (self.month - 1)
-        return f"2.{18 + months}.0"
+        """The tritonserver version of the release (``2.51.0`` for 24.10)."""
+        return self.facts.server_version
 
     @property
     def python(self) -> str:
-        """The CPython X.Y of the release's container (and so of its default stub): Ubuntu
-        20.04 / Python 3.8 up to 22.12, Ubuntu 22.04 / 3.10 from 23.01, Ubuntu 24.04 / 3.12
-        from 24.12."""
+        """The CPython X.Y of the release's container (and so of its default stub)."""
         if self < TritonRelease(23, 1):
-            return "3.8"
-        if self < TritonRelease(24, 12):
-            return "3.10"
-        return "3.12"
+            return "3.8"  # Ubuntu 20.04 containers, before the table starts
+        return self.facts.python
 
     @property
     def numpy2_ok(self) -> bool:
-        """Whether the release's Python backend stub handles numpy 2 (24.12 and later; older
-        stubs fail on BYTES inputs and return empty outputs with numpy 2)."""
-        return self >= TritonRelease(24, 12)
+        """Whether the release's stub handles numpy 2 in a model's environment (pybind11
+        2.12, from 24.11; older stubs fail on BYTES inputs with numpy 2)."""
+        return self.facts.numpy2_bytes_ok
 
     @property
     def sources_env_activate(self) -> bool:
-        """Up to 25.05 the stub is started with ``source <env>/bin/activate``; from 25.08
+        """Up to 25.07 the stub is started with ``source <env>/bin/activate``; from 25.08
         Triton only puts ``<env>/bin`` on PATH and ``<env>/lib`` on LD_LIBRARY_PATH."""
-        return self < TritonRelease(25, 8)
+        return self.facts.sources_env_activate
 
     @property
     def min_cmake(self) -> Tuple[int, ...]:
         """The CMake version a native stub build of this release needs."""
-        return (3, 31, 8) if self >= TritonRelease(25, 8) else (3, 17)
+        return self.facts.min_cmake
 
     def __str__(self) -> str:
         return self.name
