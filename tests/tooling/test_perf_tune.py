@@ -3,6 +3,7 @@ writing (no server: the real-server run is in tests/integration/test_perf_serve.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, List
 
@@ -229,3 +230,64 @@ def test_write_best_writes_nothing_when_the_winner_does_not_hold(tmp_path: Path)
         Trial(best.candidate, None, 115.0),
     )
     assert result.holds
+
+
+def test_a_gain_inside_the_noise_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "config.pbtxt").write_text(CONFIG)
+    default = Trial(Candidate(1, 32, label="default"), None, 100.0)
+    best = Trial(Candidate(2, 32), None, 120.0)
+    result = TuneResult("m", None, trials=[default, best])
+    result.confirmation = (
+        Trial(default.candidate, None, 100.0),
+        Trial(best.candidate, None, 104.0),
+    )
+    result.confirmation_runs = (99.0, 103.0, 105.0, 101.0)
+    assert result.noise == pytest.approx(0.05)  # the floor: these runs spread less
+    assert not result.holds  # 1.04x is inside it
+    assert "more than the noise (5% between two runs" in result.table()
+    assert write_best(result, tmp_path) is None
+    # a gain above the floor but inside the runs' own spread is noise too
+    result.confirmation = (
+        Trial(default.candidate, None, 100.0),
+        Trial(best.candidate, None, 115.0),
+    )
+    result.confirmation_runs = (80.0, 100.0, 130.0, 120.0)
+    assert result.noise == pytest.approx(40.0 / 100.0)
+    assert not result.holds
+    # a clear gain: every run of the winner beats every run of the default
+    result.confirmation_runs = (99.0, 114.0, 116.0, 101.0)
+    assert result.holds and result.to_json()["holds"] is True
+
+
+def test_the_default_is_reloaded_with_its_own_configuration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a load without a configuration after an override keeps serving the override
+    from tritonpy.perf import _tune
+
+    served = {"name": "m", "max_batch_size": 0, "instance_group": [{"count": 1}]}
+    loads: List[Any] = []
+
+    class Client:
+        def __init__(self) -> None:
+            self._client = self
+
+        def _call(self, what: str, function: Any, *args: Any, **kwargs: Any) -> None:
+            loads.append(kwargs.get("config"))
+            served["instance_group"] = json.loads(kwargs["config"])["instance_group"]
+
+        def load_model(self, name: str, config: str) -> None:
+            raise AssertionError("called through _call")
+
+        def model_config(self, name: str) -> Any:
+            return served
+
+    monkeypatch.setattr(_tune, "run_perf", lambda *a, **k: _report((1, 10.0, 1.0, 0)))
+    base = {"name": "m", "max_batch_size": 0, "instance_group": [{"count": 1}]}
+    session = _tune._Session(Client(), "url", "m", base, None, None, print, None)  # type: ignore[arg-type]
+    two = _tune.Trial(_tune.Candidate(2, 0), None, 0.0)
+    assert _tune._trial(session, two.candidate, True).error == ""
+    assert _tune._trial(session, candidate_of(base), True).error == ""
+    assert json.loads(loads[0])["instance_group"][0]["count"] == 2
+    assert json.loads(loads[1]) == base  # not None: the server's files, as it read them
+    assert served["instance_group"] == [{"count": 1}]

@@ -175,8 +175,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         path = write_best(result, args.model_dir)
         if path is None and not result.holds:
             print(
-                "the best configuration did not beat the served one when measured again: "
-                "config.pbtxt unchanged"
+                f"the best configuration did not beat the served one by more than the noise "
+                f"({result.noise:.0%}) when measured again: config.pbtxt unchanged"
             )
         elif path is None:
             print("the served configuration is the best one measured: config.pbtxt unchanged")

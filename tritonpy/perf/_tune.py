@@ -45,6 +45,10 @@ from ._refusals import kind_notes
 from ._report import PerfReport, render_table
 from ._runner import run_perf
 
+#: the smallest relative gain tune believes: two runs of one configuration a minute apart
+#: differ by a few percent on a quiet machine
+NOISE_FLOOR = 0.05
+
 
 @dataclass
 class Trial:
@@ -68,6 +72,8 @@ class TuneResult:
     notes: List[str] = field(default_factory=list)
     #: the default and the best measured twice more after the sweep (ABBA), pooled
     confirmation: Optional[Tuple[Trial, Trial]] = None
+    #: the four scores of the confirmation in the order measured: default, best, best, default
+    confirmation_runs: Tuple[float, ...] = ()
 
     @property
     def default(self) -> Optional[Trial]:
@@ -96,10 +102,29 @@ class TuneResult:
         return best.score / default.score
 
     @property
+    def noise(self) -> float:
+        """The relative difference two measurements of one configuration may show on this
+        machine: the larger spread of the default's and the winner's repeated measurements
+        (``|a - b| / mean``), never below :data:`NOISE_FLOOR`."""
+        runs = self.confirmation_runs
+        spread = NOISE_FLOOR
+        if len(runs) == 4 and min(runs) > 0:
+            for first, second in ((runs[0], runs[3]), (runs[1], runs[2])):
+                spread = max(spread, abs(first - second) / ((first + second) / 2.0))
+        return spread
+
+    @property
     def holds(self) -> bool:
-        """Whether the best trial beat the default again when the two were measured once more
-        (True when there was no such confirmation)."""
-        return self.confirmation is None or (self.gain is not None and self.gain > 1.0)
+        """Whether the winner's gain is real: measured again next to the default (ABBA), its
+        worse run beat the default's better one and the gain exceeds :attr:`noise` (True
+        when there was no such confirmation)."""
+        if self.confirmation is None:
+            return True
+        gain = self.gain
+        if gain is None or gain - 1.0 <= self.noise:
+            return False
+        runs = self.confirmation_runs
+        return len(runs) != 4 or min(runs[1], runs[2]) > max(runs[0], runs[3])
 
     def table(self) -> str:
         """One line per trial; the best marked with ``*``."""
@@ -128,7 +153,11 @@ class TuneResult:
         elif self.gain is not None:
             notes.append(f"best / default throughput: {self.gain:.2f}x")
             if not self.holds:
-                notes.append("the winner did not beat the default when measured again: noise")
+                notes.append(
+                    f"the winner did not beat the default when measured again by more than the "
+                    f"noise ({self.noise:.0%} between two runs of one configuration): nothing "
+                    f"to write"
+                )
         return render_table(
             f"tune {self.model} (p99 budget {budget})",
             ("", "configuration", "infer/s", "p99 ms", "error"),
@@ -142,6 +171,9 @@ class TuneResult:
             "model": self.model,
             "latency_budget_ms": self.latency_budget_ms,
             "gain": self.gain,
+            "noise": self.noise,
+            "holds": self.holds,
+            "confirmation_runs": list(self.confirmation_runs),
             "confirmation": None
             if self.confirmation is None
             else {"default": self.confirmation[0].score, "best": self.confirmation[1].score},
@@ -294,11 +326,12 @@ def _search(
 def _trial(session: _Session, candidate: Candidate, reload: bool) -> Trial:
     client, name = session.client, session.name
     try:
-        if reload and candidate.label == "default":
-            # the configuration of the user's files, as the server reads them
-            client._call(f"model {name!r}", client._client.load_model, name)
-        elif reload:
-            override = json.dumps(apply_candidate(session.base, candidate))
+        if reload:
+            # the default is loaded as an override too: a load without one after an override
+            # keeps serving the override (tritonserver 2.51), and the "default" measured then
+            # was the previous winner
+            settings = session.base if candidate.label == "default" else None
+            override = json.dumps(settings or apply_candidate(session.base, candidate))
             client._call(f"model {name!r}", client._client.load_model, name, config=override)
             served = candidate_of(client.model_config(name))
             if served.instances != candidate.instances:
@@ -332,6 +365,9 @@ def _confirm(session: _Session, result: TuneResult) -> None:
     result.confirmation = (
         _pooled(first_default, second_default),
         _pooled(first_best, second_best),
+    )
+    result.confirmation_runs = tuple(
+        t.score for t in (first_default, first_best, second_best, second_default)
     )
 
 
