@@ -14,6 +14,8 @@
 #   --build-dir DIR     work directory (default: $TMPDIR/tritonpy-stub-rYY.MM-pyX.Y)
 #   --output FILE       where to put the stub (default: ./triton_python_backend_stub)
 #   --jobs N            parallel build jobs (default: nproc)
+#   --cmake PATH        the cmake to run (default: cmake on PATH); release 25.08 and later need
+#                       >= 3.31.8 (pip install 'cmake>=3.31.8,<4' puts one in the venv's bin/)
 #   --check-deps        only check the build packages: name each missing one and the apt-get
 #                       line that installs them (exit 3 when some are missing)
 #   --print-inputs      print what the build depends on (sources, compiler, cmake, Boost,
@@ -26,13 +28,13 @@
 set -euo pipefail
 
 die() { echo "build_stub.sh: error: $*" >&2; exit 2; }
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 
 python="" release="" source_dir="" python_path="" boost_dir="" build_dir="" output=""
-jobs="" dry_run=0 mode=build
+jobs="" cmake="" dry_run=0 mode=build
 while [ $# -gt 0 ]; do
     case "$1" in
-        --python|--triton-version|--source-dir|--python-path|--boost-dir|--build-dir|--output|--jobs)
+        --python|--triton-version|--source-dir|--python-path|--boost-dir|--build-dir|--output|--jobs|--cmake)
             [ $# -ge 2 ] || die "$1 needs a value"
             opt="$1" value="$2"; shift 2 ;;
         --*=*) opt="${1%%=*}" value="${1#*=}"; shift ;;
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
         --build-dir) build_dir="$value" ;;
         --output) output="$value" ;;
         --jobs) jobs="$value" ;;
+        --cmake) cmake="$value" ;;
         *) die "unknown option '$opt' (see --help)" ;;
     esac
 done
@@ -63,6 +66,7 @@ branch="r$release"
 build_dir="${build_dir:-${TMPDIR:-/tmp}/tritonpy-stub-$branch-py$python}"
 output="${output:-$PWD/triton_python_backend_stub}"
 jobs="${jobs:-$(nproc 2>/dev/null || echo 2)}"
+cmake="${cmake:-cmake}"
 if [ -n "$source_dir" ]; then
     resolved="$(cd "$source_dir" 2>/dev/null && pwd)" || die "--source-dir $source_dir does not exist"
     source_dir="$resolved"
@@ -159,7 +163,7 @@ has_header() {
 }
 missing_packages() {  # one 'package<TAB>why' a line
     local header package
-    command -v cmake >/dev/null || printf 'cmake\tcmake\n'
+    command -v "$cmake" >/dev/null || printf 'cmake\t%s\n' "$cmake"
     command -v make >/dev/null || printf 'make\tmake\n'
     command -v c++ >/dev/null || command -v g++ >/dev/null || printf 'g++\ta C++ compiler\n'
     command -v readelf >/dev/null || printf 'binutils\treadelf\n'
@@ -202,13 +206,16 @@ fi
 # --- cmake version ---------------------------------------------------------------------------
 need_cmake="3.17"
 if [ "${release%%.*}${release#*.}" -ge 2508 ]; then need_cmake="3.31.8"; fi
-cmake_version="$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p' || true)"
+cmake_version="$("$cmake" --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p' || true)"
 if [ "$dry_run" = 0 ] && [ "$mode" = build ]; then
     [ -n "$cmake_version" ] || die "cmake not found; release $release needs cmake >= $need_cmake"
     lowest="$(printf '%s\n%s\n' "$need_cmake" "$cmake_version" | sort -V | head -n1)"
     [ "$lowest" = "$need_cmake" ] \
-        || die "cmake $cmake_version is too old for release $release: need >= $need_cmake (pip install 'cmake>=$need_cmake')"
+        || die "cmake $cmake_version ($cmake) is too old for release $release: need >= $need_cmake (pip install 'cmake>=$need_cmake,<4' and pass --cmake, or put it first on PATH)"
 fi
+# CMake 4 refuses the old cmake_minimum_required of some fetched sub-projects; Triton's QA
+# passes the same policy floor
+if [ "${cmake_version%%.*}" -ge 4 ] 2>/dev/null; then flags+=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5); fi
 
 # --- the build inputs (tritonpy's cache key) --------------------------------------------------
 if [ "$mode" = inputs ]; then
@@ -311,8 +318,8 @@ EOF
 fi
 
 # --- configure, build, check -----------------------------------------------------------------
-run cmake "${args[@]}"
-run cmake --build "$build_dir/build" --target triton-python-backend-stub --parallel "$jobs"
+run "$cmake" "${args[@]}"
+run "$cmake" --build "$build_dir/build" --target triton-python-backend-stub --parallel "$jobs"
 stub="$build_dir/build/triton_python_backend_stub"
 echo "+ readelf -d $stub  # must need exactly libpython$python.so.1.0"
 if [ "$dry_run" = 0 ]; then

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
@@ -59,6 +61,7 @@ class NativeBuild:
     release: str
     source_dir: Optional[PathLike] = None
     python_path: Optional[PathLike] = None
+    cmake: Optional[PathLike] = None  # None: the cmake on PATH
 
     def argv(self, *flags: str) -> List[str]:
         """The script's command line with ``flags`` after the Python and release."""
@@ -68,7 +71,39 @@ class NativeBuild:
             argv += ["--source-dir", os.fspath(self.source_dir)]
         if self.python_path is not None:
             argv += ["--python-path", os.fspath(self.python_path)]
+        if self.cmake is not None:
+            argv += ["--cmake", os.fspath(self.cmake)]
         return argv
+
+
+def cmake_version(cmake: PathLike) -> Optional[Tuple[int, ...]]:
+    """The version ``cmake --version`` reports, as numbers; None when it does not run."""
+    try:
+        done = subprocess.run(
+            [os.fspath(cmake), "--version"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"cmake version (\d+(?:\.\d+)*)", done.stdout)
+    return tuple(int(part) for part in found.group(1).split(".")) if found else None
+
+
+def find_cmake(minimum: Tuple[int, ...]) -> Optional[Path]:
+    """The cmake a native build runs when the one on PATH is older than ``minimum`` (the
+    release's ``min_cmake``): the one ``pip install 'cmake>=3.31.8,<4'`` put beside this
+    interpreter (a virtualenv's ``bin/``, often not on PATH); None to keep PATH's.
+
+    Example::
+
+        find_cmake((3, 31, 8))   # PosixPath('.venv/bin/cmake') where PATH has cmake 3.25
+    """
+    on_path = shutil.which("cmake")
+    if on_path is not None and (cmake_version(on_path) or ()) >= minimum:
+        return None
+    beside = Path(sys.executable).parent / "cmake"
+    if beside.is_file() and (cmake_version(beside) or ()) >= minimum:
+        return beside
+    return None
 
 
 def native_build_command(build: NativeBuild, output: Path, jobs: Optional[int] = None) -> List[str]:

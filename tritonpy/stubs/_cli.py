@@ -34,8 +34,8 @@ def add_parser(subparsers: shared.Subparsers) -> None:
         "--source-dir",
         metavar="DIR",
         help="offline sources: python_backend, common, core, backend (and pybind11, dlpack, "
-        "googletest) as checkouts DIR/NAME/ or archives DIR/NAME.tar.gz; a build from the "
-        "same inputs is taken from the stub cache (default: $TRITONPY_STUB_SOURCE_DIR, which "
+        "googletest) as checkouts DIR/NAME/ or archives DIR/NAME.tar.gz, or a folder of "
+        "releases DIR/triton-rYY.MM/ holding those; a build from the same inputs is taken from the stub cache (default: $TRITONPY_STUB_SOURCE_DIR, which "
         "pack-env, serve and export use too)",
     )
     parser.add_argument("--python-path", metavar="PATH", help="interpreter to build against")

@@ -46,6 +46,7 @@ from ._build import (
     docker_available,
     docker_command,
     find_build_script,
+    find_cmake,
     find_dockerfile,
     missing_build_tools,
     native_build_command,
@@ -135,7 +136,28 @@ def _native_build(request: _Request) -> NativeBuild:
     missing = missing_build_tools(need_git=source_dir is None)
     if missing:
         raise StubError(f"missing build tools: {', '.join(missing)}")
-    return NativeBuild(script, request.python, request.release, source_dir, request.python_path)
+    cmake = find_cmake(TritonRelease.parse(request.release).min_cmake)
+    return NativeBuild(
+        script, request.python, request.release, release_sources(source_dir, request.release),
+        request.python_path, cmake,
+    )  # fmt: skip
+
+
+def release_sources(source_dir: Optional[PathLike], release: str) -> Optional[PathLike]:
+    """The sources of ``release`` in ``source_dir``: its ``triton-rYY.MM/`` (or ``rYY.MM/``)
+    folder when it has one, so one directory can hold the sources of several releases (as
+    ``$TRITONPY_STUB_SOURCE_DIR``), else ``source_dir`` itself (the sources of one release).
+
+    Example::
+
+        release_sources("shared/sources", "26.02")   # 'shared/sources/triton-r26.02'
+    """
+    if source_dir is None:
+        return None
+    for name in (f"triton-r{release}", f"r{release}"):
+        if (Path(source_dir) / name).is_dir():
+            return Path(source_dir) / name
+    return source_dir
 
 
 def _from_native(request: _Request) -> _Found:
