@@ -6,7 +6,8 @@ Rule families, one module each: :mod:`~tritonpy.check._layout` (TP1xx),
 :mod:`~tritonpy.check._consistency` (TP2xx), :mod:`~tritonpy.check._batching` (TP3xx),
 :mod:`~tritonpy.check._ensembles` (TP4xx), :mod:`~tritonpy.check._environments` (TP501-TP511),
 :mod:`~tritonpy.check._stubfacts` (TP512-TP513),
-:mod:`~tritonpy.check._archives` (TP6xx), :mod:`~tritonpy.check._sequences` (TP7xx).
+:mod:`~tritonpy.check._archives` (TP6xx), :mod:`~tritonpy.check._sequences` (TP7xx),
+:mod:`~tritonpy.check._releases` (TP8xx: what ``triton_version``'s release refuses).
 
 Example::
 
@@ -43,6 +44,7 @@ from ._envimport import stand_in as stand_in
 from ._environments import check_environments
 from ._imports import imports_tritonpy as imports_tritonpy
 from ._layout import check_layout
+from ._releases import check_releases
 from ._report import ERROR, INFO, WARNING, Finding, Report
 from ._sequences import check_sequences
 from ._stubfacts import check_stubs
@@ -70,6 +72,7 @@ RULES: List[Rule] = [
     check_stubs,
     check_archives,
     check_sequences,
+    check_releases,
 ]
 
 

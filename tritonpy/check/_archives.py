@@ -19,12 +19,14 @@ from __future__ import annotations
 import tarfile
 import zlib
 from pathlib import Path
-from typing import Dict, Iterator, List, NamedTuple
+from typing import Dict, Iterator, List, NamedTuple, Optional
 
 from .._tooling.archives import MemberProblemKind, member_problem
 from .._tooling.env_archives import archive_members, resolve_env_path
 from .._tooling.model_dirs import ENV_PARAMETER
+from .._tooling.release_facts import ReleaseFacts
 from ._context import Repository
+from ._releases import archive_note
 from ._report import ERROR, Finding
 
 _EXAMPLES = 3
@@ -62,13 +64,14 @@ _RULES: Dict[MemberProblemKind, _Rule] = {
 
 def check_archives(repo: Repository) -> Iterator[Finding]:
     """Yield the findings about every environment archive the python models name."""
+    facts = repo.release.facts if repo.release is not None else None
     for entry in repo:
         if not entry.is_python or ENV_PARAMETER not in entry.config.parameters:
             continue
         raw = entry.config.parameters[ENV_PARAMETER].string_value
         place = resolve_env_path(raw, entry.path)
         if place.path.name.endswith(".tar.gz") and place.path.is_file():
-            yield from _check_archive(place.path, entry.display(place.path))
+            yield from _check_archive(place.path, entry.display(place.path), facts)
 
 
 def _shown(member: tarfile.TarInfo) -> str:
@@ -81,7 +84,9 @@ def _shown(member: tarfile.TarInfo) -> str:
     return member.name
 
 
-def _check_archive(path: Path, file: str) -> Iterator[Finding]:
+def _check_archive(
+    path: Path, file: str, facts: Optional[ReleaseFacts] = None
+) -> Iterator[Finding]:
     try:
         members = archive_members(path)
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
@@ -111,6 +116,6 @@ def _check_archive(path: Path, file: str) -> Iterator[Finding]:
                 file,
                 "",
                 f"{len(names)} member{'s' * (len(names) != 1)} {rule.what}: {examples}{more}; "
-                f"Triton's extraction refuses or misplaces them",
+                f"Triton's extraction refuses or misplaces them{archive_note(kind, facts)}",
                 rule.fix,
             )

@@ -21,8 +21,9 @@ TP507       error     the environment's Python differs from the server's, and no
                       for it sits beside config.pbtxt
 TP508       error     a stub beside config.pbtxt linking a Python the server lacks, with
                       no environment providing it
-TP509       both      numpy >= 2 in the environment for a release before 24.12 (error;
-                      warning when the release is unknown)
+TP509       both      numpy >= 2 in the environment for a release whose stub predates it
+                      (the table's ``numpy2_bytes_ok``: before 24.11; error; warning when
+                      the release is unknown)
 TP510       error     the stub beside config.pbtxt is unreadable or links no libpython
 TP511       warning   model.py imports tritonpy but the model has no environment, and the
                       release's container Python has no tritonpy (``--triton-version``
@@ -43,8 +44,10 @@ from typing import Iterator, List, Optional
 from .._tooling.elf import ElfError, linked_python
 from .._tooling.env_archives import EnvContents, EnvPlace, inspect_env, resolve_env_path
 from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
+from .._tooling.releases import TritonRelease
 from ._context import ModelEntry, Repository, error
 from ._imports import imports_tritonpy
+from ._releases import since
 from ._report import ERROR, WARNING, Finding
 
 _FIELD = f"parameters[{ENV_PARAMETER}]"
@@ -97,6 +100,15 @@ _STUB_FIX = (
 )
 
 
+def _server_source(repo: Repository) -> str:
+    """`` (release 24.11's container: <citation>)`` when the server's Python comes from
+    ``--triton-version`` (the table's fact), else ``""``."""
+    release = repo.release
+    if release is None or release < TritonRelease(23, 1):
+        return ""  # before the table: releases.py's own 3.8
+    return f" (release {release}'s container: {release.facts.cites('python')})"
+
+
 def _release_name(repo: Repository) -> str:
     return repo.release.name if repo.release else "YY.MM"
 
@@ -126,7 +138,8 @@ def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
                 "TP508",
                 ERROR,
                 "",
-                f"the stub links libpython{stub_python} but the server runs Python {server}, "
+                f"the stub links libpython{stub_python} but the server runs Python {server}"
+                f"{_server_source(repo)}, "
                 f"and no {ENV_PARAMETER} environment provides Python {stub_python}; the model "
                 f"cannot start (the launcher may wait forever)",
                 f"pack an environment with Python {stub_python}: "
@@ -158,9 +171,9 @@ def _check_model(repo: Repository, entry: ModelEntry) -> Iterator[Finding]:
             entry,
             "TP507",
             _FIELD,
-            f"the environment has Python {env_python} but the server runs Python {server} "
-            f"and no {STUB_NAME} sits beside config.pbtxt; the server's stub ignores the "
-            f"environment",
+            f"the environment has Python {env_python} but the server runs Python {server}"
+            f"{_server_source(repo)} and no {STUB_NAME} sits beside config.pbtxt; the "
+            f"server's stub ignores the environment",
             f"put a stub for Python {env_python} from the server's release beside it: "
             f"{_stub_command(repo, entry, env_python)}, or rebuild the environment with "
             f"Python {server}: {_pack_command(repo, entry, server)}",
@@ -298,9 +311,11 @@ def _numpy(repo: Repository, entry: ModelEntry, contents: EnvContents) -> Iterat
     if version is None or _major(version) < 2:
         return
     release = repo.release
-    if release is not None and release.numpy2_ok:
+    if release is not None and release.facts.numpy2_bytes_ok:
         return
-    where = f"release {release}" if release else "releases before 24.12"
+    # the first release whose stub handles numpy 2, from the table (pybind11 2.12)
+    first, cite = since("numpy2_bytes_ok", True)
+    where = f"release {release}" if release else f"releases before {first} ({cite})"
     yield entry.finding(
         "TP509",
         ERROR if release is not None else WARNING,
