@@ -58,18 +58,12 @@ from ._config import (
 )
 from ._coroutines import LoopRunner
 from ._errors import HarnessError, ModelBugError
-from ._install import (
-    install_fake_pb_utils,
-    uninstall_fake_pb_utils,
-)
+from ._harness_responses import ResponseViews
+from ._install import install_fake_pb_utils, uninstall_fake_pb_utils
 from ._load_checks import check_before_running, import_failed
 from ._loading import import_model_file, on_sys_path, pick_version
-from ._process_guard import (
-    ModelProcessDiedError,
-    ProcessEnded,
-    guard_process_exit,
-    process_died,
-)
+from ._process_guard import ModelProcessDiedError, ProcessEnded, guard_process_exit, process_died
+from ._release import check_names, target_facts, warn_unused_hooks
 from ._requests import build_request
 from ._reschedule import execute_with_rescheduling
 from ._responses import (
@@ -89,13 +83,14 @@ from ._sequences import CorrelationId, SequenceRules
 from ._targets import versioned_handler
 from .fake_pb_utils import _errors as pb_errors
 from .fake_pb_utils._models import model_running
+from .fake_pb_utils._release import release_closed, release_opened, release_running
 
 # --------------------------------------------------------------------------------------------
 # The harness
 # --------------------------------------------------------------------------------------------
 
 
-class ModelHarness(Closing):
+class ModelHarness(Closing, ResponseViews):
     """Load and run one Triton Python-backend model in-process.
 
     ``model`` is a model directory (``config.pbtxt`` + ``<version>/model.py``) or a
@@ -104,7 +99,9 @@ class ModelHarness(Closing):
     ``{"name": ..., "backend": "python", "max_batch_size": 0, "input": [], "output": []}``.
     ``targets`` maps model names to what BLS requests to them run on (see
     :meth:`register_bls_model`). ``clock`` (default: a new :class:`ManualClock` at 0, on
-    ``harness.clock``) is what a sequence's idle timeout is measured in.
+    ``harness.clock``) is what a sequence's idle timeout is measured in. ``release`` (``YY.MM``,
+    default ``"24.10"``, the bundled server's) is the Triton release whose pb_utils surface,
+    name rules and readiness the harness shows (docs/testing.md, "Target release").
     """
 
     def __init__(
@@ -120,8 +117,11 @@ class ModelHarness(Closing):
         stream_timeout: float = 30.0,
         targets: Optional[Mapping[str, Any]] = None,
         clock: Optional[ManualClock] = None,
+        release: Optional[str] = None,
     ) -> None:
         self._closed = False
+        self.release_facts = target_facts(release)
+        self.release: str = self.release_facts.release
         self.clock = clock if clock is not None else ManualClock()
         self._bls_names: List[str] = []
         # registered first: a model may call other models (or is_model_ready) in initialize()
@@ -142,6 +142,7 @@ class ModelHarness(Closing):
             raw = self._directory_model(Path(os.fspath(model)).resolve(), config, name, version)
         self.name: str = raw["name"]
         fill_defaults(raw, instance_kind, device_id)
+        check_names(self.release_facts, raw)
         self.instance_name = f"{raw['instance_group'][0]['name']}_0"
         with self._running():
             self.config: Dict[str, Any] = completed_config(
@@ -162,6 +163,8 @@ class ModelHarness(Closing):
             if init is not None:
                 self._call(init, self.args)
             bind_clock(self.model, self.clock)
+        warn_unused_hooks(self.release_facts, self.model, self.name)
+        release_opened(self.release_facts)  # threads the model started see its release
 
     def _class_config(
         self,
@@ -230,7 +233,8 @@ class ModelHarness(Closing):
         instance = getattr(self, "instance_name", None)  # None until the config is read
         identity = model_running(instance, str(getattr(self, "model_dir", "")))
         try:
-            with on_sys_path(self._sys_path_entries), identity, guard_process_exit():
+            release = release_running(self.release_facts)
+            with on_sys_path(self._sys_path_entries), identity, release, guard_process_exit():
                 yield
         except ProcessEnded as ended:
             self._ended = ended
@@ -305,14 +309,19 @@ class ModelHarness(Closing):
 
             model.infer({"VALUE": [[5]]}, correlation_id=7, flags=1)   # START of sequence 7
         """
+        rest = (parameters, request_id, correlation_id, flags)
+        return client_outputs(*self._respond(inputs, requested_outputs, *rest))
+
+    def _respond(
+        self, inputs: Mapping[str, Any], requested_outputs: Optional[Iterable[str]], *rest: Any
+    ) -> Tuple[pb.InferenceResponse, Optional[List[str]]]:
+        """One request to a model that is not decoupled: its response, the requested names."""
         if self.decoupled:
             raise decoupled_refused(self.name)
-        request, requested = self._build_request(
-            inputs, requested_outputs, parameters, request_id, correlation_id, flags
-        )
+        request, requested = self._build_request(inputs, requested_outputs, *rest)
         returned = self._run([request])
         (response,) = check_responses(self.name, [request], returned, self.stream_timeout)
-        return client_outputs(response, requested)
+        return response, requested
 
     def infer_requests(
         self,
@@ -422,31 +431,6 @@ class ModelHarness(Closing):
             return [client_outputs(r, requested) for r in sent]
         return [outputs_or_error(r, requested) for r in sent]
 
-    def stream_responses(
-        self,
-        inputs: Mapping[str, Any],
-        *,
-        requested_outputs: Optional[Iterable[str]] = None,
-        parameters: Optional[Dict[str, Any]] = None,
-        request_id: str = "",
-    ) -> List[Tuple[Optional[pb.InferenceResponse], int]]:
-        """Send one request to a decoupled model; return what its response sender sent, as
-        the server receives it: ``(pb_utils.InferenceResponse or None, flags)`` pairs, error
-        responses and the FINAL flag included (:meth:`infer_stream` gives the client's view).
-
-        Example::
-
-            sent = harness.stream_responses({"TEXT": "two words"})
-            assert sent[-1][1] == pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
-        """
-        request, _ = self._build_request(inputs, requested_outputs, parameters, request_id)
-        returned = self._execute([request])
-        if returned is not None:
-            raise decoupled_returned(self.name, returned)
-        collect_sent(self.name, request, self.stream_timeout)  # waits for the FINAL flag
-        sender = request.created_sender()
-        return list(sender.sent) if sender is not None else []
-
     def sequence(self, correlation_id: CorrelationId) -> SequenceDriver:
         """Drive one sequence of a model with ``sequence_batching``: each ``send`` is a
         request with this correlation id, START on the first, END on ``send(..., end=True)``.
@@ -478,6 +462,7 @@ class ModelHarness(Closing):
                 with self._running():
                     self._call(finalize)
         finally:
+            release_closed(self.release_facts)
             for bls_name in self._bls_names:
                 pb.unregister_bls_model(bls_name)
             self._coroutines.close()

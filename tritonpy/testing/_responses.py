@@ -8,6 +8,7 @@ from __future__ import annotations
 #: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
 __tracebackhide__ = True
 
+import json
 import os
 import traceback
 from typing import Any, Dict, List, Literal, Optional, Union
@@ -149,5 +150,18 @@ def check_responses(
     return list(returned)
 
 
-def response_from(outputs: Outputs) -> pb.InferenceResponse:
-    return pb.InferenceResponse([pb.Tensor(n, a) for n, a in outputs.items()])
+def response_parameters(response: pb.InferenceResponse) -> Dict[str, Any]:
+    """The response parameters a client receives (``{}``: none), whatever release runs."""
+    parameters: Dict[str, Any] = json.loads(response._parameters)
+    return parameters
+
+
+def response_from(
+    outputs: Outputs, parameters: Optional[Dict[str, Any]] = None
+) -> pb.InferenceResponse:
+    """A response carrying a callee's client view back to a BLS caller (parameters: the
+    callee's response parameters, set as its release produced them)."""
+    response = pb.InferenceResponse([pb.Tensor(n, a) for n, a in outputs.items()])
+    if parameters:
+        response._parameters = json.dumps(parameters)
+    return response

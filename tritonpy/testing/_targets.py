@@ -140,7 +140,7 @@ def _harness_handler(harness: ModelHarness) -> Handler:
         if harness.decoupled:
             return _stream(harness, request, inputs, names)
         try:
-            return response_from(harness.infer(inputs, requested_outputs=names))
+            return response_from(*harness.infer_with_parameters(inputs, requested_outputs=names))
         except TritonRequestError as exc:
             return _model_error(exc.message)
 

@@ -15,8 +15,10 @@ import json
 import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
+from ..._tooling.release_facts import API_ITERATOR_CANCEL, API_RESPONSE_PARAMETERS
 from ._errors import TritonError, TritonModelException
 from ._models import loaded_handler
+from ._release import STUB_MODULE, ReleaseMethod, constructor_refused, has_api
 from ._tensor import Tensor
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
@@ -67,16 +69,54 @@ def _not_decoupled_call(model_name: str) -> str:
     )
 
 
+#: the 24.10 binding's constructor, as pybind11 shows it (measured)
+_RESPONSE_SIGNATURE_24_10 = (
+    f"output_tensors: List[{STUB_MODULE}.Tensor] = [], error: {STUB_MODULE}.TritonError = None"
+)
+
+
+def _response_parameters(value: Any) -> str:
+    """``parameters`` as the r25.02 stub takes them (src/pb_stub.cc PyParametersToJSON):
+    None or a dict of str to bool/int/str, kept as its JSON text."""
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        # PyDefaultArgumentToMutableType<py::dict>: the C++ type's mangled name, as GCC gives it
+        raise TritonModelException(f"Expect N8pybind114dictE, got {type(value)}")
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise TritonModelException(
+                f"Expect parameters keys to have type str, found type {type(key)}"
+            )
+        if not isinstance(item, (bool, int, str)):
+            raise TritonModelException(
+                f"Expect parameters values to have type bool/int/str, found type {type(item)}"
+            )
+    return json.dumps(value)
+
+
 class InferenceResponse:
     """One response (``pb_utils.InferenceResponse``). Output data is copied on creation.
 
-    As in release 24.10 (measured), there are no response parameters: the constructor refuses
-    ``parameters=`` and the object has no ``parameters()`` (later releases added both)."""
+    ``parameters`` (a dict of str to bool/int/str) and :meth:`parameters` exist from release
+    25.02 (python_backend r25.02 src/pb_stub.cc); on the release the fake shows before that
+    (24.10 by default) the constructor refuses ``parameters`` with pybind11's TypeError and
+    the object has no ``parameters`` attribute, as measured on the 24.10 server."""
 
-    def __init__(
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # (output_tensors=None, error=None, parameters=None); read by hand so that a release
+        # without parameters can say how the call passed its arguments, as pybind11 does
+        if not has_api(API_RESPONSE_PARAMETERS) and (len(args) > 2 or "parameters" in kwargs):
+            raise constructor_refused(
+                "InferenceResponse", _RESPONSE_SIGNATURE_24_10, args, list(kwargs.items())
+            )
+        self._init(*args, **kwargs)
+
+    def _init(
         self,
         output_tensors: Optional[Sequence[Tensor]] = None,
         error: Optional[TritonError] = None,
+        parameters: Any = None,
     ) -> None:
         tensors = _tensors(output_tensors, "InferenceResponse output_tensors")
         if error is not None and not isinstance(error, TritonError):
@@ -84,6 +124,9 @@ class InferenceResponse:
                 f"InferenceResponse error must be a pb_utils.TritonError, "
                 f"got {type(error).__name__}"
             )
+        #: the JSON text of the response parameters ("{}": none); read it through
+        #: parameters() in model code, as the release allows
+        self._parameters = _response_parameters(parameters)
         # The real stub copies output data into shared memory; take the same snapshot here.
         self._outputs = [t._snapshot() for t in tensors]
         self._error = error
@@ -96,6 +139,12 @@ class InferenceResponse:
 
     def error(self) -> Optional[TritonError]:
         return self._error
+
+    def _parameters_json(self) -> str:
+        """The response parameters as JSON text (``"{}"`` when none were given)."""
+        return self._parameters
+
+    parameters = ReleaseMethod(API_RESPONSE_PARAMETERS, _parameters_json)
 
     def __repr__(self) -> str:
         if self._error is not None:
@@ -183,6 +232,42 @@ class ResponseSender:
             self._final.wait(step)
             waited += step
         return True
+
+
+class ResponseIterator:
+    """What ``request.exec(decoupled=True)`` returns: the callee's responses, in order, the
+    last one empty (the FINAL flag), as the stub's ``ResponseIterator``.
+
+    ``cancel()`` exists from release 25.04 (python_backend r25.04 src/pb_response_iterator.cc):
+    once the iterator is finished it does nothing, else it cancels the callee's request (its
+    ``is_cancelled()`` turns True). In the fake, a harness target has run to its end when
+    ``exec`` returns, so only a target that produces its responses lazily (a ``RawTarget``
+    generator checking ``request.is_cancelled()``) sees it."""
+
+    def __init__(self, request: InferenceRequest, responses: Iterable[InferenceResponse]) -> None:
+        self._request = request
+        self._responses = iter(responses)
+        self._finished = False
+
+    def __iter__(self) -> ResponseIterator:
+        return self
+
+    def __next__(self) -> InferenceResponse:
+        try:
+            return next(self._responses)
+        except StopIteration:
+            self._finished = True
+            raise
+
+    def _cancel(self) -> None:
+        """Cancel the callee's request, unless every response has been read already."""
+        if not self._finished:
+            self._request.cancel_as_client()
+
+    cancel = ReleaseMethod(API_ITERATOR_CANCEL, _cancel)
+
+    def __repr__(self) -> str:
+        return f"<{STUB_MODULE}.ResponseIterator object at {hex(id(self))}>"
 
 
 class PreferredMemory:
@@ -288,12 +373,12 @@ class InferenceRequest:
             # response, not an exception. Under the harness, register the target with
             # ModelHarness(targets={name: ...}) or ModelHarness.register_bls_model().
             error = InferenceResponse(error=TritonError(_not_ready(self._model_name)))
-            return iter([error]) if decoupled else error
+            return ResponseIterator(self, [error]) if decoupled else error
         result = handler(self)
         if decoupled:
             if isinstance(result, InferenceResponse):
-                return iter([result])
-            return iter(result)
+                return ResponseIterator(self, [result])
+            return ResponseIterator(self, result)
         if isinstance(result, (list, tuple)) or inspect.isgenerator(result):
             # a decoupled target (its handler answers with a stream) asked without
             # decoupled=True: the server's error response (measured, 24.10, stray quote too)
