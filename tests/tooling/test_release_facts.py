@@ -118,7 +118,13 @@ def test_the_older_containers() -> None:
     # build.py: base image ubuntu:20.04 to r23.04; env/test.sh runs a 3.8 env without a stub
     assert (facts_for("23.04").ubuntu, facts_for("23.04").python) == ("20.04", "3.8")
     assert (facts_for("23.05").ubuntu, facts_for("23.05").python) == ("22.04", "3.10")
-    assert facts_for("24.05").numpy_pin == "numpy"  # `pip3 install --upgrade numpy`, no pin
+    # `pip3 install --upgrade numpy` to 24.05 (images built before numpy 2.0), "numpy<2" after
+    assert [
+        (facts_for(r).numpy_pin, facts_for(r).container_pins_numpy) for r in ("24.05", "24.06")
+    ] == [
+        ("numpy<2", False),
+        ("numpy<2", True),
+    ]
     assert (facts_for("23.01").boost, facts_for("23.02").boost) == ("1.76", "1.79")
     assert TritonRelease.parse("22.11").python == "3.8"
 

@@ -59,8 +59,12 @@ class ReleaseFacts:
     server_version: str
     ubuntu: str
     python: str
-    #: the numpy requirement the release's container installs (``numpy<2``)
+    #: the numpy requirement the container's own Python holds (``numpy<2`` on every release:
+    #: pinned so from 24.06, and numpy 1.x in the older images, built before numpy 2.0)
     numpy_pin: str
+    #: whether build.py itself pins it (``"numpy<2"``, from 24.06; before, an unpinned
+    #: ``pip3 install --upgrade numpy``, so a rebuilt old image would get numpy 2)
+    container_pins_numpy: bool
     #: the pybind11 the stub is built with (``2.10``, ``2.12``)
     pybind11: str
     #: whether the stub handles BYTES tensors with numpy 2 in the environment (pybind11 >= 2.12)
@@ -114,9 +118,11 @@ CHANGES: Tuple[Change, ...] = (
     Change("23.05", "python", "3.10", "server@r23.05:qa/L0_backend_python/env/test.sh"),
     Change("24.11", "python", "3.12", "server@r24.11:qa/L0_backend_python/test.sh"),
     # build.py's python-backend layer: ``pip3 install --upgrade ... numpy`` (no pin) until
-    # 24.05, ``"numpy<2"`` from 24.06 on (still so on 26.07)
-    Change("23.01", "numpy_pin", "numpy", "server@r23.01:build.py"),
-    Change("24.06", "numpy_pin", "numpy<2", "server@r24.06:build.py"),
+    # 24.05, ``"numpy<2"`` from 24.06 on (still so on 26.07). The unpinned images were built
+    # before numpy 2.0 (June 2024), so every release's container holds numpy 1.x: numpy<2
+    Change("23.01", "numpy_pin", "numpy<2", "server@r23.01:build.py"),
+    Change("23.01", "container_pins_numpy", False, "server@r23.01:build.py"),
+    Change("24.06", "container_pins_numpy", True, "server@r24.06:build.py"),
     # --- the stub build (python_backend CMakeLists.txt) -----------------------------------
     # FetchContent pybind11: GIT_TAG "v2.10" to 23.06, v2.10.0's commit from 23.07, v2.12.0's
     # commit (3e9dfa28) from 24.11
@@ -310,7 +316,7 @@ def _cells(facts: ReleaseFacts) -> Tuple[str, ...]:
         health += ", server ready 503"
     return (
         f"{facts.ubuntu} / {facts.python}",
-        "`numpy` (no pin)" if facts.numpy_pin == "numpy" else f"`{facts.numpy_pin}`",
+        f"`{facts.numpy_pin}`" if facts.container_pins_numpy else "1.x (`numpy` unpinned)",
         f"{facts.pybind11} (numpy 2 {'ok' if facts.numpy2_bytes_ok else 'breaks BYTES'})",
         f"{'.'.join(map(str, facts.min_cmake))} / {facts.boost}",
         "PATH, LD_LIBRARY_PATH only" if not facts.sources_env_activate else "`source bin/activate`",
