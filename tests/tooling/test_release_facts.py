@@ -254,3 +254,13 @@ def test_the_rendered_table_groups_releases_and_cites_every_row() -> None:
     assert any(r.startswith("| 25.04 to 25.07 | 2.57.0 to 2.59.1 |") for r in rows)
     for change in CHANGES:
         assert f"`{change.source}`" in table
+
+
+def test_the_modules_docstring_examples_hold() -> None:
+    import doctest
+
+    from tritonpy._tooling import release_facts, releases
+
+    for module in (release_facts, releases):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
