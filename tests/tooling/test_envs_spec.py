@@ -98,10 +98,15 @@ def test_shipped_specs_pin_python_and_numpy(name: str) -> None:
     check_numpy_pin(spec.pip, TritonRelease.parse("24.10"))
 
 
-def test_numpy2_refused_before_24_12() -> None:
-    with pytest.raises(SpecError, match=r"numpy>=2.*24.12"):
+def test_numpy2_refused_before_24_11() -> None:
+    # the message names the release, the stub's pybind11 and the table's citation
+    with pytest.raises(
+        SpecError,
+        match=r"numpy>=2.*release 24.10 stub is built with pybind11 2.10.*"
+        r"python_backend@r23.01:CMakeLists.txt.*24.11 or later",
+    ):
         check_numpy_pin(["numpy>=2.0"], TritonRelease.parse("24.10"))
-    check_numpy_pin(["numpy>=2.0"], TritonRelease.parse("24.12"))
+    check_numpy_pin(["numpy>=2.0"], TritonRelease.parse("24.11"))
     assert runtime_requirements(TritonRelease.parse("24.10")) == ["numpy<2"]
     assert runtime_requirements(TritonRelease.parse("25.01")) == ["numpy>=1.21"]
 

@@ -19,6 +19,7 @@ import yaml
 
 from tritonpy import __version__
 from tritonpy._tooling.elf import linked_python
+from tritonpy._tooling.release_facts import facts_for
 from tritonpy.check import check_repository
 from tritonpy.cli import main
 from tritonpy.envs._selfwheel import running_tritonpy
@@ -183,7 +184,7 @@ def test_dockerfile_and_dockerignore(tmp_path: Path) -> None:
         "--no-cache-dir",
         f"/tmp/{WHEEL}",
         "'tritonclient[grpc]'",
-        "'numpy<2'",  # 24.10's stub predates numpy 2
+        "'numpy<2'",  # the container's numpy pin, on every release
         "&&",
         "rm",
         f"/tmp/{WHEEL}",
@@ -204,8 +205,13 @@ def test_dockerfile_and_dockerignore(tmp_path: Path) -> None:
     )
     assert "FROM my-triton:24.10-custom\n" in (tmp_path / "b" / "Dockerfile").read_text()
 
+    # the container's own Python keeps numpy<2 on every release (its build.py installs it),
+    # even where environments may hold numpy 2
     export_repository(make_repo(tmp_path / "repo3"), tmp_path / "c", triton_version="24.12")
-    assert "'numpy<2'" not in (tmp_path / "c" / "Dockerfile").read_text()  # 24.12 takes numpy 2
+    text = (tmp_path / "c" / "Dockerfile").read_text()
+    assert "'numpy<2'" in text
+    where = facts_for("24.12").cites("numpy_pin")  # the Dockerfile says why, cited
+    assert f"# numpy<2: the release 24.12 container installs numpy<2 ({where}).\n" in text
 
 
 def test_the_wheel_is_the_running_tritonpy_with_the_probe(tmp_path: Path) -> None:

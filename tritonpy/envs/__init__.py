@@ -34,6 +34,11 @@ from ._needs import missing_module_hint as missing_module_hint
 from ._pack import BUILDERS as BUILDERS
 from ._pack import Builder, PackOptions, PackResult, StubMode, find_default_spec, pack_env
 from ._pack import parse_builder as parse_builder
+from ._release_rules import StubDecision as StubDecision
+from ._release_rules import container_numpy_pin as container_numpy_pin
+from ._release_rules import container_numpy_reason as container_numpy_reason
+from ._release_rules import model_name_problems as model_name_problems
+from ._release_rules import stub_decision as stub_decision
 from ._selfwheel import running_tritonpy as running_tritonpy
 from ._selfwheel import self_wheel as self_wheel
 from ._spec import EnvSpec, read_spec

@@ -49,6 +49,13 @@ from ._options import STUB_MODES as STUB_MODES
 from ._options import Builder as Builder
 from ._options import PackOptions as PackOptions
 from ._options import StubMode as StubMode
+from ._release_rules import (
+    hooks_message,
+    inspect_archive,
+    model_name_problems,
+    stub_decision,
+    unsafe_message,
+)
 from ._runtime import check_numpy_pin, runtime_requirements
 from ._selfwheel import RunningTritonpy, running_tritonpy, self_wheel
 from ._spec import (
@@ -85,6 +92,8 @@ class PackResult:
     added: List[str] = field(default_factory=list)  # requirements added for codecs and extras
     #: why spec lines were not listed nor verified (their marker is false for the environment)
     marker_skipped: List[str] = field(default_factory=list)
+    #: what the target release will do differently that tritonpy cannot fix (also noted)
+    warnings: List[str] = field(default_factory=list)
 
 
 def parse_builder(value: str) -> Builder:
@@ -250,8 +259,16 @@ def _builder_tools(
     return tool, None if tool else find_interpreter(xy, options.python_path)
 
 
+def _check_names(model: _Model, release: TritonRelease) -> None:
+    """Refuse, before anything is built, a model whose names ``release`` refuses."""
+    problems = model_name_problems(model.directory.resolve().name, model.config, release)
+    if problems:
+        raise EnvError(f"{model.directory}: " + "; ".join(problems))
+
+
 def _plan_build(model: _Model, options: PackOptions, reporter: Reporter) -> _Build:
     release = TritonRelease.parse(options.triton_version)
+    _check_names(model, release)
     env_spec = _read_spec(model, options, release, reporter)
     xy = env_spec.python or release.python
     scan, additions = _plan(model.directory, env_spec, reporter)
@@ -335,20 +352,23 @@ def _verify(
         codecs=[(c.module, c.name, c.imports) for c in CODEC_NEEDS],
         skip=skip,
         reporter=reporter,
+        sources_activate=build.release.facts.sources_env_activate,
     )
 
 
 def _build_and_place(
-    build: _Build, model: _Model, options: PackOptions, reporter: Reporter
+    build: _Build, model: _Model, options: PackOptions, reporter: Reporter, warnings: List[str]
 ) -> VerifyReport:
     """Build, pack and verify beside the target; then, with Ctrl-C held back, rename the
-    archive into place, record it and point config.pbtxt at it."""
+    archive into place, record it and point config.pbtxt at it (``warnings``: the
+    release's)."""
     work = Path(tempfile.mkdtemp(prefix="tritonpy-env-"))
     try:
         prefix = work / build.stem
         with staging_file(build.archive) as partial:
             _build_archive(build, options, prefix, partial, reporter)
             shutil.rmtree(prefix, ignore_errors=True)
+            warnings.extend(_release_findings(build, partial, reporter))
             verified = _verify(build, partial, options.skip_import_check, reporter)
             details = {
                 "python": build.xy,
@@ -368,15 +388,38 @@ def _build_and_place(
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _release_findings(build: _Build, partial: Path, reporter: Reporter) -> List[str]:
+    """Refuse an archive the target release's extractor refuses (26.06 on); return (and
+    note) what it will do differently that tritonpy cannot fix: members later releases
+    refuse, activation hooks 25.08 on do not run."""
+    release, shown = build.release, build.archive.name
+    findings = inspect_archive(str(partial))
+    warnings: List[str] = []
+    if findings.unsafe:
+        message = unsafe_message(shown, findings.unsafe, release)
+        if release.facts.refuses_unsafe_archives:
+            raise EnvError(message)
+        warnings.append(message)
+    if findings.hooks and not release.facts.sources_env_activate:
+        warnings.append(hooks_message(shown, findings.hooks, release))
+    for warning in warnings:
+        reporter.note(f"warning: {warning}")
+    return warnings
+
+
 def _place_stub(
     build: _Build, model: _Model, options: PackOptions, reporter: Reporter
 ) -> Optional[StubResult]:
-    target_python = options.server_python or build.release.python
-    if not (options.stub == "always" or (options.stub == "auto" and build.xy != target_python)):
+    if options.server_python:  # the server's Python given: a tritonpy serve virtualenv
+        needed, why = build.xy != options.server_python, f"server Python {options.server_python}"
+    else:
+        decision = stub_decision(build.xy, build.release)
+        needed, why = decision.needed, decision.reason
+    if not (options.stub == "always" or (options.stub == "auto" and needed)):
         return None
     from ..stubs import provision_stub
 
-    reporter.note(f"environment Python {build.xy} != server Python {target_python}: placing a stub")
+    reporter.note(f"placing a stub: {why}" if needed else f"placing a stub (--stub always): {why}")
     return provision_stub(
         model.directory, triton_version=build.release.name, python=build.xy, reporter=reporter
     )
@@ -410,12 +453,13 @@ def pack_env(
     model = _load_model(model_dir, chosen)
     build = _plan_build(model, chosen, reporter)
     verified: Optional[VerifyReport] = None
+    warnings: List[str] = []  # what the target release does that tritonpy cannot fix
     skipped = not chosen.force and is_up_to_date(model.directory, build.archive, build.key)
     if skipped:
         reporter.note(f"{build.archive} is up to date (same spec, Python, release); not rebuilt")
         _point_config(model.config_path, model.config, build.parameter, reporter)
     else:
-        verified = _build_and_place(build, model, chosen, reporter)
+        verified = _build_and_place(build, model, chosen, reporter, warnings)
     placed = _place_stub(build, model, chosen, reporter)
     return PackResult(
         build.archive,
@@ -429,4 +473,5 @@ def pack_env(
         placed,
         build.added,
         [skipped.reason for skipped in build.spec.marker_skipped],
+        warnings,
     )

@@ -1,5 +1,6 @@
 """What the tritonpy runtime needs in every environment besides itself: numpy, pinned below 2
-for releases before 24.12. tritonpy itself is the running one (:mod:`.selfwheel`).
+where the release's stub cannot take numpy 2 (the table's ``numpy2_bytes_ok``: before 24.11).
+tritonpy itself is the running one (:mod:`.selfwheel`).
 
 Example::
 
@@ -12,6 +13,7 @@ from typing import List, Sequence
 
 from .._tooling.errors import SpecError
 from .._tooling.releases import TritonRelease
+from ._release_rules import env_numpy_limit, env_numpy_reason
 from ._spec import canonical_name, parse_requirement
 
 #: the specifier operators that set a lowest version (``numpy>=2``, ``numpy==2.1``)
@@ -19,25 +21,25 @@ _FLOORS = ("==", ">=", "~=", "===", ">")
 
 
 def runtime_requirements(release: TritonRelease) -> List[str]:
-    """numpy for the runtime: ``numpy<2`` for releases before 24.12 (their stubs return empty
-    outputs with numpy 2), else ``numpy>=1.21``.
+    """numpy for the runtime: ``numpy<2`` where the release's stub fails BYTES tensors with
+    numpy 2 (``facts.numpy2_bytes_ok`` false: before 24.11), else ``numpy>=1.21``.
 
     >>> runtime_requirements(TritonRelease.parse("24.10"))
     ['numpy<2']
     """
-    return ["numpy>=1.21"] if release.numpy2_ok else ["numpy<2"]
+    limit = env_numpy_limit(release)
+    return ["numpy>=1.21"] if limit is None else [limit]
 
 
 def check_numpy_pin(requirements: Sequence[str], release: TritonRelease) -> None:
     """Refuse a spec that requires numpy 2 for a release whose stub cannot handle it."""
-    if release.numpy2_ok:
+    if env_numpy_limit(release) is None:
         return
     for line in requirements:
         if _requires_numpy2(line):
             raise SpecError(
-                f"the spec requires {line.strip()!r}, but Triton {release} (before 24.12) "
-                "breaks with numpy 2 in the environment (BYTES inputs fail, outputs come back "
-                "empty). Require numpy<2, or target --triton-version 24.12 or later."
+                f"the spec requires {line.strip()!r}, but {env_numpy_reason(release)}. "
+                "Require numpy<2, or target --triton-version 24.11 or later."
             )
 
 

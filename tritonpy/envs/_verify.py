@@ -145,13 +145,29 @@ def _unpack(archive: Path, root: Path, xy: str) -> List[str]:
     return names
 
 
+#: how the stub starts in an environment: up to 25.07 after ``source bin/activate``; from 25.08
+#: with only ``<env>/bin`` put first on PATH and ``<env>/lib`` on LD_LIBRARY_PATH (and
+#: VIRTUAL_ENV set, PYTHONHOME removed: python_backend r25.08 src/pb_utils.cc)
+_SOURCED = 'source "$0/bin/activate" && exec python3 -I -c "$1" "${@:2}"'
+_PATHS_ONLY = (
+    'export PATH="$0/bin:$PATH" LD_LIBRARY_PATH="$0/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" '
+    'VIRTUAL_ENV="$0"; unset PYTHONHOME; exec python3 -I -c "$1" "${@:2}"'
+)
+
+
 def _run_check(
-    archive: Path, root: Path, xy: str, arguments: Dict[str, Any], timeout: float
+    archive: Path,
+    root: Path,
+    xy: str,
+    arguments: Dict[str, Any],
+    timeout: float,
+    sources_activate: bool = True,
 ) -> Dict[str, Any]:
-    """Run :data:`_CHECK` with the unpacked environment's own python (after ``source
-    bin/activate``, in a clean process environment) and return what it printed."""
+    """Run :data:`_CHECK` with the unpacked environment's own python, started as the target
+    release's stub starts (``sources_activate``: after ``source bin/activate``; else PATH and
+    LD_LIBRARY_PATH only), in a clean process environment; return what it printed."""
     work = root.parent
-    command = 'source "$0/bin/activate" && exec python3 -I -c "$1" "${@:2}"'
+    command = _SOURCED if sources_activate else _PATHS_ONLY
     try:
         done = subprocess.run(
             ["bash", "-c", command, str(root), _CHECK, json.dumps(arguments)],
@@ -220,11 +236,13 @@ def verify_archive(
     skip: Sequence[str] = (),
     reporter: Optional[Reporter] = None,
     timeout: float = 600.0,
+    sources_activate: bool = True,
 ) -> VerifyReport:
     """Check ``archive`` as described in the module docstring; raise :class:`ArchiveError`
     saying what is wrong and how to fix it. ``codecs`` lists (codec module, class name, module
     it needs), e.g. ``("tritonpy._runtime.codecs.image", "Image", "cv2")``; ``skip`` names
-    distributions whose modules are not imported.
+    distributions whose modules are not imported; ``sources_activate`` False starts the
+    python as Triton 25.08 and later start the stub (no ``source bin/activate``).
 
     Example::
 
@@ -245,7 +263,7 @@ def verify_archive(
         with step(reporter, f"checking and unpacking the archive members into {work}"):
             names = _unpack(archive, root, xy)
         with step(reporter, "importing with the env's python"):
-            result = _run_check(archive, root, xy, arguments, timeout)
+            result = _run_check(archive, root, xy, arguments, timeout, sources_activate)
         problems = _place_problems(result, root, xy) + _version_problems(result, tritonpy_version)
         model = result.get("model") if model_file is not None else None
         if model and model_file is not None:

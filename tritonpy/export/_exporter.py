@@ -24,11 +24,20 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from .._runtime._optional import require
 from .._tooling.model_dirs import model_directories
 from .._tooling.options import changed
-from .._tooling.pbtxt import CONFIG_MODULES
+from .._tooling.pbtxt import CONFIG_MODULES, ConfigError, load_config
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
 from ..check import WARNING, Report, check_repository
-from ..envs import BUILDERS, Builder, BuiltEnv, running_tritonpy, self_wheel
+from ..envs import (
+    BUILDERS,
+    Builder,
+    BuiltEnv,
+    container_numpy_pin,
+    container_numpy_reason,
+    model_name_problems,
+    running_tritonpy,
+    self_wheel,
+)
 from ._files import (
     ENVS_DIR,
     REPOSITORY_DIR,
@@ -162,7 +171,13 @@ def _write_deployment_files(
     wheel = _write_wheel(staging, reporter, files)
     _write(
         staging / "Dockerfile",
-        dockerfile(base_image, wheel, numpy2_ok=release.numpy2_ok, envs=envs),
+        dockerfile(
+            base_image,
+            wheel,
+            numpy_pin=container_numpy_pin(release),
+            pin_reason=container_numpy_reason(release),
+            envs=envs,
+        ),
         files,
     )
     _write(staging / ".dockerignore", dockerignore(shared_envs=envs is not None), files)
@@ -246,6 +261,7 @@ def export_repository(
     source, target = Path(repo), Path(out)
     release = TritonRelease.parse(chosen.triton_version)
     models = _check_options(source, target, chosen)
+    _check_model_names(models, release)
     result = ExportResult(
         target, release.name, chosen.base_image or default_base_image(release.name)
     )
@@ -291,6 +307,23 @@ def _check_options(source: Path, target: Path, options: ExportOptions) -> List[P
             f"{source}/<model>/config.pbtxt and {source}/<model>/1/model.py"
         )
     return models
+
+
+def _check_model_names(models: List[Path], release: TritonRelease) -> None:
+    """Refuse, before anything is copied or built, the Python models whose names the
+    release refuses (shell characters, from 25.08): every one at once."""
+    problems: List[str] = []
+    for model in models:
+        path = model / "config.pbtxt"
+        try:
+            config = load_config(path) if path.is_file() else None
+        except ConfigError:
+            config = None  # the check reports it; the directory name still counts
+        if config is not None and config.backend != "python":
+            continue  # only the Python backend's stub launcher checks names
+        found = model_name_problems(model.name, config, release)
+        problems.extend(f"model {model.name!r}: {problem}" for problem in found)
+    raise_problems(problems, phase="found before anything was copied or built")
 
 
 @dataclass(frozen=True)

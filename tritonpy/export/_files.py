@@ -60,16 +60,24 @@ def _envs_lines(envs: Optional[EnvsInImage]) -> str:
 
 
 def dockerfile(
-    base_image: str, wheel: str, *, numpy2_ok: bool = True, envs: Optional[EnvsInImage] = None
+    base_image: str,
+    wheel: str,
+    *,
+    numpy_pin: str = "numpy<2",
+    pin_reason: str = "",
+    envs: Optional[EnvsInImage] = None,
 ) -> str:
     """A Dockerfile that installs tritonpy (the wheel ``wheel`` of ``wheels/``) for the
-    liveness check, copies the repository to /models and serves it; ``numpy2_ok`` False pins
-    ``numpy<2`` for releases whose stub predates numpy 2; ``envs`` brings ``envs/`` in (the
-    shared layout: to /envs, beside /models; the image layout: unpacked into its root)."""
+    liveness check into the container's own Python, keeping that Python's ``numpy_pin`` (the
+    release's ``facts.numpy_pin``: ``numpy<2`` on every release, so that the install does not
+    upgrade the numpy the container's stub runs with; ``pin_reason`` says why, cited),
+    copies the repository to /models and serves it; ``envs`` brings ``envs/`` in (the shared
+    layout: to /envs, beside /models; the image layout: unpacked into its root)."""
     ports = " ".join(str(port) for port in PORTS.values())
     envs_lines = _envs_lines(envs)
     probe = " ".join(PROBE_COMMAND)
-    pin = "" if numpy2_ok else " 'numpy<2'"
+    pin = f" '{numpy_pin}'" if numpy_pin else ""
+    why = f"\n# {numpy_pin}: {pin_reason}." if numpy_pin and pin_reason else ""
     return f"""\
 # Written by 'tritonpy export': the model repository inside the Triton container.
 # Build: docker build -t IMAGE .
@@ -80,7 +88,7 @@ FROM {base_image}
 # Triton still says READY, over gRPC (the one protocol that reaches every kind of model:
 # streams, sequences). tritonclient[grpc] comes from your package index at build time.
 # (The models do not use this install: each brings tritonpy in its own environment.)
-# PIP_BREAK_SYSTEM_PACKAGES: newer containers mark the system Python as externally managed.
+# PIP_BREAK_SYSTEM_PACKAGES: newer containers mark the system Python as externally managed.{why}
 COPY {WHEELS_DIR}/{wheel} /tmp/{wheel}
 RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir /tmp/{wheel} \\
         'tritonclient[grpc]'{pin} && rm /tmp/{wheel}

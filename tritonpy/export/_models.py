@@ -24,7 +24,7 @@ from .._tooling.progress import Reporter
 from .._tooling.releases import TritonRelease
 from ..check import imports_tritonpy, stand_in
 from ..config import ModelImportError, NotDerivableError, apply_declarations, sync_config
-from ..envs import Builder, BuiltEnv, EnvImport
+from ..envs import Builder, BuiltEnv, EnvImport, stub_decision
 from ._files import ENVS_DIR
 
 #: directories never copied: caches, and tests (they stay with the sources)
@@ -187,7 +187,8 @@ def _existing_environment(
         copied = target / relative
         _copy_any(place.path, copied)
         reporter.note(f"{outcome.name}: copied the environment {raw} into the model directory")
-    if python != release.python:
+    decision = stub_decision(python, release)
+    if decision.needed:
         from ..stubs import StubError, provision_stub
 
         try:
@@ -196,20 +197,22 @@ def _existing_environment(
             )
         except StubError as exc:
             _remove(copied)
-            first = str(exc).splitlines()[0]
-            return (
-                f"its environment has Python {python}, release {release} runs "
-                f"{release.python}, and no stub for Python {python} could be placed ({first})"
-            )
+            return f"{decision.reason}, and none could be placed here. {_indented(exc)}"
         outcome.stub = placed.source
     else:
-        _remove_stub(target, outcome, reporter, f"the release's own stub runs Python {python}")
+        _remove_stub(target, outcome, reporter, decision.reason)
     parameter = f"{MODEL_DIR_VARIABLE}/{relative}"
     if parameter != raw:
         set_parameter(config, ENV_PARAMETER, parameter)
         write_config(target / CONFIG_FILE, config)
     outcome.environment, outcome.parameter, outcome.python = "kept", parameter, python
     return None
+
+
+def _indented(exc: Exception) -> str:
+    """A multi-line error (the stub's: each source's reason, the Dockerfile.stub command)
+    kept whole inside another message."""
+    return "\n    ".join(str(exc).splitlines())
 
 
 def _copy_any(source: Path, target: Path) -> None:
@@ -296,12 +299,19 @@ def _place_built(
     outcome.environment, outcome.parameter, outcome.python = "packed", parameter, built.python
     outcome.cached = not built.built or bool(built.models)  # built for another model
     built.models.append(outcome.name)
-    if built.python != release.python:
-        from ..stubs import provision_stub
+    decision = stub_decision(built.python, release)
+    if decision.needed:
+        from ..stubs import StubError, provision_stub
 
-        placed = provision_stub(
-            target, triton_version=release.name, python=built.python, reporter=reporter
-        )
+        try:
+            placed = provision_stub(
+                target, triton_version=release.name, python=built.python, reporter=reporter
+            )
+        except StubError as exc:
+            raise ExportError(
+                f"model {outcome.name!r}: {decision.reason}, and none could be placed here. "
+                f"{_indented(exc)}"
+            ) from exc
         outcome.stub = placed.source
 
 
