@@ -5,6 +5,9 @@
 - :class:`EnsembleHarness`: run an ensemble's steps over one ModelHarness per member;
 - :class:`RepositoryHarness`: every model of a repository, each a BLS target of the others;
 - :class:`RawTarget`: a BLS target written on pb_utils requests;
+- ``ModelHarness(..., release="26.07")``: the Triton release whose pb_utils surface, name
+  rules and readiness the harness shows (default the bundled 24.10); :class:`Readiness`
+  (``harness.readiness()``) and :class:`ReleaseSurfaceWarning` (a hook the release never calls);
 - :class:`SequenceDriver` (``harness.sequence(id)``): one sequence of a stateful model, START
   and END set for you; :class:`ManualClock` (``harness.clock``): the time its idle timeout
   is measured in, moved by the test;
@@ -36,6 +39,10 @@ from ._loading import pick_version as pick_version
 from ._loading import unload_package as unload_package
 from ._loading import version_dirs as version_dirs
 from ._process_guard import ModelProcessDiedError
+
+# issue 31's names: importable here; to be listed in __all__ with test_public_api's PINNED
+from ._release import Readiness as Readiness
+from ._release import ReleaseSurfaceWarning as ReleaseSurfaceWarning
 from ._repository import RepositoryHarness
 from ._sequence_driver import SequenceDriver
 from ._targets import RawTarget

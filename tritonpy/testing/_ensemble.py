@@ -38,10 +38,13 @@ class EnsembleHarness(Closing):
 
     ``infer_requests`` sends several requests through each step in one ``execute()`` (as the
     dynamic batchers of the members would), and a request that fails in a step stops there with
-    that step's error, like on the server.
+    that step's error, like on the server. ``release``: the members' target release (see
+    ModelHarness; default the bundled ``"24.10"``).
     """
 
-    def __init__(self, repository: Union[str, os.PathLike[str]], name: str) -> None:
+    def __init__(
+        self, repository: Union[str, os.PathLike[str]], name: str, *, release: Optional[str] = None
+    ) -> None:
         self.repository = Path(repository)
         self.name = name
         config_path = self.repository / name / "config.pbtxt"
@@ -61,7 +64,7 @@ class EnsembleHarness(Closing):
             for step in self.steps:
                 model = step["model_name"]
                 if model not in self.members:
-                    self.members[model] = ModelHarness(self.repository / model)
+                    self.members[model] = ModelHarness(self.repository / model, release=release)
         except BaseException:
             self.close()
             raise

@@ -40,11 +40,15 @@ class RepositoryHarness(Closing):
 
     ``harness(name)`` is the model's :class:`ModelHarness` (or :class:`EnsembleHarness`);
     ``infer`` / ``infer_stream`` send one request to a model. ``close()`` (or the ``with``
-    block) closes every loaded model and removes the registrations.
+    block) closes every loaded model and removes the registrations. ``release`` (``YY.MM``,
+    default the bundled ``"24.10"``) is every model's target release (see ModelHarness).
     """
 
-    def __init__(self, repository: Union[str, os.PathLike[str]]) -> None:
+    def __init__(
+        self, repository: Union[str, os.PathLike[str]], *, release: Optional[str] = None
+    ) -> None:
         self.repository = Path(repository)
+        self.release = release
         if not self.repository.is_dir():
             raise HarnessError(
                 f"model repository {self.repository} does not exist; pass the directory that "
@@ -99,9 +103,9 @@ class RepositoryHarness(Closing):
                 f"{', '.join(self._kinds) or 'no model'}"
             )
         loaded = (
-            EnsembleHarness(self.repository, name)
+            EnsembleHarness(self.repository, name, release=self.release)
             if kind == "ensemble"
-            else ModelHarness(self.repository / name)
+            else ModelHarness(self.repository / name, release=self.release)
         )
         self._loaded[name] = loaded
         return loaded

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 @pytest.fixture
 def triton_model() -> Iterator[Callable[..., ModelHarness]]:
     """Factory fixture: ``harness = triton_model("models/add_sub")`` or
-    ``triton_model(MyModel, config={...})``; closed at teardown."""
+    ``triton_model(MyModel, config={...})``, any ModelHarness keyword included
+    (``triton_model(MyModel, release="26.07")``); closed at teardown."""
     from ._harness import ModelHarness
 
     made: List[ModelHarness] = []
