@@ -53,7 +53,13 @@ class TritonRelease:
 
     @property
     def facts(self) -> ReleaseFacts:
-        """Every fact of the table for this release (the nearest known one's outside it)."""
+        """Every fact of the table for this release (the nearest known one's outside it, with
+        ``assumed_from`` set; a release newer than the table also warns with
+        :class:`~tritonpy._tooling.release_facts.ReleaseOutsideTableWarning`).
+
+        >>> TritonRelease.parse("25.08").facts.cites("sources_env_activate")
+        'python_backend@r25.08:src/stub_launcher.cc'
+        """
         return facts_for(self.name)
 
     @property
@@ -63,7 +69,8 @@ class TritonRelease:
 
     @property
     def python(self) -> str:
-        """The CPython X.Y of the release's container (and so of its default stub)."""
+        """The CPython X.Y of the release's container (and so of its default stub): 3.8 to
+        23.04 (Ubuntu 20.04), 3.10 from 23.05 (22.04), 3.12 from 24.11 (24.04)."""
         if self < TritonRelease(23, 1):
             return "3.8"  # Ubuntu 20.04 containers, before the table starts
         return self.facts.python
