@@ -121,7 +121,6 @@ class ModelHarness(Closing, ResponseViews):
     ) -> None:
         self._closed = False
         self.release_facts = target_facts(release)
-        self.release: str = self.release_facts.release
         self.clock = clock if clock is not None else ManualClock()
         self._bls_names: List[str] = []
         # registered first: a model may call other models (or is_model_ready) in initialize()

@@ -35,6 +35,11 @@ class ResponseViews:
     #: how long the server waits for the model's is_ready() (5 s; a test may shorten it)
     ready_timeout: float = READY_TIMEOUT_S
 
+    @property
+    def release(self) -> str:
+        """The target release (``YY.MM``), as given (``release_facts``: its facts)."""
+        return self.release_facts.release
+
     def _respond(
         self, inputs: Mapping[str, Any], requested_outputs: Optional[Iterable[str]], *rest: Any
     ) -> Tuple[pb.InferenceResponse, Optional[List[str]]]:
