@@ -53,7 +53,9 @@ from ._report import ERROR, INFO, WARNING, Finding, Severity
 CODES = tuple(f"TP80{number}" for number in range(1, 6))
 
 #: the characters the stub launcher refuses in a name: python_backend r25.08
-#: src/pb_utils.h INVALID_CHARS, whose C string also holds a backslash
+#: src/pb_utils.h INVALID_CHARS, whose C string also holds a backslash (the table's
+#: SHELL_CHARACTERS has it since its rows were verified; the union keeps this rule right
+#: whatever the table holds)
 REFUSED_NAME_CHARACTERS = SHELL_CHARACTERS | frozenset("\\")
 _FIELD = f"parameters[{ENV_PARAMETER}]"
 _EXAMPLES = 3
@@ -145,8 +147,8 @@ def _names(entry: ModelEntry, facts: Optional[ReleaseFacts]) -> Iterator[Finding
             severity,
             "name",
             f"the model name {entry.name!r} holds {bad!r}; {verdict} {launcher}",
-            f"rename the model directory and config.pbtxt's name without "
-            f"{''.join(sorted(REFUSED_NAME_CHARACTERS))!r}, e.g. {_clean(entry.name)!r}{more}",
+            f"rename the model directory and config.pbtxt's name without {bad!r}, e.g. "
+            f"{_clean(entry.name)!r} (and every client and ensemble naming it){more}",
         )
     groups = entry.config.instance_group if entry.config is not None else ()
     for index, group in enumerate(groups):
@@ -159,9 +161,15 @@ def _names(entry: ModelEntry, facts: Optional[ReleaseFacts]) -> Iterator[Finding
                 f"the instance group name {group.name!r} of model {entry.name!r} holds "
                 f"{bad!r}; {verdict} {launcher}",
                 f"rename the group without those characters, e.g. name: "
-                f'"{_clean(group.name)}", or remove name (the default is '
-                f"'{entry.name}_{index}'){more}",
+                f'"{_clean(group.name)}"{_default_name(entry.name, index)}{more}',
             )
+
+
+def _default_name(model: str, index: int) -> str:
+    """``, or remove name (...)`` when the default group name is itself accepted."""
+    if refused_characters(model):
+        return ""  # the default '<model>_<index>' holds the model's characters (TP802)
+    return f", or remove name (the default is '{model}_{index}')"
 
 
 def _clean(name: str) -> str:
