@@ -32,6 +32,7 @@ from ._declarations import (
 )
 from ._engine._traits import traits_of
 from ._engine.engine import Engine
+from ._release_hooks import check_response_parameters, defines_ready, is_ready_hook
 from ._sequence import SequenceInfo, check_sequence_config
 from ._torch_threads import apply_torch_threads
 from .codecs.base import Codec
@@ -128,12 +129,18 @@ class Model(ModelCalls, ModelContext):
     #: tp.Sequence(...): a stateful model served by Triton's sequence batcher (state per
     #: correlation id, hooks start_sequence/end_sequence); None: requests are independent
     sequence: ClassVar[Optional[_sequence.Sequence]] = None
+    #: infer returns tp.Response(..., parameters=...): refuse to load on a release without
+    #: response parameters (before 25.02) instead of failing every request there
+    response_parameters: ClassVar[bool] = False
     #: what the class definition found out about infer (see _declarations.InferFacts)
     __infer: ClassVar[InferFacts] = BASE_INFER_FACTS
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.__infer = validate_declarations(cls, cls.__infer)
+        if defines_ready(cls, Model.ready):
+            # only then: without is_ready the server answers readiness without the stub
+            cls.is_ready = is_ready_hook  # type: ignore[attr-defined]
 
     # -- hooks for subclasses ----------------------------------------------------------------
     def setup(self) -> None:
@@ -173,6 +180,16 @@ class Model(ModelCalls, ModelContext):
         """A stateful model's hook: called once a sequence ended, after ``infer`` of its END
         request, or when tritonpy evicted it (``sequence.evicted``: no request for
         ``idle_timeout_s``, or a new START under the same id). Its state is freed after it."""
+
+    def ready(self) -> bool:
+        """Whether the instance can serve now (``async def ready`` too): define it and Triton
+        26.03 and later call it when asked for the model's readiness (False: not ready; 5 s
+        at most); older releases never call it (the test harness warns). Example::
+
+            def ready(self):
+                return self.cache.is_warm()
+        """
+        return True
 
     # -- declarations ------------------------------------------------------------------------
     @classmethod
@@ -232,6 +249,7 @@ class Model(ModelCalls, ModelContext):
         check_sequence_config(cls, config)
         _set_context(self, args, config, configured > 0)
         self.logger = pb.Logger
+        check_response_parameters(self, pb)
         bind_calls(self, pb)
         # declared config parameters may set the knobs below on the instance
         resolve_config_parameters(self)

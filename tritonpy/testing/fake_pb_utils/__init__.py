@@ -46,6 +46,7 @@ values the harness sets while a model runs (instance name, model directory) are 
 from __future__ import annotations
 
 from ..._runtime._public_names import publish as _publish
+from . import _release
 
 # The real module's names are listed in __all__; the fake's extras (test helpers, the metric
 # and BLS registries, more types) are re-exported explicitly (``as``), by reference.
@@ -98,6 +99,12 @@ from ._tensor import (
     triton_string_to_numpy,
     triton_to_numpy_type,
 )
+
+
+def tritonpy_release() -> str:
+    """Not in the real module: the Triton release whose surface the fake shows now (the
+    harness's ``release=``), so that tritonpy's messages can name it."""
+    return _release.current().release
 
 
 def reset() -> None:
