@@ -52,7 +52,7 @@ class TritonPythonModel:
     def execute(self, requests):
         tensor = pb_utils.Tensor("T", np.array([1], np.int32))
         texts = [
-            attempt(lambda: pb_utils.InferenceResponse(output_tensors=[tensor], parameters={"a": 1})),
+            attempt(lambda: pb_utils.InferenceResponse(output_tensors=[tensor], parameters={})),
             attempt(lambda: pb_utils.InferenceResponse([tensor], None, {"a": 1})),
             attempt(lambda: pb_utils.InferenceResponse(parameters="{}")),
             attempt(lambda: hasattr(pb_utils.InferenceResponse([]), "parameters")),
