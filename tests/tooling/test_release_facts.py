@@ -264,3 +264,10 @@ def test_the_modules_docstring_examples_hold() -> None:
     for module in (release_facts, releases):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_the_warning_names_the_callers_line_not_tritonpys() -> None:
+    with pytest.warns(ReleaseOutsideTableWarning) as caught:
+        facts = TritonRelease.parse("27.03").facts  # through tritonpy's releases module
+    assert facts.assumed_from == NEWEST_KNOWN
+    assert caught[0].filename == __file__

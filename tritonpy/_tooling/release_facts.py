@@ -16,8 +16,11 @@ reader can check it and a test can keep the table in step with the rules that us
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 import warnings
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
 
 #: what a fact's value may be
@@ -255,7 +258,7 @@ def facts_for(release: str) -> ReleaseFacts:
             f"name, archive and health rules) and server version {_server_version(release)}; "
             f"check them against the r{release} branches and extend the table if they differ",
             ReleaseOutsideTableWarning,
-            stacklevel=2,
+            stacklevel=_outside_stacklevel(),
         )
     elif _key(release) < _key(OLDEST_KNOWN):
         assumed = lookup = OLDEST_KNOWN
@@ -273,6 +276,17 @@ def facts_for(release: str) -> ReleaseFacts:
         assumed_from=assumed,
         **values,  # type: ignore[arg-type]
     )
+
+
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside tritonpy, so that the warning names the
+    user's line (``ModelHarness(release=...)``), not the tritonpy module that asked."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame: Optional[FrameType] = sys._getframe(2)  # facts_for's caller
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _value(release: str, name: str) -> FactValue:
