@@ -8,8 +8,11 @@ directory each test writes in tmp_path)."""
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import io
 import json
+import os
 import shutil
 import tarfile
 import warnings
@@ -376,7 +379,8 @@ def test_writes_through_links_are_refused_from_26_06(tmp_path: Path) -> None:
             "archive: 'lib/share/data.txt (through lib/share -> ../outside)', "
             "'lib/share/more/x.txt (through lib/share -> ../outside)'; release "
             f"{release} refuses the archive ({cite}: it extracts with "
-            "ARCHIVE_EXTRACT_SECURE_SYMLINKS) and the model fails to load"
+            "ARCHIVE_EXTRACT_SECURE_SYMLINKS, libarchive's 'Cannot extract through symlink') "
+            "and the model fails to load"
         )
     repo = env_repo(tmp_path / "none", extra=extra)
     assert found(check_repository(repo), "TP805")[0][0] == "info"
@@ -416,8 +420,8 @@ def test_tp60x_say_what_the_release_does(tmp_path: Path) -> None:
         if release in FROM_26_06:
             cite = facts_for(release).cites("refuses_unsafe_archives")
             assert (
-                f"; release {release} refuses a member path starting with '/' and the model "
-                f"fails to load ({cite})"
+                f"; release {release} refuses a member path starting with '/' ('Path is "
+                f"absolute') and the model fails to load ({cite})"
             ) in texts[release]["TP601"]
             assert f"; release {release} refuses '..' in a path" in texts[release]["TP602"]
             assert "refuses hard links climbing out" in texts[release]["TP603"]
@@ -456,3 +460,111 @@ def test_cli_json_names_the_rule_and_the_release(
     assert not [f for f in data["findings"] if f["code"].startswith("TP8")]  # type: ignore
     status, data = _cli(capsys, str(repo), "--strict")  # info lines never fail
     assert status == 0 and data["errors"] == 0 and data["warnings"] == 0
+
+
+# --- against libarchive itself ----------------------------------------------------------------
+
+#: python_backend r26.06 src/pb_env.cc: ARCHIVE_EXTRACT_TIME | SECURE_NODOTDOT |
+#: SECURE_NOABSOLUTEPATHS | SECURE_SYMLINKS (libarchive's archive.h values)
+R26_06_FLAGS = 0x0004 | 0x0200 | 0x10000 | 0x0100
+
+#: archives whose refusal by r26.06 the rules must predict: name -> members (kind f/s/h)
+LIBARCHIVE_CASES: Dict[str, List[Tuple[str, str, str]]] = {
+    "symlinks pointing outside, alone": [("bin/py", "s", "/usr/bin/python3"), ("z", "s", "../z")],
+    "through a link pointing outside": [("lib/share", "s", "../out"), ("lib/share/d", "f", "")],
+    "through a link inside": [("real/a", "f", ""), ("alias", "s", "real"), ("alias/b", "f", "")],
+    "a link replaced by a file": [("d", "s", "c"), ("d", "f", ""), ("d2/y", "f", "")],
+    "a hard link climbing out": [("x", "f", ""), ("lib/hard", "h", "../x")],
+    "a hard link to an absolute path": [("lib/hard", "h", "/etc/hostname")],
+    "a hard link through a link": [("real/t", "f", ""), ("e", "s", "real"), ("h", "h", "e/t")],
+    "dot-dot": [("lib/../../evil", "f", "")],
+    "dot-dot staying inside": [("lib/../ok", "f", "")],
+    "absolute": [("/ABSOLUTE/evil", "f", "")],
+}
+
+
+def _libarchive() -> ctypes.CDLL:
+    name = ctypes.util.find_library("archive")
+    if name is None:  # GitHub's Ubuntu runners have it (CMake links it): fail there
+        missing = pytest.fail if os.environ.get("CI") else pytest.skip
+        missing("needs the system libarchive (apt install libarchive13t64) to compare with")
+    lib = ctypes.CDLL(name)
+    lib.archive_read_new.restype = lib.archive_write_disk_new.restype = ctypes.c_void_p
+    lib.archive_error_string.restype = lib.archive_entry_pathname.restype = ctypes.c_char_p
+    for fn, args in {
+        "archive_read_support_filter_gzip": [ctypes.c_void_p],
+        "archive_read_support_format_tar": [ctypes.c_void_p],
+        "archive_write_disk_set_options": [ctypes.c_void_p, ctypes.c_int],
+        "archive_read_open_filename": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t],
+        "archive_read_next_header": [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)],
+        "archive_write_header": [ctypes.c_void_p, ctypes.c_void_p],
+        "archive_write_finish_entry": [ctypes.c_void_p],
+        "archive_read_data_skip": [ctypes.c_void_p],
+        "archive_entry_pathname": [ctypes.c_void_p],
+        "archive_read_free": [ctypes.c_void_p],
+        "archive_write_free": [ctypes.c_void_p],
+    }.items():
+        getattr(lib, fn).argtypes = args
+    return lib
+
+
+def _refused_by_libarchive(lib: ctypes.CDLL, archive: Path, into: Path) -> List[str]:
+    """The members libarchive refuses to write with r26.06's flags (as pb_env.cc extracts,
+    but going on after a refusal so every one is named)."""
+    into.mkdir()
+    here = os.getcwd()
+    os.chdir(into)  # pb_env.cc too extracts from inside the destination
+    reader, writer = lib.archive_read_new(), lib.archive_write_disk_new()
+    try:
+        lib.archive_write_disk_set_options(writer, R26_06_FLAGS)
+        lib.archive_read_support_filter_gzip(reader)
+        lib.archive_read_support_format_tar(reader)
+        assert lib.archive_read_open_filename(reader, str(archive).encode(), 10240) == 0
+        refused, entry = [], ctypes.c_void_p()
+        while lib.archive_read_next_header(reader, ctypes.byref(entry)) == 0:
+            name = lib.archive_entry_pathname(entry).decode()
+            if lib.archive_write_header(writer, entry) != 0:
+                refused.append(name)
+            else:
+                lib.archive_read_data_skip(reader)
+                lib.archive_write_finish_entry(writer)
+        return refused
+    finally:
+        os.chdir(here)
+        lib.archive_read_free(reader)
+        lib.archive_write_free(writer)
+
+
+def _predicted(members: Sequence[tarfile.TarInfo]) -> List[str]:
+    """The members the check says r26.06 refuses: '/'-rooted and '..' paths (TP601, TP602),
+    hard links climbing out (TP603's '=>'), members written through a link (TP805)."""
+    from tritonpy._tooling.archives import member_problem
+
+    refused = {name for name, _ in links_written_through(members)}
+    for member in members:
+        problem = member_problem(member)
+        if problem is None:
+            continue
+        if problem.kind in ("absolute", "parent"):
+            refused.add(member.name)
+        if problem.kind == "link" and member.islnk():
+            refused.add(member.name)
+    return [m.name for m in members if m.name in refused]
+
+
+@pytest.mark.parametrize("case", sorted(LIBARCHIVE_CASES))
+def test_the_archive_rules_predict_what_libarchive_refuses(tmp_path: Path, case: str) -> None:
+    lib = _libarchive()
+    spec = LIBARCHIVE_CASES[case]
+    extra = [
+        _file(name.replace("/ABSOLUTE", str(tmp_path / "abs")))
+        if kind == "f"
+        else _link(name, target, hard=kind == "h")
+        for name, kind, target in spec
+    ]
+    archive = tmp_path / "env.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for info, data in extra:
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+    members = [info for info, _ in extra]
+    assert _predicted(members) == _refused_by_libarchive(lib, archive, tmp_path / "out"), case

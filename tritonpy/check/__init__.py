@@ -134,12 +134,17 @@ def check_repository(
             raise CheckError(f"server Python {server_python!r} is not X.Y (e.g. 3.12)")
         server_python = ".".join(parts)
     imports = EnvImports(enabled=envs, build=build_envs, builder=builder)
+    return _run(root, release, server_python, imports)
+
+
+def _run(
+    root: Path, release: Optional[TritonRelease], server_python: Optional[str], envs: EnvImports
+) -> Report:
+    """Scan the repository and apply every rule family."""
     with warnings.catch_warnings():
         # a release outside the table is the TP801 finding, not a Python warning
         warnings.simplefilter("ignore", ReleaseOutsideTableWarning)
-        repository = Repository.scan(
-            root, release=release, server_python=server_python, envs=imports
-        )
+        repository = Repository.scan(root, release=release, server_python=server_python, envs=envs)
         report = Report(root)
         for rule in RULES:
             report.findings.extend(rule(repository))

@@ -293,7 +293,8 @@ def _through_links(
         "",
         f"{count} member{'s' * (count != 1)} written through a symbolic link of the "
         f"archive: {shown}; {verdict} ({cite}: it extracts with "
-        f"ARCHIVE_EXTRACT_SECURE_SYMLINKS) and the model fails to load",
+        f"ARCHIVE_EXTRACT_SECURE_SYMLINKS, libarchive's 'Cannot extract through symlink') and "
+        f"the model fails to load",
         "pack the files under the link's real folder and keep the link after them (or drop "
         "it): conda-pack and 'tritonpy pack-env' store a linked folder as the link alone"
         + ("; pass --triton-version to check your release" if facts is None else ""),
@@ -316,7 +317,11 @@ def archive_note(kind: str, facts: Optional[ReleaseFacts]) -> str:
                 f"; release {release} extracts a symbolic link itself but refuses hard links "
                 f"climbing out and any member written through a link (TP805) ({cite})"
             )
-        what = "a member path starting with '/'" if kind == "absolute" else "'..' in a path"
+        what = (
+            "a member path starting with '/' ('Path is absolute')"
+            if kind == "absolute"
+            else "'..' in a path ('Path contains '..'')"
+        )
         return f"; release {release} refuses {what} and the model fails to load ({cite})"
     first, cite = since("refuses_unsafe_archives", True)
     if kind == "link":
