@@ -11,15 +11,17 @@ Example::
 
 Response parameters reach clients as the response's ``parameters`` (gRPC) / ``"parameters"``
 (HTTP JSON). They need a Python backend with ``pb_utils.InferenceResponse(parameters=...)``
-(added to the Python backend in early 2025, after release 24.10); release 24.10's
-InferenceResponse has no such argument, and a
-``Response`` with parameters then fails that request with an error that says so.
+(python_backend r25.02 src/pb_stub.cc: release 25.02 and later); release 24.10's
+InferenceResponse has no such argument, and a ``Response`` with parameters then fails that
+request with an error that says so. Declare ``response_parameters = True`` on the model to
+have it refuse to load there instead.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Union
 
+from ._release_hooks import PARAMETERS_SOURCE, release_of
 from .errors import OutputError
 
 ResponseParameter = Union[bool, int, str]
@@ -61,8 +63,10 @@ def make_inference_response(pb: Any, tensors: Any, parameters: Mapping[str, Any]
         if "parameters" not in str(exc) and "argument" not in str(exc):
             raise
     raise OutputError(
-        f"response parameters {sorted(parameters)}: this Triton's Python backend has no "
-        f"response parameters (pb_utils.InferenceResponse(parameters=...) arrived in the "
-        f"Python backend in early 2025; release 24.10 and older refuse it); return the "
-        f"outputs without parameters=, or carry the values in an output"
+        f"response parameters {sorted(parameters)}: Triton's Python backend at "
+        f"{release_of(pb)} has no response parameters (pb_utils.InferenceResponse("
+        f"parameters=...) arrived in release 25.02, {PARAMETERS_SOURCE}; release 24.10 and "
+        f"older refuse it, as do 24.11 to 25.01); return the outputs "
+        f"without parameters=, or carry the values in an output (declare "
+        f"response_parameters = True to refuse to load on such a release instead)"
     )
