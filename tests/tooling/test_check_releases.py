@@ -53,9 +53,9 @@ HOOK = (
 )
 CONDA_PACK_ACTIVATE = (
     "# conda-pack's activate script (the lines that matter)\n"
-    'export CONDA_PREFIX="$full_path"\n'
+    'export CONDA_PREFIX="$full_path_env"\n'
     'export _CONDA_PACK_OLD_PS1="$PS1"\n'
-    'export PATH="$full_path/bin:$PATH"\n'
+    'export PATH="$full_path_env/bin:$PATH"\n'
     'export PS1="(env) $PS1"\n'
 )
 
@@ -319,11 +319,17 @@ def test_activation_hooks_do_not_run_from_25_08(tmp_path: Path) -> None:
 
 
 def test_conda_pack_activate_exports_conda_prefix(tmp_path: Path) -> None:
+    more = env_repo(tmp_path / "more", activate=CONDA_PACK_ACTIVATE + "export MY_DATA=/d\n")
+    ((severity, text),) = found(check_repository(more, triton_version="26.07"), "TP804")
+    assert severity == "warning" and 'CONDA_PREFIX="$full_path_env", MY_DATA=/d' in text
     repo = env_repo(tmp_path, activate=CONDA_PACK_ACTIVATE)
     report = check_repository(repo, triton_version="25.08")
-    ((_, text),) = found(report, "TP804")
+    ((severity, text),) = found(report, "TP804")
+    assert severity == "info"  # every conda-packed environment has it: alone it never fails
     # PATH is set by the launcher too, PS1 is a prompt, _CONDA_PACK_OLD_PS1 bookkeeping
-    assert 'activation settings that stay unset: CONDA_PREFIX="$full_path": release 25.08' in text
+    assert (
+        'activation settings that stay unset: CONDA_PREFIX="$full_path_env": release 25.08' in text
+    )
     assert "conda activation hooks" not in text
     assert (
         found(check_repository(env_repo(tmp_path / "plain"), triton_version="26.07"), "TP804") == []

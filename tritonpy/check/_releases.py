@@ -11,7 +11,8 @@ TP803       error / info    an ``instance_group`` name holds one (instance names
                             ``<group>_<n>``)
 TP804       warning / info  the environment has conda ``activate.d`` hooks, or
                             ``bin/activate`` exports variables, that the release's launcher
-                            no longer runs or sets (from 25.08)
+                            no longer runs or sets (from 25.08; info when the only one is
+                            conda-pack's own ``CONDA_PREFIX``)
 TP805       error / info    an environment archive member written through a symbolic link
                             of the archive (refused from 26.06)
 ==========  ==============  ==========================================================
@@ -45,7 +46,7 @@ from .._tooling.release_facts import (
     facts_for,
     known_releases,
 )
-from ._activation import read_activation
+from ._activation import Activation, read_activation
 from ._context import ModelEntry, Repository
 from ._report import ERROR, INFO, WARNING, Finding, Severity
 
@@ -208,7 +209,7 @@ def _activation(
         first, cite = since("sources_env_activate", False)
         who, severity = f"from release {first} on, Triton", INFO
     else:
-        who, severity = f"release {facts.release}", WARNING
+        who, severity = f"release {facts.release}", _activation_severity(found)
         cite = facts.cites("sources_env_activate")
     parts: List[str] = []
     if found.hooks:
@@ -231,6 +232,18 @@ def _activation(
     if facts is None:
         fix += "; pass --triton-version to check your release"
     return entry.finding("TP804", severity, _FIELD, message, fix)
+
+
+#: what conda-pack's own bin/activate exports (besides PATH): every conda-packed environment
+#: has it, and few models read it, so alone it is an info line (it never fails --strict)
+_CONDA_PACK_ONLY = ("CONDA_PREFIX",)
+
+
+def _activation_severity(found: Activation) -> Severity:
+    """A warning when hooks would have run or a variable beyond conda-pack's own is lost."""
+    if found.hooks or found.missing() != _CONDA_PACK_ONLY:
+        return WARNING
+    return INFO
 
 
 def _listed(names: Sequence[str]) -> str:
