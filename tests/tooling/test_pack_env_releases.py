@@ -115,7 +115,7 @@ SAFE = {
     "lib64": ("link", "lib"),  # a venv's own link, kept as a link
     "lib/libpython3.10.so.1.0": b"",
 }
-UNSAFE = {
+UNSAFE: Dict[str, Dict[str, Any]] = {
     "parent": {"../evil": b"x"},
     "absolute": {"/tmp/evil": b"x"},
     "through a link": {"lib": "dir", "out": ("link", "lib"), "out/file": b"x"},
