@@ -260,8 +260,7 @@ def export_repository(
     require(*CONFIG_MODULES, "yaml", extra="config", feature="tritonpy export")
     source, target = Path(repo), Path(out)
     release = TritonRelease.parse(chosen.triton_version)
-    models = _check_options(source, target, chosen)
-    _check_model_names(models, release)
+    models = _check_options(source, target, chosen, release)
     result = ExportResult(
         target, release.name, chosen.base_image or default_base_image(release.name)
     )
@@ -281,8 +280,11 @@ def export_repository(
     return result
 
 
-def _check_options(source: Path, target: Path, options: ExportOptions) -> List[Path]:
-    """Refuse what cannot be exported (before anything is written); the model directories."""
+def _check_options(
+    source: Path, target: Path, options: ExportOptions, release: TritonRelease
+) -> List[Path]:
+    """Refuse what cannot be exported (before anything is written), names ``release``
+    refuses included; the model directories."""
     if options.env_layout not in ENV_LAYOUTS:
         raise ExportError(
             f"--env-layout {options.env_layout!r}: expected one of {', '.join(ENV_LAYOUTS)}"
@@ -306,6 +308,7 @@ def _check_options(source: Path, target: Path, options: ExportOptions) -> List[P
             f"model repository {source} has no model directory; expected "
             f"{source}/<model>/config.pbtxt and {source}/<model>/1/model.py"
         )
+    _check_model_names(models, release)
     return models
 
 
