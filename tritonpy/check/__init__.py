@@ -93,10 +93,12 @@ def check_repository(
 ) -> Report:
     """Check the model repository ``repo`` and return every finding.
 
-    ``triton_version`` (``"24.10"``) names the target server's release: its container Python
-    and whether its stub handles numpy 2. ``server_python`` (``"3.12"``) gives the server's
-    Python directly (the embedded server's is the serving interpreter's). Without either, the
-    rules that compare against the server are skipped.
+    ``triton_version`` (``"24.10"``) names the target server's release: its container Python,
+    whether its stub handles numpy 2 and what it refuses (the TP8xx rules), all from the table
+    of release facts (a release after the table gets its newest facts and a TP801 warning).
+    ``server_python`` (``"3.12"``) gives the server's Python directly (the embedded server's
+    is the serving interpreter's). Without either, the rules that compare against the server
+    are skipped and the TP8xx rules give info lines.
 
     Importing each python model's ``model.py`` (with the fake pb_utils) is the only user code
     that runs; nothing is initialised. It is imported inside the model's own environment when

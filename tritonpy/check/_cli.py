@@ -43,7 +43,10 @@ def add_parser(subparsers: shared.Subparsers) -> None:
     )
     target = parser.add_mutually_exclusive_group()
     shared.add_triton_version(
-        target, help="the target server's release (its container Python; numpy 2 support)"
+        target,
+        help="the target server's release: its container Python, numpy 2 support and what "
+        "it refuses (names, activation hooks, archive members: TP8xx), from tritonpy's table "
+        "of release facts",
     )
     shared.add_server_python(
         target, "the target server's Python, when not given by --triton-version"
@@ -52,7 +55,8 @@ def add_parser(subparsers: shared.Subparsers) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Check a Triton model repository: layout, config.pbtxt against the tritonpy declarations,
-    batching, ensembles, execution environments and their archives. Each model.py is imported
+    batching, ensembles, execution environments and their archives, and what the target
+    release (--triton-version) refuses. Each model.py is imported
     inside the model's own environment when it has one. Exit 1 on errors (or on warnings with
     --strict)."""
     from . import check_repository
