@@ -7,9 +7,10 @@ What the harness does per release, from the release's own sources:
   from 25.08 a model name (the auto-complete stub's) or an instance name holding one of
   :data:`~tritonpy._tooling.release_facts.SHELL_CHARACTERS` fails to load with
   ``Invalid stub name: contains invalid characters``. Releases before put the name unquoted
-  into a ``bash -c`` command line (measured on 24.10: ``(`` is a bash syntax error, ``;``
-  splits the command, ``$b`` expands to nothing), so such a name fails there too, with a
-  message that depends on the character; the harness refuses it for every release.
+  into a ``bash -c`` command line (measured on 24.10: ``(`` and ``"`` leave the stub unstarted
+  and the model never ready, ``;`` splits the command, ``$b`` expands to nothing, ``#`` inside
+  a name loads), so the harness refuses there the characters of :data:`BASH_BREAKING` and
+  warns for the others, which load but not from 25.08.
 - ``is_ready()`` (python_backend r26.03 ``src/pb_stub.cc``, ``src/python_be.cc``): the
   server calls the model's optional ``is_ready()`` (sync or async) when asked for the
   model's readiness; ``True`` is ready, ``False`` is not (UNAVAILABLE "Model '<instance>' is

@@ -31,6 +31,10 @@ Behaviours measured on the real server (release 24.10) and kept here:
   operations the server refuses raise :class:`~.errors.ServerAbort` (24.10 sometimes aborts
   the whole server on them).
 - ``Logger`` records the calling file and line, as the server's log shows them.
+- The surface is one release's (:mod:`._release`; the harness's ``release=``, default 24.10):
+  ``InferenceResponse(parameters=)`` / ``parameters()`` from 25.02 (before: pybind11's
+  TypeError, measured on 24.10), ``ResponseIterator.cancel()`` from 25.04 (before:
+  AttributeError, measured), each from the python_backend sources of the release.
 
 It runs on CPython 3.9+ with numpy alone.
 
