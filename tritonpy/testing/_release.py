@@ -7,9 +7,9 @@ What the harness does per release, from the release's own sources:
   from 25.08 a model name (the auto-complete stub's) or an instance name holding one of
   :data:`~tritonpy._tooling.release_facts.SHELL_CHARACTERS` fails to load with
   ``Invalid stub name: contains invalid characters``. Releases before put the name unquoted
-  into a ``bash -c`` command line (measured on 24.10: ``(`` and ``"`` leave the stub unstarted
-  and the model never ready, ``;`` splits the command, ``$b`` expands to nothing, ``#`` inside
-  a name loads), so the harness refuses there the characters of :data:`BASH_BREAKING` and
+  into a ``bash -c`` command line (measured on 24.10: ``(``, ``;`` and ``"`` leave the stub
+  unstarted and the model never ready, ``$b`` expands to nothing and a backslash is dropped
+  (the stub finds no model.py), ``#`` inside a name loads), so the harness refuses there the characters of :data:`BASH_BREAKING` and
   warns for the others, which load but not from 25.08.
 - ``is_ready()`` (python_backend r26.03 ``src/pb_stub.cc``, ``src/python_be.cc``): the
   server calls the model's optional ``is_ready()`` (sync or async) when asked for the
@@ -42,7 +42,7 @@ READY_TIMEOUT_S = 5.0
 #: the server's text for a stub name holding a shell character (r25.08 stub_launcher.cc)
 INVALID_STUB_NAME = "Invalid stub name: contains invalid characters"
 #: the characters that break the stub's ``bash -c`` command line before 25.08 (measured on
-#: 24.10 for ``( ; $ "``; the others by bash's rules: syntax, expansion, quoting, escapes).
+#: 24.10 for ``( ; " $ \``; the others by bash's rules: syntax, expansion, quoting).
 #: ``# ! ~ * ? [ ] { }`` inside a name survive it (``#`` measured: the model loads).
 BASH_BREAKING = frozenset(";|&$`<>()\"'\\")
 #: where the is_ready() hook comes from
