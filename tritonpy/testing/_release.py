@@ -9,8 +9,8 @@ What the harness does per release, from the release's own sources:
   ``Invalid stub name: contains invalid characters``. Releases before put the name unquoted
   into a ``bash -c`` command line (measured on 24.10: ``(``, ``;`` and ``"`` leave the stub
   unstarted and the model never ready, ``$b`` expands to nothing and a backslash is dropped
-  (the stub finds no model.py), ``#`` inside a name loads), so the harness refuses there the characters of :data:`BASH_BREAKING` and
-  warns for the others, which load but not from 25.08.
+  (the stub finds no model.py), ``#`` inside a name loads), so the harness refuses there the
+  characters of :data:`BASH_BREAKING` and warns for the others, which load but not from 25.08.
 - ``is_ready()`` (python_backend r26.03 ``src/pb_stub.cc``, ``src/python_be.cc``): the
   server calls the model's optional ``is_ready()`` (sync or async) when asked for the
   model's readiness; ``True`` is ready, ``False`` is not (UNAVAILABLE "Model '<instance>' is
