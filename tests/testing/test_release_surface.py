@@ -336,3 +336,14 @@ def test_repository_harness_passes_its_release_on(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RepositoryHarness(tmp_path / "repo").close()
+
+
+def test_is_ready_runs_as_model_code_with_pb_utils_importable() -> None:
+    class UsesPbUtils(Warming):
+        def is_ready(self) -> Any:
+            import triton_python_backend_utils as pb_utils  # the fake, while model code runs
+
+            return hasattr(pb_utils.InferenceResponse, "parameters")
+
+    with ModelHarness(UsesPbUtils, config=IO, release="26.03") as harness:
+        assert harness.is_ready()

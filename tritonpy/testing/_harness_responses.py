@@ -8,7 +8,7 @@ from __future__ import annotations
 #: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
 __tracebackhide__ = True
 
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .._tooling.release_facts import ReleaseFacts
 from . import fake_pb_utils as pb
@@ -55,6 +55,15 @@ class ResponseViews:
 
     def _execute(self, requests: List[pb.InferenceRequest]) -> Any:
         raise NotImplementedError  # ModelHarness's
+
+    def _running(self) -> ContextManager[None]:
+        raise NotImplementedError  # ModelHarness's
+
+    def _in_model(self, fn: Callable[[], Any]) -> Any:
+        """Call a model hook as the harness runs model code (the fake installed, showing the
+        harness's release; coroutines to completion)."""
+        with self._running():
+            return self._call(fn)
 
     def _stub_dead(self) -> bool:
         return getattr(self, "_ended", None) is not None
@@ -114,7 +123,7 @@ class ResponseViews:
             self.release_facts,
             self.model,
             self.instance_name,
-            self._call,
+            self._in_model,
             self._stub_dead(),
             self.ready_timeout,
         )

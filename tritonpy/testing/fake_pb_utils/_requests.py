@@ -106,7 +106,7 @@ class InferenceResponse:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # (output_tensors=None, error=None, parameters=None); read by hand so that a release
         # without parameters can say how the call passed its arguments, as pybind11 does
-        if not has_api(API_RESPONSE_PARAMETERS) and (len(args) > 2 or "parameters" in kwargs):
+        if (len(args) > 2 or "parameters" in kwargs) and not has_api(API_RESPONSE_PARAMETERS):
             raise constructor_refused(
                 "InferenceResponse", _RESPONSE_SIGNATURE_24_10, args, list(kwargs.items())
             )
