@@ -1,6 +1,10 @@
 """Archive rules (TP6xx): the members of an ``EXECUTION_ENV_PATH`` ``.tar.gz``. Triton
-extracts it with libarchive, which refuses absolute and ``..`` paths; links pointing outside
-the extracted tree break the environment (or write outside it). Whether a member is safe is
+extracts it with libarchive: up to 26.05 with no safety flag, so absolute and ``..`` paths are
+written where they point, outside the environment; from 26.06 with the secure flags, which
+refuse them (and hard links climbing out, and writes through links: TP805). Links pointing
+outside the extracted tree break the environment (or write outside it) on every release. With
+``--triton-version`` each finding says what that release does
+(:func:`tritonpy.check._releases.archive_note`). Whether a member is safe is
 decided by the rule ``pack-env`` and ``safe_extract`` use too
 (:func:`tritonpy._tooling.archives.member_problem`).
 
