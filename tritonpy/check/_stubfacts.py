@@ -10,7 +10,7 @@ TP513       both      the stub was built from another release than ``--triton-ve
                       (error); ``info`` when the binary does not tell its release
 ==========  ========  ==============================================================
 
-The stub's Python against the environment's is TP506, numpy 2 on releases before 24.12 is
+The stub's Python against the environment's is TP506, numpy 2 on releases before 24.11 is
 TP509 (:mod:`tritonpy.check._environments`).
 """
 
