@@ -9,6 +9,7 @@ import ctypes
 import ctypes.util
 import io
 import os
+import sys
 import tarfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -239,3 +240,29 @@ def test_a_real_archive_meets_2606_and_runs_without_activate(
         assert any(m.issym() for m in tar)  # it does hold links (bin/python3 ...)
     assert triton_2606_extract(result.archive, tmp_path / "env") is None
     assert (tmp_path / "env" / "bin" / "python3").exists()
+
+
+def test_the_import_check_starts_the_env_as_the_release_does(tmp_path: Path) -> None:
+    """A variable only bin/activate sets is there up to 25.07 and gone from 25.08, in the
+    import check export and check run inside an environment, as in the stub."""
+    from mini_envs import mini_env
+
+    from tritonpy.envs import import_in_environment
+
+    env = mini_env(tmp_path / "env")
+    # the empty libpython the check's layout rules want would shadow the real one on the
+    # LD_LIBRARY_PATH 25.08 sets (<env>/lib); this python needs none of its own
+    (env / "lib" / f"libpython{sys.version_info[0]}.{sys.version_info[1]}.so.1.0").unlink()
+    with (env / "bin" / "activate").open("a") as script:
+        script.write("\nexport GDAL_DATA=/opt/gdal\n")
+    model = tmp_path / "m" / "1" / "model.py"
+    model.parent.mkdir(parents=True)
+    model.write_text(
+        "import os\nif 'GDAL_DATA' not in os.environ:\n    raise ImportError('no GDAL_DATA')\n"
+        "class TritonPythonModel:\n    pass\n"
+    )
+    up_to_25_07 = facts_for("25.07").sources_env_activate
+    from_25_08 = facts_for("25.08").sources_env_activate
+    assert import_in_environment(env, model, sources_activate=up_to_25_07).ok
+    found = import_in_environment(env, model, sources_activate=from_25_08)
+    assert not found.ok and "no GDAL_DATA" in found.error

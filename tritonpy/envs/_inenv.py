@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -147,7 +148,7 @@ def archive_has_interpreter(names: Iterable[str]) -> bool:
 #: digests by (device, inode, size, mtime): hard links of one archive are hashed once
 _DIGESTS: Dict[Tuple[int, int, int, int], str] = {}
 #: imports by (environment root, model file, its size and mtime): a run imports a file once
-_IMPORTS: Dict[Tuple[str, str, int, int], EnvImport] = {}
+_IMPORTS: Dict[Tuple[str, str, int, int, bool], EnvImport] = {}
 
 
 def _digest(archive: Path) -> str:
@@ -198,28 +199,60 @@ def import_in_root(
     environment: Optional[Path] = None,
     timeout: float = 300.0,
     remember: bool = False,
+    sources_activate: bool = True,
 ) -> EnvImport:
     """Import ``model_file`` with the python of the environment directory ``root`` (see the
-    module docstring). Raises :class:`EnvStartError` when that python does not start. The
+    module docstring), started as the target release starts the stub (``sources_activate``
+    False: as 25.08 and later do, PATH and LD_LIBRARY_PATH only, no ``source bin/activate``).
+    Raises :class:`EnvStartError` when that python does not start.
     With ``remember`` (an unpacked archive: its contents never change), the same file imported
     again, unchanged, gives the first answer."""
+    run = functools.partial(
+        _run_import,
+        root,
+        model_file,
+        environment=environment,
+        timeout=timeout,
+        sources_activate=sources_activate,
+    )
     if not remember:
-        return _run_import(root, model_file, environment=environment, timeout=timeout)
+        return run()
     info = model_file.stat()
-    memo = (str(root.resolve()), str(model_file.resolve()), info.st_size, info.st_mtime_ns)
+    memo = (
+        str(root.resolve()),
+        str(model_file.resolve()),
+        info.st_size,
+        info.st_mtime_ns,
+        sources_activate,
+    )
     if memo in _IMPORTS:
         return _IMPORTS[memo]
-    found = _run_import(root, model_file, environment=environment, timeout=timeout)
+    found = run()
     _IMPORTS[memo] = found
     return found
 
 
+#: how the stub's environment is set up: up to 25.07 by ``source bin/activate``; from 25.08
+#: Triton sets PATH, LD_LIBRARY_PATH and VIRTUAL_ENV and removes PYTHONHOME itself
+_ACTIVATE = 'source "$0/bin/activate" >/dev/null 2>&1; '
+_PATHS_ONLY = (
+    'export PATH="$0/bin:$PATH" LD_LIBRARY_PATH="$0/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" '
+    'VIRTUAL_ENV="$0"; unset PYTHONHOME; '
+)
+
+
 def _run_import(
-    root: Path, model_file: Path, *, environment: Optional[Path], timeout: float
+    root: Path,
+    model_file: Path,
+    *,
+    environment: Optional[Path],
+    timeout: float,
+    sources_activate: bool,
 ) -> EnvImport:
     arguments = {"model": str(model_file.resolve()), "gpu": sorted(GPU_MODULES)}
     # -B: no __pycache__ written into the user's model directory
-    command = 'source "$0/bin/activate" >/dev/null 2>&1; exec "$0/bin/python3" -I -B -c "$1" "$2"'
+    setup = _ACTIVATE if sources_activate else _PATHS_ONLY
+    command = setup + 'exec "$0/bin/python3" -I -B -c "$1" "$2"'
     work = tempfile.mkdtemp(prefix="tritonpy-inenv-")
     try:
         done = subprocess.run(
@@ -260,12 +293,20 @@ def _run_import(
 
 
 def import_in_environment(
-    environment: Path, model_file: Path, *, cache: Optional[Path] = None, timeout: float = 300.0
+    environment: Path,
+    model_file: Path,
+    *,
+    cache: Optional[Path] = None,
+    timeout: float = 300.0,
+    sources_activate: bool = True,
 ) -> EnvImport:
     """Import ``model_file`` inside ``environment`` (an archive, unpacked once into the cache,
-    or a directory). Raises :class:`ArchiveError` for an archive that cannot be unpacked and
-    :class:`EnvStartError` when the environment's python does not start."""
+    or a directory), its python started as :func:`import_in_root` says. Raises
+    :class:`ArchiveError` for an archive that cannot be unpacked and :class:`EnvStartError`
+    when the environment's python does not start."""
+    run = functools.partial(
+        import_in_root, environment=environment, timeout=timeout, sources_activate=sources_activate
+    )
     if environment.is_dir():
-        return import_in_root(environment, model_file, environment=environment, timeout=timeout)
-    root = unpacked_environment(environment, cache)
-    return import_in_root(root, model_file, environment=environment, timeout=timeout, remember=True)
+        return run(environment, model_file)
+    return run(unpacked_environment(environment, cache), model_file, remember=True)

@@ -123,7 +123,10 @@ def _import(plan: ModelPlan, place: ModelEnvironment, release: TritonRelease) ->
     filename = plan.config.default_model_filename or "model.py"
     try:
         model_file = find_model_file(plan.target, filename=filename)
-        found = import_in_environment(place.path, model_file)
+        # started as the release starts the stub (no source bin/activate from 25.08)
+        found = import_in_environment(
+            place.path, model_file, sources_activate=release.facts.sources_env_activate
+        )
     except ConfigError:
         return []  # no model file: the check reports it
     except (EnvStartError, ToolError) as exc:
