@@ -52,10 +52,10 @@ def _as_bool(model: Any, result: Any) -> bool:
 
 
 def release_of(pb: Any) -> str:
-    """The release the pb_utils in use says it is (the test harness's fake says; the real
-    module does not)."""
+    """`` (release YY.MM)`` when the pb_utils in use says which release it is (the test
+    harness's fake says; the real module does not), else ``""``."""
     tell = getattr(pb, "tritonpy_release", None)
-    return f"release {tell()}" if callable(tell) else "this release"
+    return f" (release {tell()})" if callable(tell) else ""
 
 
 def check_response_parameters(model: Any, pb: Any) -> None:
@@ -66,8 +66,8 @@ def check_response_parameters(model: Any, pb: Any) -> None:
     if hasattr(pb.InferenceResponse, "parameters"):
         return
     raise DeclarationError(
-        f"{type(model).__name__} declares response_parameters = True, but Triton's Python "
-        f"backend at {release_of(pb)} has no response parameters "
+        f"{type(model).__name__} declares response_parameters = True, but this Triton's "
+        f"Python backend{release_of(pb)} has no response parameters "
         f"(pb_utils.InferenceResponse(parameters=...) arrived in release 25.02, "
         f"{PARAMETERS_SOURCE}): serve it on 25.02 or later, or drop the declaration and "
         f"carry the values in an output"

@@ -63,7 +63,7 @@ def make_inference_response(pb: Any, tensors: Any, parameters: Mapping[str, Any]
         if "parameters" not in str(exc) and "argument" not in str(exc):
             raise
     raise OutputError(
-        f"response parameters {sorted(parameters)}: Triton's Python backend at "
+        f"response parameters {sorted(parameters)}: this Triton's Python backend"
         f"{release_of(pb)} has no response parameters (pb_utils.InferenceResponse("
         f"parameters=...) arrived in release 25.02, {PARAMETERS_SOURCE}; release 24.10 and "
         f"older refuse it, as do 24.11 to 25.01); return the outputs "
