@@ -26,6 +26,8 @@ from tritonpy.testing import (
 )
 from tritonpy.testing import fake_pb_utils as pb
 
+pytest_plugins = ["pytester"]
+
 IO: Dict[str, Any] = {
     "input": [{"name": "X", "data_type": "TYPE_INT32", "dims": [1]}],
     "output": [{"name": "TEXT", "data_type": "TYPE_STRING", "dims": [-1]}],
@@ -348,3 +350,17 @@ def test_is_ready_runs_as_model_code_with_pb_utils_importable() -> None:
 
     with ModelHarness(UsesPbUtils, config=IO, release="26.03") as harness:
         assert harness.is_ready()
+
+
+def test_the_plugins_option_sets_the_release_of_triton_model(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_release(triton_model):
+            class M:
+                def execute(self, requests):
+                    return []
+            assert triton_model(M).release == "26.07"
+            assert triton_model(M, release="25.02").release == "25.02"
+    """)
+    pytester.runpytest("-p", "no:cacheprovider", "--triton-release", "26.07").assert_outcomes(
+        passed=1
+    )

@@ -8,6 +8,10 @@ Fixtures:
 - ``fake_pb_utils``: the fake ``triton_python_backend_utils`` installed in ``sys.modules`` for
   the test (logs, metrics and BLS registrations cleared before and after).
 
+Option ``--triton-release YY.MM``: the target release of every harness ``triton_model`` makes
+without a ``release=`` of its own (default: the bundled 24.10), so one suite runs against
+several releases' pb_utils surfaces (``pytest --triton-release 26.07``).
+
 Importing this module is cheap: numpy and tritonclient load only when a fixture is used.
 """
 
@@ -27,8 +31,18 @@ if TYPE_CHECKING:
     from ._harness import ModelHarness
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--triton-release",
+        default=None,
+        metavar="YY.MM",
+        help="tritonpy: the Triton release whose pb_utils surface the triton_model harnesses "
+        "show (default 24.10, the bundled server's)",
+    )
+
+
 @pytest.fixture
-def triton_model() -> Iterator[Callable[..., ModelHarness]]:
+def triton_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., ModelHarness]]:
     """Factory fixture: ``harness = triton_model("models/add_sub")`` or
     ``triton_model(MyModel, config={...})``, any ModelHarness keyword included
     (``triton_model(MyModel, release="26.07")``); closed at teardown."""
@@ -36,7 +50,11 @@ def triton_model() -> Iterator[Callable[..., ModelHarness]]:
 
     made: List[ModelHarness] = []
 
+    release = request.config.getoption("triton_release", None)
+
     def factory(model: Any, **kwargs: Any) -> ModelHarness:
+        if release is not None:
+            kwargs.setdefault("release", release)
         harness = ModelHarness(model, **kwargs)
         made.append(harness)
         return harness
