@@ -364,3 +364,24 @@ def test_the_plugins_option_sets_the_release_of_triton_model(pytester: pytest.Py
     pytester.runpytest("-p", "no:cacheprovider", "--triton-release", "26.07").assert_outcomes(
         passed=1
     )
+
+
+def test_a_decoupled_callees_parameters_reach_the_bls_caller() -> None:
+    class TaggedStream:
+        def execute(self, requests: List[Any]) -> None:
+            for request in requests:
+                sender = request.get_response_sender()
+                y = pb.Tensor("Y", np.array([1], np.int32))
+                sender.send(pb.InferenceResponse([y], parameters={"part": 1}))
+                sender.send(flags=pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+    class Reader:
+        def execute(self, requests: List[Any]) -> List[Any]:
+            call = pb.InferenceRequest(
+                model_name="stream", inputs=list(requests[0].inputs()), requested_output_names=["Y"]
+            )
+            return [texts(*(r.parameters() for r in call.exec(decoupled=True))) for _ in requests]
+
+    with ModelHarness(TaggedStream, config=STREAM, name="stream", release="25.04") as stream:
+        with ModelHarness(Reader, config=IO, targets={"stream": stream}, release="25.04") as h:
+            assert h.infer(X)["TEXT"].tolist() == [b'{"part": 1}', b"{}"]
