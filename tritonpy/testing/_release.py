@@ -127,7 +127,9 @@ def warn_unused_hooks(facts: ReleaseFacts, model: Any, name: str) -> None:
 @dataclass(frozen=True)
 class Readiness:
     """What the server answers for a model's readiness: ``ready``, and when not, the error
-    code (``UNAVAILABLE``, ``INTERNAL``) and message it gives."""
+    code (``UNAVAILABLE``, ``INTERNAL``) and message the Python backend gives. A client sees
+    only "not ready": core r26.03 ``src/server.cc`` (ModelIsReady) asks every instance and
+    writes the message to its verbose log."""
 
     ready: bool
     code: str = ""
