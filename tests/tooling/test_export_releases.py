@@ -153,3 +153,47 @@ def test_shell_characters_pass_before_25_08() -> None:
     assert model_name_problems("double_rm", None, TritonRelease.parse("26.07")) == []
     # the backslash is in python_backend's INVALID_CHARS too
     assert model_name_problems("a\\b", None, TritonRelease.parse("25.08"))
+
+
+def test_a_packed_environment_of_another_python_fails_clearly_without_a_stub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub_calls: List[Dict[str, Any]]
+) -> None:
+    """The environment export packs (a spec pinning this machine's Python, 3.11 or so) on
+    26.07, whose container runs 3.12: the stub decision again, after the build."""
+    import tarfile
+    from types import SimpleNamespace
+
+    from mini_envs import XY, FakeBuilds, mini_env
+
+    if XY == "3.12":
+        pytest.skip("this Python is the 26.07 container's: no stub is needed (see above)")
+
+    def build(model_dir: Path, **options: Any) -> Any:
+        # a mini environment without the empty libpython of mini_env's layout: 26.07 puts
+        # <env>/lib first on LD_LIBRARY_PATH, where it would shadow the real one
+        env = mini_env(tmp_path / "sources" / Path(model_dir).name)
+        (env / "lib" / f"libpython{XY}.so.1.0").unlink()
+        archive = Path(model_dir) / f"{options['name']}_py{XY}.tar.gz"
+        with tarfile.open(archive, "w:gz") as tar:
+            tar.add(env, arcname=".")
+        return SimpleNamespace(archive=archive, python=XY, builder="local")
+
+    FakeBuilds(tmp_path / "unused").install(monkeypatch)
+    monkeypatch.setattr("tritonpy.envs._envcache.pack_env", build)
+    model = tmp_path / "repo" / "double"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(MODEL)
+    (model / "config.pbtxt").write_text('name: "double"\nbackend: "python"\n')
+    (model / "environment.yml").write_text(
+        f"name: e\ndependencies:\n  - python={XY}\n  - pip\n  - pip:\n    - numpy<2\n"
+    )
+    with pytest.raises(ExportError) as caught:
+        export_repository(tmp_path / "repo", tmp_path / "deploy", triton_version="26.07")
+    message = str(caught.value)
+    assert [(call["triton_version"], call["python"]) for call in stub_calls] == [("26.07", XY)]
+    assert message.startswith(
+        f"model 'double': environment Python {XY} differs from the Python 3.12 of the "
+        "release 26.07 container"
+    )
+    assert "none could be placed here" in message and "Dockerfile.stub" in message
+    assert not (tmp_path / "deploy" / "model_repository").exists()
