@@ -78,6 +78,8 @@ PINNED: Dict[str, List[str]] = {
         "ModelLoadError",
         "ModelProcessDiedError",
         "RawTarget",
+        "Readiness",
+        "ReleaseSurfaceWarning",
         "RepositoryHarness",
         "SequenceDriver",
         "fake_pb_utils",

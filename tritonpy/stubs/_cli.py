@@ -35,8 +35,9 @@ def add_parser(subparsers: shared.Subparsers) -> None:
         metavar="DIR",
         help="offline sources: python_backend, common, core, backend (and pybind11, dlpack, "
         "googletest) as checkouts DIR/NAME/ or archives DIR/NAME.tar.gz, or a folder of "
-        "releases DIR/triton-rYY.MM/ holding those; a build from the same inputs is taken from the stub cache (default: $TRITONPY_STUB_SOURCE_DIR, which "
-        "pack-env, serve and export use too)",
+        "releases DIR/triton-rYY.MM/ holding those; a build from the same inputs is taken "
+        "from the stub cache (default: $TRITONPY_STUB_SOURCE_DIR, which pack-env, serve and "
+        "export use too)",
     )
     parser.add_argument("--python-path", metavar="PATH", help="interpreter to build against")
     parser.add_argument("--build-script", metavar="PATH", help="another build_stub.sh")

@@ -39,10 +39,7 @@ from ._loading import pick_version as pick_version
 from ._loading import unload_package as unload_package
 from ._loading import version_dirs as version_dirs
 from ._process_guard import ModelProcessDiedError
-
-# issue 31's names: importable here; to be listed in __all__ with test_public_api's PINNED
-from ._release import Readiness as Readiness
-from ._release import ReleaseSurfaceWarning as ReleaseSurfaceWarning
+from ._release import Readiness, ReleaseSurfaceWarning
 from ._repository import RepositoryHarness
 from ._sequence_driver import SequenceDriver
 from ._targets import RawTarget
@@ -56,6 +53,8 @@ __all__ = [
     "ModelLoadError",
     "ModelProcessDiedError",
     "RawTarget",
+    "Readiness",
+    "ReleaseSurfaceWarning",
     "RepositoryHarness",
     "SequenceDriver",
     "fake_pb_utils",
