@@ -574,3 +574,45 @@ def test_the_archive_rules_predict_what_libarchive_refuses(tmp_path: Path, case:
             tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
     members = [info for info, _ in extra]
     assert _predicted(members) == _refused_by_libarchive(lib, archive, tmp_path / "out"), case
+
+
+def test_model_py_is_imported_as_the_target_release_starts_the_stub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a variable only bin/activate exports: 24.10 sources it, 25.08 starts the stub without it
+    from mini_envs import mini_env
+
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "repo" / "reader"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(
+        "import os\n\n"
+        "import tritonpy as tp\n\n"
+        "if 'READER_DATA' not in os.environ:\n"
+        "    raise RuntimeError('READER_DATA is not set')\n\n\n"
+        "class Reader(tp.Model):\n"
+        "    inputs = {'X': tp.Tensor('FP32', [-1])}\n"
+        "    outputs = {'Y': tp.Tensor('FP32', [-1])}\n\n"
+        "    def infer(self, X):\n"
+        "        return {'Y': X}\n\n\n"
+        "TritonPythonModel = Reader\n"
+    )
+    (model / "config.pbtxt").write_text(
+        'name: "reader"\nbackend: "python"\n'
+        'parameters { key: "EXECUTION_ENV_PATH" '
+        'value { string_value: "$$TRITON_MODEL_DIRECTORY/env" } }\n'
+    )
+    env = mini_env(model / "env")
+    # the empty stand-in libpython would shadow the real one on 25.08's LD_LIBRARY_PATH
+    for stand_in in (env / "lib").glob("libpython*.so*"):
+        stand_in.unlink()
+    with (env / "bin" / "activate").open("a") as activate:
+        activate.write('\nexport READER_DATA="$VIRTUAL_ENV/share"\n')
+
+    def import_failures(version: str) -> List[str]:
+        report = check_repository(tmp_path / "repo", triton_version=version)
+        return [f.message for f in report.findings if f.code in {"TP101", "TP109"}]
+
+    assert import_failures("24.10") == []
+    (failure,) = import_failures("25.08")
+    assert "READER_DATA is not set" in failure

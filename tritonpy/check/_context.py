@@ -43,6 +43,9 @@ class ModelEntry:
     environment_note: Optional[str] = None
     #: why the environment its spec declares could not be built
     environment_error: Optional[str] = None
+    #: whether the target release starts the stub through ``source <env>/bin/activate``
+    #: (up to 25.07; from 25.08 only PATH and LD_LIBRARY_PATH): model.py is imported so
+    sources_activate: bool = True
 
     @property
     def name(self) -> str:
@@ -95,7 +98,9 @@ class ModelEntry:
         except ConfigError:
             return None
         try:
-            return import_in_environment(self.environment.path, model_file)
+            return import_in_environment(
+                self.environment.path, model_file, sources_activate=self.sources_activate
+            )
         except (EnvStartError, ArchiveError) as exc:
             self.environment_note = str(exc)
             return None
@@ -212,6 +217,8 @@ class Repository:
         repo = cls(root, release, server_python or (release.python if release else None))
         for path in model_directories(root):
             entry = ModelEntry(root, path)
+            if release is not None:
+                entry.sources_activate = release.facts.sources_env_activate
             config_path = path / CONFIG_FILE
             if config_path.is_file():
                 try:
