@@ -13,7 +13,7 @@ import functools
 import inspect
 import json
 import threading
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..._tooling.release_facts import API_ITERATOR_CANCEL, API_RESPONSE_PARAMETERS
 from ._errors import TritonError, TritonModelException
@@ -318,6 +318,8 @@ class InferenceRequest:
         self._trace = trace
         self._parameters = _params_to_json(parameters)
         self._cancelled = False
+        #: called on each is_cancelled() (the harness's CancelAt(check=k) counts them)
+        self._on_cancel_check: Optional[Callable[[], None]] = None
         self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         self._sender: Optional[ResponseSender] = None
         self._decoupled = True
@@ -355,6 +357,8 @@ class InferenceRequest:
         return self._sender
 
     def is_cancelled(self) -> bool:
+        if self._on_cancel_check is not None:
+            self._on_cancel_check()
         return self._cancelled
 
     def set_release_flags(self, flags: int) -> None:
@@ -405,6 +409,15 @@ class InferenceRequest:
     def cancel_as_client(self) -> None:
         """Mark the request cancelled, as a client cancellation would."""
         self._cancelled = True
+
+    def watch_cancel_checks(self, hook: Optional[Callable[[], None]]) -> None:
+        """Call ``hook`` on each ``is_cancelled()`` (of the request or its response sender)
+        before it answers (None: stop); ``cancelled_by_client`` reads the flag uncounted."""
+        self._on_cancel_check = hook
+
+    def cancelled_by_client(self) -> bool:
+        """Whether the client cancelled, without counting as one of the model's checks."""
+        return self._cancelled
 
     def release_flags(self) -> int:
         """The flags of the last ``set_release_flags`` (RELEASE_ALL by default)."""
