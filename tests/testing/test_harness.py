@@ -407,21 +407,36 @@ def test_execute_exception_becomes_internal_error():
 
 
 @pytest.mark.parametrize(
-    ("returned", "match"),
+    ("returned", "stub_text"),
     [
-        ("[]", "returned 0 response"),
-        ("'x'", "must return a list"),
-        ("[1]", "where a pb_utils.InferenceResponse was expected"),
+        (
+            "[]",
+            "Number of InferenceResponse objects do not match the number of InferenceRequest "
+            "objects. InferenceRequest(s) size is:1, and InferenceResponse(s) size is:0\n",
+        ),
+        ("'x'", "Expected a list in the execute return, found type '<class 'str'>'."),
+        (
+            "[1]",
+            "Expected an 'InferenceResponse' object in the execute function return list, "
+            "found type '<class 'int'>'.",
+        ),
     ],
 )
-def test_contract_violations_are_model_bugs(returned, match):
+def test_contract_violations_are_the_servers_error_responses(returned, stub_text):
+    # the stub's texts (pb_stub.cc r24.10, ProcessReturnedResponses); tritonpy's explanation
+    # follows in str(), never in the message a client or a BLS caller receives
     ns = {}
     exec(f"def execute(self, requests):\n    return {returned}\n", ns)
     Bad = type("Bad", (), {"execute": ns["execute"]})
     cfg = {"input": [{"name": "X", "data_type": "TYPE_INT32", "dims": [1]}]}
-    with ModelHarness(Bad, config=cfg) as h, pytest.raises(ModelBugError, match=match):
+    with ModelHarness(Bad, config=cfg) as h, pytest.raises(TritonRequestError) as error:
         h.infer({"X": np.array([1], np.int32)})
-    assert issubclass(ModelBugError, TritonPyError)
+    assert (error.value.code, error.value.message) == (
+        "INTERNAL",
+        f"Failed to process the request(s) for model 'Bad_0', message: {stub_text}",
+    )
+    assert "(tritonpy: " in str(error.value) and error.value.explanation
+    assert isinstance(error.value, ModelBugError) and issubclass(ModelBugError, TritonPyError)
 
 
 def test_non_decoupled_model_may_use_the_response_sender():

@@ -9,7 +9,9 @@ from __future__ import annotations
 #: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
 __tracebackhide__ = True
 
-from .._runtime.errors import TritonPyError
+from typing import Any
+
+from .._runtime.errors import TritonPyError, TritonRequestError
 
 
 class HarnessError(TritonPyError):
@@ -19,3 +21,35 @@ class HarnessError(TritonPyError):
 class ModelBugError(HarnessError):
     """The model broke the Python-backend contract: wrong number of responses, a non-response
     object, no FINAL flag in decoupled mode..."""
+
+
+class ExecuteContractError(TritonRequestError, ModelBugError):
+    """What a client receives when ``execute()`` broke the Python-backend contract (returned
+    something other than a list of one response per request, responses from a decoupled
+    model, a response for a rescheduled request...): the server's error response, code
+    ``INTERNAL`` and the stub's message in :attr:`message`, exactly as tritonserver 24.10
+    sends it; :attr:`explanation` is tritonpy's account of the rule and its fix (appended to
+    ``str(error)``, never to the message a BLS caller receives).
+
+    It is a :class:`TritonRequestError` (what a client sees) and a :class:`ModelBugError`
+    (what it means).
+
+    Example::
+
+        try:
+            harness.infer({"X": x})
+        except ExecuteContractError as error:
+            assert error.code == "INTERNAL" and "Expected a list" in error.message
+            print(error.explanation)
+    """
+
+    def __init__(self, message: str, explanation: str) -> None:
+        TritonRequestError.__init__(self, "INTERNAL", message)
+        self.explanation = explanation
+        self.args = (f"[INTERNAL] {message}\n(tritonpy: {explanation})",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.message, self.explanation), self.__dict__)

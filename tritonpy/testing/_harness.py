@@ -57,7 +57,7 @@ from ._config import (
     parse_config_pbtxt,
 )
 from ._coroutines import LoopRunner
-from ._errors import HarnessError, ModelBugError
+from ._errors import ExecuteContractError, HarnessError, ModelBugError
 from ._harness_responses import ResponseViews
 from ._install import install_fake_pb_utils, uninstall_fake_pb_utils
 from ._load_checks import check_before_running, import_failed
@@ -70,12 +70,13 @@ from ._responses import (
     Outputs,
     StreamErrors,
     check_responses,
+    check_returned,
     client_outputs,
     collect_sent,
     decoupled_refused,
-    decoupled_returned,
     execute_failed,
     outputs_or_error,
+    stream_until_error,
 )
 from ._sequence_batches import request_rounds, run_sequence_batch
 from ._sequence_driver import SequenceDriver
@@ -271,9 +272,17 @@ class ModelHarness(Closing, ResponseViews):
         self.execute_calls += 1
         with self._running():
             try:
-                return self._call(self.model.execute, requests)
+                returned = self.model.execute(requests)
+                if inspect.iscoroutine(returned) and self.decoupled:
+                    # the stub runs it in the background and never looks at what it returns
+                    self._coroutines.run(returned)
+                    return None
+                if inspect.isawaitable(returned):
+                    returned = self._coroutines.run(returned)
             except (Exception, SystemExit) as exc:  # the stub reports sys.exit() as an error
                 raise execute_failed(self.instance_name, exc) from exc
+        check_returned(self.instance_name, requests, returned, self.decoupled)
+        return returned
 
     def _run(self, requests: List[pb.InferenceRequest]) -> Any:
         """``execute``, and again for the requests the model rescheduled (for a sequence
@@ -419,10 +428,11 @@ class ModelHarness(Closing, ResponseViews):
                     "responses >= 1; use cancel=True to cancel before execute()"
                 )
             request.get_response_sender().cancel_after(cancel_after)
-        returned = self._run([request])
-        if returned is not None:
-            if self.decoupled:
-                raise decoupled_returned(self.name, returned)
+        try:
+            returned = self._run([request])
+        except ExecuteContractError as error:
+            return stream_until_error(request, requested, error, errors)
+        if returned is not None:  # a model that is not decoupled, on a stream
             (response,) = check_responses(self.name, [request], returned, self.stream_timeout)
             return [client_outputs(response, requested)]
         sent = collect_sent(self.name, request, self.stream_timeout, cancel_after)

@@ -17,7 +17,6 @@ from ._responses import (
     Outputs,
     client_outputs,
     collect_sent,
-    decoupled_returned,
     response_parameters,
 )
 
@@ -104,9 +103,7 @@ class ResponseViews:
             assert sent[-1][1] == pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
         """
         request, _ = self._build_request(inputs, requested_outputs, parameters, request_id)
-        returned = self._execute([request])
-        if returned is not None:
-            raise decoupled_returned(self.name, returned)
+        self._execute([request])  # a decoupled model's returns are checked there
         collect_sent(self.name, request, self.stream_timeout)  # waits for the FINAL flag
         sender = request.created_sender()
         return list(sender.sent) if sender is not None else []

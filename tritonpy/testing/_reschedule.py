@@ -16,7 +16,6 @@ __tracebackhide__ = True
 
 from typing import Any, Callable, Dict, List, Optional
 
-from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
 from ._errors import ModelBugError
 
@@ -31,23 +30,6 @@ def _iterative(config: Dict[str, Any]) -> bool:
 def _rescheduled(requests: List[pb.InferenceRequest]) -> List[int]:
     flag = pb.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
     return [i for i, r in enumerate(requests) if r.release_flags() == flag]
-
-
-def _answered_rescheduled(instance: str, answer: Any) -> TritonRequestError:
-    """What the server answers when execute() returned a response in the place of a
-    rescheduled request (measured, r24.10; the stub's words, its misspelling included): the
-    whole execute() fails."""
-    kind = (
-        "<class 'c_python_backend_utils.InferenceResponse'>"
-        if isinstance(answer, pb.InferenceResponse)
-        else str(type(answer))
-    )
-    return TritonRequestError(
-        "INTERNAL",
-        f"Failed to process the request(s) for model '{instance}', message: Expected a None "
-        f"object in the execute function return list for reschduled request, found type "
-        f"'{kind}'.",
-    )
 
 
 def execute_with_rescheduling(
@@ -80,23 +62,19 @@ def execute_with_rescheduling(
                 f"model '{name}' rescheduled a request {MAX_ROUNDS} times in a row; "
                 "a rescheduled request must end with a response"
             )
-        if isinstance(returned, (list, tuple)):
-            for index in pending:
-                if returned[index] is not None:
-                    raise _answered_rescheduled(instance or f"{name}_0", returned[index])
         rerun = [requests[i] for i in pending]
         for request in rerun:
             request.set_release_flags(pb.TRITONSERVER_REQUEST_RELEASE_ALL)
             if again is not None:
                 again(request)
         answer = execute(rerun)
-        if isinstance(returned, (list, tuple)):
-            merged: List[Optional[Any]] = list(returned)
-            answers = list(answer) if isinstance(answer, (list, tuple)) else []
-            if len(answers) != len(rerun):
-                return answer  # the harness's checks report the wrong count
-            for index, item in zip(pending, answers):
-                merged[index] = item
-            returned = merged
+        # execute() checked both as the stub does: a list of one entry per request, or None
+        merged: List[Optional[Any]] = (
+            list(returned) if isinstance(returned, list) else [None] * len(requests)
+        )
+        answers = list(answer) if isinstance(answer, list) else [None] * len(rerun)
+        for index, item in zip(pending, answers):
+            merged[index] = item
+        returned = None if all(item is None for item in merged) else merged
         pending = [pending[i] for i in _rescheduled(rerun)]
     return returned

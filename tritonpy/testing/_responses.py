@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Literal, Optional, Union
 
 from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
-from ._errors import ModelBugError
+from ._errors import ExecuteContractError, ModelBugError
 from ._requests import NDArray, client_view
 
 Outputs = Dict[str, NDArray]
@@ -75,12 +75,91 @@ def decoupled_refused(name: str, protocol: Literal["http", "grpc"] = "http") -> 
     return TritonRequestError("UNSUPPORTED", DECOUPLED_REFUSED[protocol])
 
 
-def decoupled_returned(name: str, returned: Any) -> ModelBugError:
-    """The contract breach of a decoupled model whose ``execute`` returned responses."""
-    return ModelBugError(
-        f"model '{name}' is decoupled: execute() must return None and send responses through "
-        f"request.get_response_sender(), got {type(returned).__name__}"
+def stub_type(value: Any) -> str:
+    """``str(type(value))`` as the stub prints it: pb_utils's own classes are its C++ ones."""
+    if isinstance(value, pb.InferenceResponse):
+        return "<class 'c_python_backend_utils.InferenceResponse'>"
+    if isinstance(value, pb.InferenceRequest):
+        return "<class 'c_python_backend_utils.InferenceRequest'>"
+    return str(type(value))
+
+
+def contract_error(instance_name: str, stub_text: str, explanation: str) -> ExecuteContractError:
+    """The error response every request of the batch gets for a contract breach: the stub's
+    text behind the prefix it gives every failed execute (pb_stub.cc r24.10)."""
+    return ExecuteContractError(
+        f"Failed to process the request(s) for model '{instance_name}', message: {stub_text}",
+        explanation,
     )
+
+
+def decoupled_returned(instance_name: str, returned: Any) -> ExecuteContractError:
+    """The error of a decoupled model whose (non-async) ``execute`` returned something."""
+    return contract_error(
+        instance_name,
+        f"Python model '{instance_name}' is using the decoupled mode and the execute "
+        "function must return None.",
+        f"the model is decoupled: execute() returned a {type(returned).__name__}; return "
+        "None and send every response through request.get_response_sender()",
+    )
+
+
+def _check_item(instance_name: str, request: pb.InferenceRequest, item: Any) -> None:
+    """The stub's checks on one non-None entry of the returned list, in its order."""
+    if request.release_flags() == pb.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+        raise contract_error(
+            instance_name,
+            "Expected a None object in the execute function return list for reschduled "
+            f"request, found type '{stub_type(item)}'.",
+            "a request released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE is answered in "
+            "a later execute(): put None in its place in the returned list",
+        )
+    if not isinstance(item, pb.InferenceResponse):
+        raise contract_error(
+            instance_name,
+            "Expected an 'InferenceResponse' object in the execute function return list, "
+            f"found type '{stub_type(item)}'.",
+            f"execute() returned a {type(item).__name__} in the list; each entry must be a "
+            "pb_utils.InferenceResponse (or None for a request answered through its sender)",
+        )
+    sender = request.created_sender()
+    if sender is not None and sender.sent:
+        raise contract_error(
+            instance_name,
+            "Unable to send response. Non-decoupled model cannot send more than one response.",
+            f"request '{request.request_id()}' was already answered through its response "
+            "sender; put None in its place in the returned list",
+        )
+
+
+def check_returned(
+    instance_name: str, requests: List[pb.InferenceRequest], returned: Any, decoupled: bool
+) -> None:
+    """What the stub checks on what one ``execute`` call returned (ProcessReturnedResponses,
+    pb_stub.cc r24.10, in its order); raises the error response every request gets."""
+    if returned is None:
+        return
+    if decoupled:
+        raise decoupled_returned(instance_name, returned)
+    if not isinstance(returned, list):  # the stub's check: a tuple is refused too
+        raise contract_error(
+            instance_name,
+            f"Expected a list in the execute return, found type '{stub_type(returned)}'.",
+            f"execute() returned a {type(returned).__name__}; return a list with one "
+            "pb_utils.InferenceResponse per request, in order",
+        )
+    if len(returned) != len(requests):
+        raise contract_error(
+            instance_name,
+            "Number of InferenceResponse objects do not match the number of InferenceRequest "
+            f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
+            f"size is:{len(returned)}\n",
+            f"execute() got {len(requests)} request(s) and returned {len(returned)} "
+            "response(s); return exactly one per request, in order",
+        )
+    for request, item in zip(requests, returned):
+        if item is not None:
+            _check_item(instance_name, request, item)
 
 
 def collect_sent(
@@ -118,36 +197,44 @@ def check_responses(
     returned: Any,
     stream_timeout: Optional[float],
 ) -> List[pb.InferenceResponse]:
-    """One response per request for a non-decoupled model."""
-    if returned is None:
-        responses = []
-        for request in requests:
-            sent = collect_sent(name, request, stream_timeout)
-            if len(sent) != 1:
-                raise ModelBugError(
-                    f"model '{name}': a non-decoupled model must send exactly one "
-                    f"response per request; request '{request.request_id()}' got {len(sent)}"
-                )
-            responses.append(sent[0])
-        return responses
-    if not isinstance(returned, (list, tuple)):
-        raise ModelBugError(
-            f"model '{name}': execute() must return a list of InferenceResponse, "
-            f"got {type(returned).__name__}"
-        )
-    if len(returned) != len(requests):
-        raise ModelBugError(
-            f"model '{name}': execute() got {len(requests)} request(s) but returned "
-            f"{len(returned)} response(s); return exactly one InferenceResponse per request, "
-            f"in order"
-        )
-    for item in returned:
-        if not isinstance(item, pb.InferenceResponse):
+    """One response per request for a non-decoupled model, from what ``execute`` returned
+    (already checked as the stub checks it: :func:`check_returned`); a request with None in
+    its place (or all of them, for None) is answered through its response sender."""
+    items = list(returned) if isinstance(returned, list) else [None] * len(requests)
+    responses = []
+    for request, item in zip(requests, items):
+        if item is not None:
+            responses.append(item)
+            continue
+        sent = collect_sent(name, request, stream_timeout)
+        if len(sent) != 1:  # the fake's sender refuses a second one, as the stub's does
             raise ModelBugError(
-                f"model '{name}': execute() returned a {type(item).__name__} where a "
-                f"pb_utils.InferenceResponse was expected"
+                f"model '{name}': a non-decoupled model must send exactly one "
+                f"response per request; request '{request.request_id()}' got {len(sent)}"
             )
-    return list(returned)
+        responses.append(sent[0])
+    return responses
+
+
+def stream_until_error(
+    request: pb.InferenceRequest,
+    requested: Optional[List[str]],
+    error: TritonRequestError,
+    errors: StreamErrors,
+) -> List[Any]:
+    """What a streaming client receives when ``execute`` failed: the responses sent before,
+    then the error response, unless the request was already closed (its FINAL flag sent:
+    the backend answers no closed request again, python_be.cc r24.10)."""
+    sender = request.created_sender()
+    sent = list(sender.sent) if sender is not None else []
+    received: List[Any] = [outputs_or_error(r, requested) for r, _ in sent if r is not None]
+    if not any(flags & pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL for _, flags in sent):
+        received.append(error)
+    if errors == "raise":
+        for item in received:
+            if isinstance(item, TritonRequestError):
+                raise item
+    return received
 
 
 def response_parameters(response: pb.InferenceResponse) -> Dict[str, Any]:
