@@ -17,18 +17,25 @@ __tracebackhide__ = True
 
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .._runtime.errors import TritonRequestError
 from .._tooling.closing import Closing
-from ._config import parse_config_pbtxt
+from ._config import CONFIG_TO_WIRE, parse_config_pbtxt
 from ._errors import HarnessError
 from ._harness import ModelHarness
+from ._requests import check_requested_outputs, to_client_array, validate_request
 
 Outputs = Dict[str, NDArray[Any]]
+Result = Union[Outputs, TritonRequestError]
+
+#: an output a member's response left out: the server counts the tensor as produced all the
+#: same, runs the steps that read it without it (the member then refuses the request for its
+#: missing input) and leaves it out of the ensemble's response (measured on 24.10)
+ABSENT: Any = object()
 
 
 class EnsembleHarness(Closing):
@@ -36,10 +43,21 @@ class EnsembleHarness(Closing):
     step models, then run requests through the steps the way Triton's ensemble scheduler does:
     a step runs once every tensor of its ``input_map`` exists.
 
+    A request is first checked against the ensemble's own config, as the server checks it
+    (wrong shape or data type, a missing or unknown input, a batch above the ensemble's
+    ``max_batch_size``, an output the ensemble does not declare: INVALID_ARG naming the
+    ensemble). A step's error response reaches the client with the step's code and the
+    server's prefix, ``in ensemble '<name>', <the member's message>``.
+
     ``infer_requests`` sends several requests through each step in one ``execute()`` (as the
     dynamic batchers of the members would), and a request that fails in a step stops there with
     that step's error, like on the server. ``release``: the members' target release (see
     ModelHarness; default the bundled ``"24.10"``).
+
+    Example::
+
+        with EnsembleHarness("model_repository", "chain") as chain:
+            chain.infer({"IN": np.ones((1, 2), np.float32)}, requested_outputs=["OUT"])
     """
 
     def __init__(
@@ -59,6 +77,7 @@ class EnsembleHarness(Closing):
         self.steps: List[Dict[str, Any]] = list(
             self.config.get("ensemble_scheduling", {}).get("step", [])
         )
+        self._check_graph()
         self.members: Dict[str, ModelHarness] = {}
         try:
             for step in self.steps:
@@ -69,55 +88,136 @@ class EnsembleHarness(Closing):
             self.close()
             raise
 
-    def infer(self, inputs: Mapping[str, Any]) -> Outputs:
+    def _check_graph(self) -> None:
+        """The server refuses to load an ensemble whose step reads a tensor that neither the
+        ensemble's inputs nor any step's outputs provide."""
+        known = {io["name"] for io in self.config.get("input", [])}
+        known |= {t for s in self.steps for t in s.get("output_map", {}).values()}
+        for step in self.steps:
+            missing = sorted(set(step.get("input_map", {}).values()) - known)
+            if missing:
+                raise HarnessError(
+                    f"ensemble {self.name!r}: step {step['model_name']!r} reads {missing}, which "
+                    f"neither the ensemble's inputs nor any step's outputs provide (the server "
+                    f"refuses to load it); fix its input_map, then run 'tritonpy check'"
+                )
+
+    def infer(
+        self, inputs: Mapping[str, Any], *, requested_outputs: Optional[Iterable[str]] = None
+    ) -> Outputs:
         """One request through every step; its outputs, or a :class:`TritonRequestError`."""
-        (result,) = self.infer_requests([inputs])
+        (result,) = self.infer_requests([inputs], requested_outputs=requested_outputs)
         if isinstance(result, TritonRequestError):
             raise result
         return result
 
     def infer_requests(
-        self, requests: Sequence[Mapping[str, Any]]
-    ) -> List[Union[Outputs, TritonRequestError]]:
-        """Several requests through the steps; one result or error per request."""
-        tensors: List[Dict[str, Any]] = [dict(r) for r in requests]
-        failed: List[Optional[TritonRequestError]] = [None] * len(requests)
-        pending = list(self.steps)
-        while pending:
-            live = [i for i, error in enumerate(failed) if error is None]
-            if not live:
-                break
-            ready = [
-                s
-                for s in pending
-                if all(set(s["input_map"].values()) <= set(tensors[i]) for i in live)
+        self,
+        requests: Sequence[Mapping[str, Any]],
+        *,
+        requested_outputs: Optional[Iterable[str]] = None,
+    ) -> List[Result]:
+        """Several requests through the steps; one result or error per request (the same
+        ``requested_outputs`` for each, None: every output the ensemble declares)."""
+        wanted = None if requested_outputs is None else list(requested_outputs)
+        tensors: List[Dict[str, Any]] = []
+        failed: List[Optional[TritonRequestError]] = []
+        asked: List[List[str]] = []
+        for inputs in requests:
+            arrays, error, names = self._admit(inputs, wanted)
+            tensors.append(arrays)
+            failed.append(error)
+            asked.append(names)
+        self._run_steps(tensors, failed)
+        return [
+            error if error is not None else self._outputs(tensors[i], asked[i])
+            for i, error in enumerate(failed)
+        ]
+
+    def _admit(
+        self, inputs: Mapping[str, Any], wanted: Optional[List[str]]
+    ) -> Tuple[Dict[str, Any], Optional[TritonRequestError], List[str]]:
+        """A request as the server takes it: checked against the ensemble's own config."""
+        declared = {
+            io["name"]: CONFIG_TO_WIRE.get(io.get("data_type", ""))
+            for io in self.config.get("input", [])
+        }
+        try:
+            arrays = {n: to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
+            validate_request(self.config, self.name, arrays, "")
+            names = check_requested_outputs(self.config, self.name, wanted)
+        except TritonRequestError as error:
+            return {}, _unprefixed(error), []
+        return arrays, None, names
+
+    def _run_steps(
+        self, tensors: List[Dict[str, Any]], failed: List[Optional[TritonRequestError]]
+    ) -> None:
+        """Each step once per request, as soon as the request holds its inputs; the requests
+        a step is ready for go to its member together."""
+        pending = [list(self.steps) if error is None else [] for error in failed]
+        while True:
+            step = next(
+                (
+                    s
+                    for s in self.steps
+                    for i, todo in enumerate(pending)
+                    if failed[i] is None and s in todo and self._ready(s, tensors[i])
+                ),
+                None,
+            )
+            if step is None:
+                return
+            live = [
+                i
+                for i, todo in enumerate(pending)
+                if failed[i] is None and step in todo and self._ready(step, tensors[i])
             ]
-            if not ready:
-                missing = {t for s in pending for t in s["input_map"].values()}
-                raise HarnessError(
-                    f"ensemble {self.name!r}: steps {[s['model_name'] for s in pending]} wait "
-                    f"for tensors no step produces ({sorted(missing)}); run 'tritonpy check'"
-                )
-            step = ready[0]
-            pending.remove(step)
+            for i in live:
+                pending[i].remove(step)
             results = self.members[step["model_name"]].infer_requests(
-                [{k: tensors[i][v] for k, v in step["input_map"].items()} for i in live],
+                [
+                    {
+                        k: tensors[i][v]
+                        for k, v in step["input_map"].items()
+                        if tensors[i][v] is not ABSENT
+                    }
+                    for i in live
+                ],
                 requested_outputs=list(step["output_map"]),
             )
             for index, result in zip(live, results):
                 if isinstance(result, TritonRequestError):
-                    failed[index] = result
+                    failed[index] = self._step_error(result)
                     continue
                 for key, tensor in step["output_map"].items():
-                    tensors[index][tensor] = result[key]
-        names = [o["name"] for o in self.config.get("output", [])]
-        return [
-            error if error is not None else {n: np.asarray(tensors[i][n]) for n in names}
-            for i, error in enumerate(failed)
-        ]
+                    tensors[index][tensor] = result.get(key, ABSENT)
+
+    @staticmethod
+    def _ready(step: Dict[str, Any], tensors: Dict[str, Any]) -> bool:
+        return set(step["input_map"].values()) <= set(tensors)
+
+    def _step_error(self, error: TritonRequestError) -> TritonRequestError:
+        """A member's error response as the ensemble's client gets it: the member's code,
+        the server's prefix naming the ensemble."""
+        return TritonRequestError(error.code, f"in ensemble '{self.name}', {error.message}")
+
+    @staticmethod
+    def _outputs(tensors: Dict[str, Any], names: List[str]) -> Outputs:
+        """The requested outputs the steps produced (one a member left out is left out)."""
+        return {n: np.asarray(tensors[n]) for n in names if tensors.get(n, ABSENT) is not ABSENT}
 
     def close(self) -> None:
         """Close every member harness (runs their ``finalize``)."""
         for harness in self.members.values():
             harness.close()
         self.members = {}
+
+
+def _unprefixed(error: TritonRequestError) -> TritonRequestError:
+    """The server's refusal of an unknown input carries no request id (core r24.10
+    src/model.cc, Model::GetInput; measured on 24.10 for an ensemble)."""
+    head = "[request id: <id_unknown>] "
+    if error.message.startswith(head + "unexpected inference input '"):
+        return TritonRequestError(error.code, error.message[len(head) :])
+    return error

@@ -21,12 +21,14 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
+from .._runtime.errors import TritonRequestError
 from .._tooling.closing import Closing
 from . import fake_pb_utils as pb
 from ._config import directory_config
 from ._ensemble import EnsembleHarness
 from ._errors import HarnessError
 from ._harness import ModelHarness
+from ._requests import client_view
 from ._targets import bls_handler
 
 Outputs = Dict[str, Any]
@@ -82,7 +84,7 @@ class RepositoryHarness(Closing):
             if handler is None:
                 target = self.harness(name)
                 if isinstance(target, EnsembleHarness):
-                    handler = bls_handler(target.infer)
+                    handler = _ensemble_handler(target)
                 else:
                     handler = bls_handler(target)
             return handler(request)
@@ -118,10 +120,7 @@ class RepositoryHarness(Closing):
         requested_outputs: Optional[Iterable[str]] = None,
     ) -> Outputs:
         """Send one request to ``model``; its outputs as a client sees them."""
-        target = self.harness(model)
-        if isinstance(target, EnsembleHarness):
-            return target.infer(inputs)
-        return target.infer(inputs, requested_outputs=requested_outputs)
+        return self.harness(model).infer(inputs, requested_outputs=requested_outputs)
 
     def infer_stream(
         self,
@@ -146,3 +145,18 @@ class RepositoryHarness(Closing):
         for loaded in self._loaded.values():
             loaded.close()
         self._loaded = {}
+
+
+def _ensemble_handler(ensemble: EnsembleHarness) -> Any:
+    """A BLS call to an ensemble: its requested outputs, or the ensemble's error response
+    (its message only: 24.10's BLS path makes every callee's error INTERNAL)."""
+
+    def handler(request: pb.InferenceRequest) -> pb.InferenceResponse:
+        inputs = {t.name(): client_view(t.as_numpy()) for t in request.inputs()}
+        names = list(request.requested_output_names()) or None
+        (result,) = ensemble.infer_requests([inputs], requested_outputs=names)
+        if isinstance(result, TritonRequestError):
+            return pb.InferenceResponse(error=pb.TritonError(result.message))
+        return pb.InferenceResponse([pb.Tensor(n, v) for n, v in result.items()])
+
+    return handler
