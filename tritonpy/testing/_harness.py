@@ -47,6 +47,7 @@ from .._runtime.errors import TritonRequestError
 from .._tooling.closing import Closing
 from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils as pb
+from ._cancellation import CancelAt, cancelled_infer, cancelled_stream
 from ._clock import ManualClock, bind_clock
 from ._config import (
     InstanceKind,
@@ -303,6 +304,7 @@ class ModelHarness(Closing, ResponseViews):
         request_id: str = "",
         correlation_id: Union[int, str] = 0,
         flags: int = 0,
+        cancel: Optional[CancelAt] = None,
     ) -> Outputs:
         """Send one request; return its outputs as a client sees them (BYTES as object arrays
         of bytes). Raises TritonRequestError for a rejected request or an error response, and
@@ -312,12 +314,15 @@ class ModelHarness(Closing, ResponseViews):
         ``correlation_id`` and ``flags`` (START 1, END 2, both 3) are the request's sequence
         id and flags, for a model with ``sequence_batching``: the harness then checks them as
         the sequence batcher does and adds the control tensors its config names.
+        ``cancel=CancelAt(check=k)`` / ``CancelAt(after_s=t)``: the client cancels meanwhile.
 
         Example::
 
             model.infer({"VALUE": [[5]]}, correlation_id=7, flags=1)   # START of sequence 7
         """
         rest = (parameters, request_id, correlation_id, flags)
+        if cancel is not None:  # the client's CANCELLED, unless the model answered first
+            return cancelled_infer(self, cancel, inputs, requested_outputs, rest)
         return client_outputs(*self._respond(inputs, requested_outputs, *rest))
 
     def _respond(
@@ -391,7 +396,7 @@ class ModelHarness(Closing, ResponseViews):
         requested_outputs: Optional[Iterable[str]] = None,
         parameters: Optional[Dict[str, Any]] = None,
         request_id: str = "",
-        cancel: bool = False,
+        cancel: Union[bool, CancelAt] = False,
         cancel_after: Optional[int] = None,
         errors: StreamErrors = "raise",
         correlation_id: Union[int, str] = 0,
@@ -403,7 +408,7 @@ class ModelHarness(Closing, ResponseViews):
         instead (as a TritonRequestError), after the parts sent before it, as a streaming
         client's callback receives them. ``correlation_id`` and ``flags``: as for :meth:`infer`.
 
-        ``cancel=True`` cancels the request before ``execute`` sees it. ``cancel_after=n``
+        ``cancel=True`` cancels before ``execute`` (``CancelAt``: while it runs). ``cancel_after=n``
         cancels it once the model has sent ``n`` responses, as a gRPC client's
         ``stop_stream(cancel_requests=True)`` after its n-th response does: the model's
         ``is_cancelled()`` turns True and the first ``n`` responses are returned (the client
@@ -419,8 +424,10 @@ class ModelHarness(Closing, ResponseViews):
         request, requested = self._build_request(
             inputs, requested_outputs, parameters, request_id, correlation_id, flags
         )
-        if cancel:
+        if cancel is True:
             request.cancel_as_client()
+        elif isinstance(cancel, CancelAt):
+            return cancelled_stream(self, request, requested, cancel, errors)
         if cancel_after is not None:
             if cancel_after < 1:
                 raise HarnessError(

@@ -1,0 +1,281 @@
+"""Cancelling a request while ``execute()`` runs, as a client of the real server does.
+
+:class:`CancelAt` says when the harness's client cancels: at the model's k-th
+``is_cancelled()`` check (``check=k``, deterministic), or ``after_s`` seconds of wall time
+after it sent the request. Wall time, not :attr:`ModelHarness.clock`: ``execute()`` runs in
+the test's own thread, so the test cannot move a :class:`ManualClock` while the model sleeps
+and polls; a timer thread cancels instead, as a gRPC client's ``future.cancel()`` would.
+
+What the client then sees is what tritonclient's gRPC client sees from tritonserver 24.10
+(measured with Triton's own QA model ``qa/python_models/execute_cancel``, driven as
+``qa/L0_backend_python/lifecycle`` ``test_execute_cancel`` and ``decoupled``
+``test_decoupled_execute_cancel`` drive it): its own cancellation, code ``CANCELLED``,
+message ``Locally cancelled by application!``. Whatever the model answers afterwards (even
+its own ``TritonError.CANCELLED`` response) never reaches the client. On a stream, the
+responses sent before the cancellation arrive first.
+
+Example::
+
+    with ModelHarness("models/slow") as harness:
+        with pytest.raises(TritonRequestError) as info:
+            harness.infer({"DELAY": [[4.0]]}, cancel=CancelAt(check=2))
+        assert info.value.code == "CANCELLED"
+"""
+
+from __future__ import annotations
+
+#: pytest leaves this module's frames out of a failing test's traceback
+__tracebackhide__ = True
+
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, List, Mapping, Optional, Tuple
+
+from .._runtime.errors import TritonRequestError
+from . import fake_pb_utils as pb
+from ._errors import ExecuteContractError, HarnessError
+from ._responses import (
+    Outputs,
+    StreamErrors,
+    check_responses,
+    client_outputs,
+    collect_sent,
+    decoupled_refused,
+    outputs_or_error,
+    stream_until_error,
+)
+
+#: what tritonclient's gRPC client reports for a request it cancelled (grpc's own text,
+#: measured on 24.10 for ``async_infer(...).cancel()`` and ``stop_stream(cancel_requests=True)``)
+CLIENT_CANCELLED = "Locally cancelled by application!"
+
+
+@dataclass(frozen=True)
+class CancelAt:
+    """When the harness's client cancels a request that ``execute()`` is working on.
+
+    ``check=k``: the model's k-th ``is_cancelled()`` (on the request or its response sender)
+    is the first to answer True. ``after_s=t``: ``t`` seconds (wall time) after the request
+    was sent. Exactly one of the two. A model that answers before that point gets its answer
+    to the client, as on the server, where a cancel after the response changes nothing.
+
+    Example::
+
+        harness.infer({"EXECUTE_DELAY": [[4.0]]}, cancel=CancelAt(after_s=1.5))
+        harness.infer_stream({"TEXT": ["long"]}, cancel=CancelAt(check=3), errors="return")
+    """
+
+    check: Optional[int] = None
+    after_s: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        if (self.check is None) == (self.after_s is None):
+            raise HarnessError(
+                f"CancelAt(check={self.check!r}, after_s={self.after_s!r}): give exactly one, "
+                "check=k (the model's k-th is_cancelled()) or after_s=seconds (wall time)"
+            )
+        if self.check is not None and (isinstance(self.check, bool) or self.check < 1):
+            raise HarnessError(
+                f"CancelAt(check={self.check!r}): expected a check number >= 1 (1: the "
+                "model's first is_cancelled() answers True)"
+            )
+        if self.after_s is not None and not self.after_s >= 0:
+            raise HarnessError(
+                f"CancelAt(after_s={self.after_s!r}): expected seconds >= 0; use "
+                "cancel=True to cancel before execute()"
+            )
+
+    def describe(self) -> str:
+        if self.check is not None:
+            return f"at the model's is_cancelled() check number {self.check}"
+        return f"{self.after_s} s after sending it"
+
+
+class ClientCancelledError(TritonRequestError):
+    """What the client sees for a request it cancelled: code ``CANCELLED`` and
+    :data:`CLIENT_CANCELLED` in :attr:`message`, exactly as tritonclient's gRPC client; the
+    harness's account (when it cancelled, what the model answered that the client never
+    receives) in :attr:`explanation` and in ``str()``."""
+
+    def __init__(self, code: str, message: str, *, model: Optional[str] = None) -> None:
+        super().__init__(code, message, model=model)
+        self.explanation = ""
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        return f"{base} ({self.explanation})" if self.explanation else base
+
+
+class CancelWatch:
+    """Cancels one request at its :class:`CancelAt` point, once (not after the response)."""
+
+    def __init__(self, plan: CancelAt, request: pb.InferenceRequest, model: str) -> None:
+        self.plan = plan
+        self.request = request
+        self.model = model
+        self.checks = 0
+        self.fired = False
+        self.delivered = 0  # responses the client had received when it cancelled
+        self.answered = ""  # the model's answer, which the client never receives
+        self._done = False
+        self._lock = threading.Lock()
+        self._timer: Optional[threading.Timer] = None
+
+    def start(self) -> None:
+        if self.plan.check is not None:
+            self.request.watch_cancel_checks(self._counted)
+        else:
+            self._timer = threading.Timer(float(self.plan.after_s or 0), self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _counted(self) -> None:
+        with self._lock:
+            self.checks += 1
+            due = self.plan.check is not None and self.checks >= self.plan.check
+        if due:
+            self._fire()
+
+    def _fire(self) -> None:
+        with self._lock:
+            sender = self.request.created_sender()
+            if self._done or self.fired or (sender is not None and sender.wait_final(0)):
+                return  # the client has its answer already: a cancel changes nothing
+            self.fired = True
+            self.delivered = len(_responses(sender))
+            self.request.cancel_as_client()
+
+    def stop(self) -> None:
+        """The client has its answer: no cancellation from now on."""
+        with self._lock:
+            self._done = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self.request.watch_cancel_checks(None)
+
+    def error(self, answered: str = "") -> ClientCancelledError:
+        answered = answered or self.answered
+        exc = ClientCancelledError("CANCELLED", CLIENT_CANCELLED)
+        exc.explanation = (
+            f"tritonpy: the harness's client cancelled its request to model '{self.model}' "
+            f"{self.plan.describe()}, after {self.delivered} response(s); the model saw "
+            f"is_cancelled() True from then on"
+            + (f" and answered {answered}, which a client never receives" if answered else "")
+        )
+        return exc
+
+    def collect(self, timeout: Optional[float]) -> Optional[List[pb.InferenceResponse]]:
+        """A stream's responses as its client receives them: those sent before it cancelled,
+        then its CANCELLED error (an error response); None when the FINAL flag came first
+        (or ``timeout`` passed), for the usual collection."""
+        sender = self.request.created_sender()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while sender is not None and not self.fired:
+            if sender.wait_final(0.01) or (deadline is not None and time.monotonic() > deadline):
+                break
+        self.stop()
+        if not self.fired:
+            return None
+        message = f"{CLIENT_CANCELLED} ({self.error().explanation})"
+        cancelled = pb.InferenceResponse(error=pb.TritonError(message, pb.TritonError.CANCELLED))
+        return [*_responses(sender)[: self.delivered], cancelled]
+
+
+def _responses(sender: Optional[pb.ResponseSender]) -> List[pb.InferenceResponse]:
+    return [r for r, _ in (sender.sent if sender is not None else []) if r is not None]
+
+
+@contextmanager
+def cancelling(
+    plan: Optional[CancelAt], request: pb.InferenceRequest, model: str
+) -> Iterator[Optional[CancelWatch]]:
+    """Run the block (``execute()`` and the response checks of a non-streaming request) with
+    ``plan`` armed; if the client cancelled before the block ended, raise what it sees
+    (:class:`ClientCancelledError`) instead of the response or the error the model gave.
+    A streaming caller reads the watch with :meth:`CancelWatch.collect` inside the block."""
+    if plan is None:
+        yield None
+        return
+    watch = CancelWatch(plan, request, model)
+    watch.start()
+    try:
+        yield watch
+    except (TritonRequestError, HarnessError) as exc:
+        watch.stop()
+        if watch.fired:
+            raise watch.error(_answer(exc)) from exc
+        raise
+    watch.stop()
+    if watch.fired:
+        raise watch.error()
+
+
+def _answer(exc: BaseException) -> str:
+    if isinstance(exc, TritonRequestError):
+        return f"[{exc.code}] {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _described(response: pb.InferenceResponse) -> str:
+    error = response.error()
+    if error is None:
+        return "with its outputs"
+    return f"[{error.code().name}] {error.message()}"
+
+
+def cancelled_infer(
+    harness: Any,
+    plan: CancelAt,
+    inputs: Mapping[str, Any],
+    requested_outputs: Optional[Iterable[str]],
+    rest: Tuple[Any, ...],
+) -> Outputs:
+    """``ModelHarness.infer(..., cancel=plan)``: the outputs, or the client's CANCELLED
+    error when it cancelled before the model answered."""
+    if harness.decoupled:
+        raise decoupled_refused(harness.name)
+    request, requested = harness._build_request(inputs, requested_outputs, *rest)
+    with cancelling(plan, request, harness.name) as watch:
+        returned = harness._run([request])
+        (response,) = check_responses(harness.name, [request], returned, harness.stream_timeout)
+        assert watch is not None
+        watch.answered = _described(response)
+    return client_outputs(response, requested)
+
+
+def cancelled_stream(
+    harness: Any,
+    request: pb.InferenceRequest,
+    requested: Optional[List[str]],
+    plan: CancelAt,
+    errors: StreamErrors,
+) -> List[Any]:
+    """``ModelHarness.infer_stream(..., cancel=plan)``: the parts the client received before
+    it cancelled, then its CANCELLED error (raised, or in the list with ``errors="return"``);
+    everything, as without ``cancel``, when the FINAL flag came first."""
+    watch = CancelWatch(plan, request, harness.name)
+    watch.start()
+    try:
+        returned = harness._run([request])
+    except ExecuteContractError as error:
+        watch.stop()
+        if watch.fired:
+            raise watch.error(f"[{error.code}] {error.message}") from error
+        return stream_until_error(request, requested, error, errors)
+    except BaseException:
+        watch.stop()
+        raise
+    if returned is not None:  # a model that is not decoupled, on a stream
+        watch.stop()
+        if watch.fired:
+            raise watch.error()
+        (response,) = check_responses(harness.name, [request], returned, harness.stream_timeout)
+        return [client_outputs(response, requested)]
+    sent = watch.collect(harness.stream_timeout)
+    if sent is None:
+        sent = collect_sent(harness.name, request, harness.stream_timeout)
+    if errors == "raise":
+        return [client_outputs(r, requested) for r in sent]
+    return [outputs_or_error(r, requested) for r in sent]
