@@ -70,6 +70,8 @@ PINNED: Dict[str, List[str]] = {
         "size",
     ],
     "tritonpy.testing": [
+        "CancelAt",
+        "ClientCancelledError",
         "EnsembleHarness",
         "HarnessError",
         "ManualClock",

@@ -5,6 +5,9 @@
 - :class:`EnsembleHarness`: run an ensemble's steps over one ModelHarness per member;
 - :class:`RepositoryHarness`: every model of a repository, each a BLS target of the others;
 - :class:`RawTarget`: a BLS target written on pb_utils requests;
+- :class:`CancelAt` (``harness.infer(..., cancel=CancelAt(check=2))``): the client cancels
+  while ``execute()`` runs, and sees :class:`ClientCancelledError` (``CANCELLED``), as on
+  the server;
 - ``ModelHarness(..., release="26.07")``: the Triton release whose pb_utils surface, name
   rules and readiness the harness shows (default the bundled 24.10); :class:`Readiness`
   (``harness.readiness()``) and :class:`ReleaseSurfaceWarning` (a hook the release never calls);
@@ -24,6 +27,7 @@ from __future__ import annotations
 from .._runtime._public_names import publish as _publish
 from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils
+from ._cancellation import CancelAt, ClientCancelledError
 from ._clock import ManualClock
 from ._config import parse_config_pbtxt
 from ._ensemble import EnsembleHarness
@@ -45,6 +49,8 @@ from ._sequence_driver import SequenceDriver
 from ._targets import RawTarget
 
 __all__ = [
+    "CancelAt",
+    "ClientCancelledError",
     "EnsembleHarness",
     "HarnessError",
     "ManualClock",
