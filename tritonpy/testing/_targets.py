@@ -29,6 +29,7 @@ from __future__ import annotations
 #: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
 __tracebackhide__ = True
 
+import json
 import os
 import weakref
 from contextlib import suppress
@@ -140,7 +141,11 @@ def _harness_handler(harness: ModelHarness) -> Handler:
         if harness.decoupled:
             return _stream(harness, request, inputs, names)
         try:
-            return response_from(*harness.infer_with_parameters(inputs, requested_outputs=names))
+            return response_from(
+                *harness.infer_with_parameters(
+                    inputs, requested_outputs=names, parameters=_parameters_of(request)
+                )
+            )
         except TritonRequestError as exc:
             return _model_error(exc.message)
 
@@ -155,21 +160,39 @@ def _stream(
 ) -> List[pb.InferenceResponse]:
     try:
         sent = harness.stream_responses(
-            inputs, requested_outputs=names, request_id=request.request_id()
+            inputs,
+            requested_outputs=names,
+            parameters=_parameters_of(request),
+            request_id=request.request_id(),
         )
     except TritonRequestError as exc:
         return [_model_error(exc.message)]
     parts: List[pb.InferenceResponse] = []
     for response, flags in sent:
         if response is None:
-            continue
+            # a flags-only FINAL reaches the caller as an empty response (measured, 24.10)
+            parts.append(pb.InferenceResponse())
+            break
         if response.has_error():
             if flags & pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL:
                 raise ModelBugError(final_error_hangs(harness.name, response))
+            parts.append(pb.InferenceResponse())  # the stream just ends (24.10)
             break  # 24.10 does not hand a decoupled target's error response to the caller
         parts.append(response)
-    parts.append(pb.InferenceResponse())  # the FINAL flag arrives as an empty response
+        if flags & pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+            # a data response sent with the FINAL flag is the last one: no empty response
+            # follows it (measured, 24.10: QA async_execute_decouple_bls)
+            break
+    else:
+        parts.append(pb.InferenceResponse())  # the stream's end, as an empty response
     return parts
+
+
+def _parameters_of(request: pb.InferenceRequest) -> Dict[str, Any]:
+    """The parameters a BLS request carries, as the target receives them (the server hands
+    the callee the caller's ``parameters=``; measured, 24.10: QA bls_parameters)."""
+    parsed = json.loads(request.parameters() or "{}")
+    return dict(parsed) if isinstance(parsed, dict) else {}
 
 
 def final_error_hangs(model: str, response: pb.InferenceResponse) -> str:

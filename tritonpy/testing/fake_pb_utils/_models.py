@@ -7,10 +7,13 @@ from __future__ import annotations
 #: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
 __tracebackhide__ = True
 
+import sys
 from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Set
 
-from ._errors import ServerAbort
+from ..._tooling.errors import ModelLoadError
+from ._errors import ServerAbort, TritonModelException
 
 if TYPE_CHECKING:
     from ._requests import InferenceRequest
@@ -106,3 +109,52 @@ def is_model_ready(model_name: str, model_version: str = "") -> bool:
         return False
     version = getattr(handler, "model_version", None)
     return not model_version or version is None or str(version) == str(model_version)
+
+
+#: the stub's refusal of BLS outside ``execute`` (python_backend r24.10 src/infer_request.cc)
+BLS_OUTSIDE_EXECUTE = "BLS is only supported during the 'execute' function."
+
+_HOOKS = ("initialize", "execute", "finalize")
+
+
+class BLSInInitializeError(TritonModelException, ModelLoadError):
+    """Not in the real module: the stub's TritonModelException for BLS in ``initialize``
+    (its text is the stub's), also a :class:`~tritonpy.testing.ModelLoadError`: on the
+    server the model then fails to load (measured, 24.10: QA bls_init_error, "failed to load
+    '<model>' version 1: Internal: TritonModelException: BLS is only supported during the
+    'execute' function."). ``explanation`` says what to do instead."""
+
+    def __init__(self) -> None:
+        ModelLoadError.__init__(self, BLS_OUTSIDE_EXECUTE)
+        self.explanation = (
+            "a BLS request (InferenceRequest.exec/async_exec) was sent from the model's "
+            "initialize(); Triton serves BLS only while execute() runs, so the model fails "
+            "to load. Send the request from execute() (e.g. on the first request) instead"
+        )
+
+
+def model_hook() -> Optional[str]:
+    """Not in the real module: the model hook (``initialize``, ``execute``, ``finalize``) the
+    code calling now runs in, None outside any (test code, the harness, a model's own
+    thread). The nearest calling frame that is a hook of a model object (one with an
+    ``execute`` method) decides, so a BLS target's ``initialize`` run lazily inside its
+    caller's ``execute`` counts as ``initialize``, as on the server."""
+    frame: Optional[FrameType] = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_name
+        owner = frame.f_locals.get("self") if name in _HOOKS else None
+        if owner is not None and callable(getattr(owner, "execute", None)):
+            return name
+        frame = frame.f_back
+    return None
+
+
+def bls_refusal() -> Optional[TritonModelException]:
+    """Not in the real module: the stub's exception for a BLS call made now, None when the
+    call runs inside a model's ``execute`` (or outside any model hook, see
+    :func:`model_hook`). From ``finalize`` the stub raises the same text, which the server
+    logs, unloading the model as usual (measured, 24.10: QA bls_finalize_error)."""
+    hook = model_hook()
+    if hook == "initialize":
+        return BLSInInitializeError()
+    return TritonModelException(BLS_OUTSIDE_EXECUTE) if hook == "finalize" else None

@@ -12,12 +12,13 @@ import enum
 import functools
 import inspect
 import json
+import sys
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..._tooling.release_facts import API_ITERATOR_CANCEL, API_RESPONSE_PARAMETERS
 from ._errors import TritonError, TritonModelException
-from ._models import loaded_handler
+from ._models import bls_refusal, loaded_handler, model_hook
 from ._release import STUB_MODULE, ReleaseMethod, constructor_refused, has_api
 from ._tensor import Tensor
 
@@ -28,20 +29,16 @@ TRITONSERVER_REQUEST_RELEASE_ALL = 1
 TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
 
 
-def _params_to_json(parameters: Union[str, Dict[str, Any], None]) -> str:
-    if parameters is None:
-        return "{}"
-    if isinstance(parameters, str):
+def _params_to_json(parameters: Union[str, Dict[str, Any], None], server_json: bool) -> str:
+    """``parameters`` as the stub's constructor takes them (python_backend r24.10
+    src/pb_stub.cc: ``PyDefaultArgumentToMutableType<py::dict>`` and the key/value checks),
+    kept as JSON text. ``server_json``: the harness hands the JSON text the server built for
+    a client's request (no model can: the stub refuses a str)."""
+    if server_json and isinstance(parameters, str):
         json.loads(parameters)  # must be valid JSON
         return parameters
-    if not isinstance(parameters, dict):
-        raise TypeError(f"parameters must be a dict or JSON string, got {type(parameters)}")
-    for key, value in parameters.items():
-        if not isinstance(key, str) or not isinstance(value, (bool, int, str)):
-            raise TritonModelException(
-                f"parameter {key!r}: keys must be str and values bool, int or str"
-            )
-    return json.dumps(parameters)
+    # what the server hands the callee: the caller's dict (measured, 24.10 QA bls_parameters)
+    return _response_parameters(parameters)
 
 
 def _tensors(values: Optional[Sequence[Tensor]], what: str) -> List[Tensor]:
@@ -278,6 +275,21 @@ class PreferredMemory:
         self.preferred_device_id = preferred_device_id
 
 
+class InferenceTrace:
+    """A request's trace (``request.trace()``; pass it on with ``InferenceRequest(trace=)``):
+    the fake traces nothing, so ``get_context()`` is None, as the stub's answer for a
+    request without an OpenTelemetry context (python_backend r24.10 src/pb_stub.cc)."""
+
+    def __init__(self, context: str = "") -> None:
+        self._context = context
+
+    def get_context(self) -> Optional[str]:
+        return self._context or None
+
+    def __repr__(self) -> str:
+        return f"<{STUB_MODULE}.InferenceTrace object at {hex(id(self))}>"
+
+
 class MemoryType(enum.IntEnum):
     TRITONSERVER_MEMORY_GPU = 0
     TRITONSERVER_MEMORY_CPU = 1
@@ -287,26 +299,128 @@ TRITONSERVER_MEMORY_GPU = MemoryType.TRITONSERVER_MEMORY_GPU
 TRITONSERVER_MEMORY_CPU = MemoryType.TRITONSERVER_MEMORY_CPU
 
 
+#: the 24.10 binding's constructor, as pybind11 shows it (measured; object addresses aside)
+_REQUEST_SIGNATURE_24_10 = (
+    "request_id: str = '', correlation_id: object = 0, inputs: "
+    "List[triton::backend::python::PbTensor], requested_output_names: List[str], "
+    f"model_name: str, model_version: int = -1, flags: int = 0, timeout: int = 0, "
+    f"preferred_memory: {STUB_MODULE}.PreferredMemory = "
+    f"<{STUB_MODULE}.PreferredMemory object at {{memory}}>, trace: "
+    f"{STUB_MODULE}.InferenceTrace = <{STUB_MODULE}.InferenceTrace object at {{trace}}>, "
+    "parameters: object = None"
+)
+#: the binding's default objects, whose addresses its signature shows
+_DEFAULT_MEMORY = PreferredMemory(TRITONSERVER_MEMORY_CPU, 0)
+_DEFAULT_TRACE = InferenceTrace()
+_REQUEST_ARGS = (
+    "request_id", "correlation_id", "inputs", "requested_output_names", "model_name",
+    "model_version", "flags", "timeout", "preferred_memory", "trace", "parameters",
+)  # fmt: skip
+_REQUIRED = ("inputs", "requested_output_names", "model_name")
+
+
+def _text(value: Any) -> Optional[str]:
+    """A str argument as pybind11 converts it to std::string (bytes too); None if not."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return None
+
+
+def _request_arguments(args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The constructor's arguments by name, None where the binding's overload does not take
+    them (a missing model name, inputs or output names, a None or a wrongly typed one)."""
+    if len(args) > len(_REQUEST_ARGS) or set(kwargs) - set(_REQUEST_ARGS):
+        return None
+    named = dict(zip(_REQUEST_ARGS, args))
+    if set(named) & set(kwargs):
+        return None
+    named.update(kwargs)
+    if any(named.get(name) is None for name in _REQUIRED):
+        return None
+    if any(named.get(n, 0) is None for n in _REQUEST_ARGS[:-1]):
+        return None  # py::arg(...).none(false): only ``parameters`` takes None
+    names = named["requested_output_names"]
+    texts = [_text(n) for n in names] if isinstance(names, (list, tuple, set)) else [None]
+    if _text(named["model_name"]) is None or _text(named.get("request_id", "")) is None:
+        return None
+    if any(t is None for t in texts):
+        return None
+    return _named_texts(named, texts)
+
+
+def _named_texts(named: Dict[str, Any], output_names: Sequence[Any]) -> Dict[str, Any]:
+    """``named`` with its model name, request id and output names as str (bytes decoded)."""
+    out = dict(named, requested_output_names=list(output_names))
+    for key in ("model_name", "request_id"):
+        if key in out:
+            out[key] = _text(out[key])
+    return out
+
+
+def _lenient_arguments(args: Sequence[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The arguments of a request built outside model code (a test handing ``execute`` a
+    request, as the server would build it): missing ones take empty defaults."""
+    named = dict(zip(_REQUEST_ARGS, args), **kwargs)
+    for key, empty in (("inputs", []), ("requested_output_names", []), ("model_name", "")):
+        if named.get(key) is None:
+            named[key] = empty
+    return _named_texts(named, list(named["requested_output_names"]))
+
+
 class InferenceRequest:
     """An inference request (``pb_utils.InferenceRequest``): what ``execute`` receives, and what
-    a model builds for BLS."""
+    a model builds for BLS.
 
-    def __init__(
+    Built by model code (inside ``initialize``, ``execute`` or ``finalize``), it takes its
+    arguments as the stub's binding does (python_backend r24.10 src/pb_stub.cc): ``inputs``,
+    ``requested_output_names`` and ``model_name`` are required (pybind11's TypeError
+    without them, measured on 24.10), names may be bytes, and ``parameters`` is a dict of
+    str to bool/int/str (a JSON string is refused, as the stub refuses it). Built outside
+    model code (a test handing ``execute`` a request the server would build), missing
+    arguments default to empty and ``parameters`` may be JSON text.
+
+    Example::
+
+        request = pb_utils.InferenceRequest(
+            model_name="scale", inputs=[pb_utils.Tensor("X", x)],
+            requested_output_names=["Y"], parameters={"factor": 2},
+        )
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.startswith("tritonpy.testing._") or model_hook() is None:
+            # built outside model code: by the harness or a test, standing for the request
+            # the server hands execute() (parameters may be its JSON text)
+            self._init(**_lenient_arguments(args, kwargs), server_json=True)
+            return
+        named = _request_arguments(args, kwargs)
+        if named is None:
+            signature = _REQUEST_SIGNATURE_24_10.format(
+                memory=hex(id(_DEFAULT_MEMORY)), trace=hex(id(_DEFAULT_TRACE))
+            )
+            raise constructor_refused("InferenceRequest", signature, args, list(kwargs.items()))
+        self._init(**named)
+
+    def _init(
         self,
+        inputs: Sequence[Tensor],
+        requested_output_names: Iterable[str],
+        model_name: str,
         request_id: str = "",
         correlation_id: Union[int, str] = 0,
-        inputs: Optional[Sequence[Tensor]] = None,
-        requested_output_names: Optional[Iterable[str]] = None,
-        model_name: str = "",
         model_version: int = -1,
         flags: int = 0,
         timeout: int = 0,
         preferred_memory: Optional[PreferredMemory] = None,
-        trace: Any = None,
+        trace: Optional[InferenceTrace] = None,
         parameters: Union[str, Dict[str, Any], None] = None,
+        server_json: bool = False,
     ) -> None:
         tensors = _tensors(inputs, "InferenceRequest inputs")
-        self._request_id = request_id
+        self._request_id = _text(request_id) or ""
         self._correlation_id = correlation_id
         self._inputs = tensors
         self._requested_output_names: Set[str] = set(requested_output_names or ())
@@ -315,8 +429,8 @@ class InferenceRequest:
         self._flags = flags
         self._timeout = timeout
         self._preferred_memory = preferred_memory or PreferredMemory(TRITONSERVER_MEMORY_CPU, 0)
-        self._trace = trace
-        self._parameters = _params_to_json(parameters)
+        self._trace = trace if trace is not None else InferenceTrace()
+        self._parameters = _params_to_json(parameters, server_json)
         self._cancelled = False
         #: called on each is_cancelled() (the harness's CancelAt(check=k) counts them)
         self._on_cancel_check: Optional[Callable[[], None]] = None
@@ -345,7 +459,7 @@ class InferenceRequest:
     def parameters(self) -> str:
         return self._parameters
 
-    def trace(self) -> Any:
+    def trace(self) -> InferenceTrace:
         return self._trace
 
     def requested_output_names(self) -> Set[str]:
@@ -370,7 +484,14 @@ class InferenceRequest:
         """Business-logic scripting: run this request on another model.
 
         The fake has no server, so the target must be registered with
-        :func:`register_bls_model` (``ModelHarness.register_bls_model``)."""
+        :func:`register_bls_model` (``ModelHarness.register_bls_model``). As in the stub
+        (python_backend r24.10 src/infer_request.cc ``InferRequest::Exec``), a call from a
+        model's ``initialize`` or ``finalize`` raises TritonModelException("BLS is only
+        supported during the 'execute' function.") (from ``initialize`` it is also a
+        ModelLoadError: the model fails to load)."""
+        refusal = bls_refusal()
+        if refusal is not None:
+            raise refusal
         handler = loaded_handler(self._model_name)
         if handler is None:
             # the server's answer for a model it does not have (measured, r24.10): an error
@@ -398,6 +519,9 @@ class InferenceRequest:
         """As in the stub: needs a running event loop (``RuntimeError: no running event loop``
         otherwise) and returns a future that runs :meth:`exec` in the loop's executor."""
         loop = asyncio.get_running_loop()
+        refusal = bls_refusal()  # checked here: exec() runs on an executor thread
+        if refusal is not None:
+            raise refusal
         return loop.run_in_executor(None, functools.partial(self.exec, decoupled=decoupled))
 
     # -- not in pb_utils: for the harness ------------------------------------------------
