@@ -129,11 +129,9 @@ class RepositoryHarness(Closing):
         *,
         requested_outputs: Optional[Iterable[str]] = None,
     ) -> List[Outputs]:
-        """Send one request to the decoupled ``model``; every response's outputs."""
-        target = self.harness(model)
-        if isinstance(target, EnsembleHarness):
-            raise HarnessError(f"model '{model}' is an ensemble: use infer()")
-        return target.infer_stream(inputs, requested_outputs=requested_outputs)
+        """Send one request to the decoupled ``model`` (or an ensemble, decoupled or not),
+        as a gRPC stream does; every response's outputs."""
+        return self.harness(model).infer_stream(inputs, requested_outputs=requested_outputs)
 
     def close(self) -> None:
         """Close every loaded model and remove the BLS registrations."""
