@@ -21,6 +21,7 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from tritonpy import TritonRequestError
 from tritonpy.client import request_error as _request_error
+from tritonpy.client import stream_infer
 from tritonpy.server import TritonServer
 from tritonpy.testing._repository import RepositoryHarness
 
@@ -215,3 +216,29 @@ def test_the_cases_show_what_they_claim(answers: Dict[str, Dict[str, Answer]]) -
         "inputs for model 'batched_step'"
     )
     assert server("ensemble-io")["OUTPUT0"] == list(range(10))
+
+
+STREAMED = {"INPUT0": np.arange(6, dtype=np.float32), "GPU_OUTPUT": np.zeros(3, bool)}
+
+
+def test_a_decoupled_ensemble_streams_as_the_server(server: TritonServer) -> None:
+    """L0_backend_python/io's decoupled trial: three members answering twice each give the
+    client 2 * 2 * 2 responses; a request the ensemble's config refuses ends the stream with
+    the same message (inside a stream 24.10 sends only an error's message); a non-streaming
+    request is refused as for any decoupled model."""
+    model = "ensemble_io_decoupled"
+    streamed = stream_infer(server.grpc_url, model, STREAMED, protocol="grpc")
+    assert streamed.error is None and len(streamed.responses) == 8
+    wrong = {**STREAMED, "INPUT0": np.zeros((2, 3), np.float32)}
+    refused = stream_infer(server.grpc_url, model, wrong, protocol="grpc")
+    assert not refused.responses and refused.error is not None
+    with RepositoryHarness(MODELS) as repo:
+        parts = repo.infer_stream(model, STREAMED)
+        with pytest.raises(TritonRequestError) as raised:
+            repo.infer_stream(model, wrong)
+        not_streamed = via_harness(repo, model, STREAMED, None)
+    assert [_outputs(p) for p in parts] == [_outputs(r) for r in streamed.responses]
+    assert raised.value.code == "INVALID_ARG" and raised.value.message == refused.error.message
+    assert "for model 'ensemble_io_decoupled'. Expected [-1], got [2,3]" in raised.value.message
+    assert not_streamed == via_server(server, "http", model, STREAMED, None)
+    assert not_streamed[0] == "UNSUPPORTED"
