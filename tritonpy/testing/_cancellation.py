@@ -167,20 +167,15 @@ class CancelWatch:
         return exc
 
     def collect(self, timeout: Optional[float]) -> Optional[List[pb.InferenceResponse]]:
-        """A stream's responses as its client receives them: those sent before it cancelled,
-        then its CANCELLED error (an error response); None when the FINAL flag came first
-        (or ``timeout`` passed), for the usual collection."""
+        """The responses a stream's client received before it cancelled; None when the FINAL
+        flag came first (or ``timeout`` passed), for the usual collection."""
         sender = self.request.created_sender()
         deadline = None if timeout is None else time.monotonic() + timeout
         while sender is not None and not self.fired:
             if sender.wait_final(0.01) or (deadline is not None and time.monotonic() > deadline):
                 break
         self.stop()
-        if not self.fired:
-            return None
-        message = f"{CLIENT_CANCELLED} ({self.error().explanation})"
-        cancelled = pb.InferenceResponse(error=pb.TritonError(message, pb.TritonError.CANCELLED))
-        return [*_responses(sender)[: self.delivered], cancelled]
+        return _responses(sender)[: self.delivered] if self.fired else None
 
 
 def _responses(sender: Optional[pb.ResponseSender]) -> List[pb.InferenceResponse]:
@@ -273,9 +268,17 @@ def cancelled_stream(
             raise watch.error()
         (response,) = check_responses(harness.name, [request], returned, harness.stream_timeout)
         return [client_outputs(response, requested)]
-    sent = watch.collect(harness.stream_timeout)
-    if sent is None:
-        sent = collect_sent(harness.name, request, harness.stream_timeout)
+    before = watch.collect(harness.stream_timeout)
+    if before is None:  # the FINAL flag came first (no wait then), or none came in time
+        sender = request.created_sender()
+        final = sender is not None and sender.wait_final(0)
+        sent = collect_sent(harness.name, request, 0 if final else harness.stream_timeout)
+    else:
+        sent = before
     if errors == "raise":
-        return [client_outputs(r, requested) for r in sent]
-    return [outputs_or_error(r, requested) for r in sent]
+        parts = [client_outputs(r, requested) for r in sent]
+        if before is not None:
+            raise watch.error()
+        return parts
+    received: List[Any] = [outputs_or_error(r, requested) for r in sent]
+    return received if before is None else [*received, watch.error()]
