@@ -57,7 +57,6 @@ from ._config import (
     initialize_args,
     parse_config_pbtxt,
 )
-from ._coroutines import LoopRunner
 from ._errors import ExecuteContractError, HarnessError, ModelBugError
 from ._harness_responses import ResponseViews
 from ._install import install_fake_pb_utils, uninstall_fake_pb_utils
@@ -70,7 +69,7 @@ from ._reschedule import execute_with_rescheduling
 from ._responses import (
     Outputs,
     StreamErrors,
-    check_responses,
+    batch_answers,
     check_returned,
     client_outputs,
     collect_sent,
@@ -82,6 +81,7 @@ from ._responses import (
 from ._sequence_batches import request_rounds, run_sequence_batch
 from ._sequence_driver import SequenceDriver
 from ._sequences import CorrelationId, SequenceRules
+from ._stub_loop import StubLoop
 from ._targets import versioned_handler
 from .fake_pb_utils import _errors as pb_errors
 from .fake_pb_utils._models import model_running
@@ -130,7 +130,7 @@ class ModelHarness(Closing, ResponseViews):
             self.register_bls_model(target_name, target)
         self._ended: Optional[ProcessEnded] = None  # set when the model ended its own process
         self._tmpdir: Optional[str] = None
-        self._coroutines = LoopRunner()
+        self._coroutines = StubLoop()
         self._sys_path_entries: List[str] = []
         self.stream_timeout = stream_timeout
         self.instance_kind = instance_kind
@@ -332,9 +332,10 @@ class ModelHarness(Closing, ResponseViews):
         if self.decoupled:
             raise decoupled_refused(self.name)
         request, requested = self._build_request(inputs, requested_outputs, *rest)
-        returned = self._run([request])
-        (response,) = check_responses(self.name, [request], returned, self.stream_timeout)
-        return response, requested
+        (answer,) = batch_answers(self.name, [request], self._run, self.stream_timeout)
+        if isinstance(answer, TritonRequestError):
+            raise answer
+        return answer, requested
 
     def infer_requests(
         self,
@@ -380,13 +381,9 @@ class ModelHarness(Closing, ResponseViews):
         results: Dict[int, Union[Outputs, TritonRequestError]] = {}
         for round_ in request_rounds(self.sequence_rules, ids, build, results):
             batch = [r for _, r in round_]
-            try:
-                responses = check_responses(self.name, batch, self._run(batch), self.stream_timeout)
-            except TritonRequestError as exc:
-                results.update((idx, exc) for idx, _ in round_)
-            else:
-                for (idx, _), response in zip(round_, responses):
-                    results[idx] = outputs_or_error(response, requested)
+            answers = batch_answers(self.name, batch, self._run, self.stream_timeout)
+            for (idx, _), answer in zip(round_, answers):
+                results[idx] = outputs_or_error(answer, requested)
         return [results[idx] for idx in range(len(requests))]
 
     def infer_stream(
@@ -435,13 +432,13 @@ class ModelHarness(Closing, ResponseViews):
                     "responses >= 1; use cancel=True to cancel before execute()"
                 )
             request.get_response_sender().cancel_after(cancel_after)
+        if not self.decoupled:  # on a stream, as a gRPC client may send to it
+            (answer,) = batch_answers(self.name, [request], self._run, self.stream_timeout, True)
+            return stream_until_error(request, requested, answer, errors)
         try:
-            returned = self._run([request])
+            self._run([request])  # None: execute() checked it
         except ExecuteContractError as error:
             return stream_until_error(request, requested, error, errors)
-        if returned is not None:  # a model that is not decoupled, on a stream
-            (response,) = check_responses(self.name, [request], returned, self.stream_timeout)
-            return [client_outputs(response, requested)]
         sent = collect_sent(self.name, request, self.stream_timeout, cancel_after)
         if errors == "raise":
             return [client_outputs(r, requested) for r in sent]

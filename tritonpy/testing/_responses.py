@@ -8,10 +8,12 @@ from __future__ import annotations
 #: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
 __tracebackhide__ = True
 
+import asyncio
+import concurrent.futures
 import json
 import os
 import traceback
-from typing import Any, Dict, List, Literal, Optional, Union
+from typing import Any, Callable, Dict, List, Literal, Optional, Union
 
 from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
@@ -23,6 +25,12 @@ Outputs = Dict[str, NDArray]
 StreamErrors = Literal["raise", "return"]
 #: frames of the harness's own code, left out of the tracebacks a client sees
 _TESTING_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: ... and those of the event loop a coroutine execute() runs on (the stub's list has none)
+_HIDDEN_DIRS = (
+    _TESTING_DIR,
+    os.path.dirname(os.path.abspath(asyncio.__file__)) + os.sep,
+    os.path.dirname(os.path.abspath(concurrent.futures.__file__)) + os.sep,
+)
 
 
 def client_outputs(response: pb.InferenceResponse, requested: Optional[List[str]]) -> Outputs:
@@ -38,9 +46,12 @@ def client_outputs(response: pb.InferenceResponse, requested: Optional[List[str]
 
 
 def outputs_or_error(
-    response: pb.InferenceResponse, requested: Optional[List[str]]
+    response: Union[pb.InferenceResponse, TritonRequestError], requested: Optional[List[str]]
 ) -> Union[Outputs, TritonRequestError]:
-    """What a client receives for a response: its outputs, or its error (returned)."""
+    """What a client receives for a response: its outputs, or its error (returned); an error
+    given in its place is returned as it is."""
+    if isinstance(response, TritonRequestError):
+        return response
     try:
         return client_outputs(response, requested)
     except TritonRequestError as exc:
@@ -53,7 +64,7 @@ def execute_failed(instance_name: str, exc: BaseException) -> TritonRequestError
     frames = "".join(
         f"  {f.filename}({f.lineno}): {f.name}\n"
         for f in reversed(traceback.extract_tb(exc.__traceback__))
-        if not f.filename.startswith(_TESTING_DIR)
+        if not f.filename.startswith(_HIDDEN_DIRS)
     )
     return TritonRequestError(
         "INTERNAL",
@@ -219,22 +230,78 @@ def check_responses(
 def stream_until_error(
     request: pb.InferenceRequest,
     requested: Optional[List[str]],
-    error: TritonRequestError,
+    error: Union[pb.InferenceResponse, TritonRequestError],
     errors: StreamErrors,
 ) -> List[Any]:
-    """What a streaming client receives when ``execute`` failed: the responses sent before,
-    then the error response, unless the request was already closed (its FINAL flag sent:
-    the backend answers no closed request again, python_be.cc r24.10)."""
-    sender = request.created_sender()
-    sent = list(sender.sent) if sender is not None else []
-    received: List[Any] = [outputs_or_error(r, requested) for r, _ in sent if r is not None]
-    if not any(flags & pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL for _, flags in sent):
-        received.append(error)
+    """What a streaming client receives when ``execute`` failed (``error``): the responses
+    sent before, then the error response, unless the request was already closed (its FINAL
+    flag sent: the backend answers no closed request again, python_be.cc r24.10). For a model
+    that is not decoupled, ``error`` is its one answer (:func:`batch_answers`), maybe a
+    response."""
+    if isinstance(error, pb.InferenceResponse):
+        received: List[Any] = [outputs_or_error(error, requested)]
+    else:
+        sender = request.created_sender()
+        sent = list(sender.sent) if sender is not None else []
+        received = [outputs_or_error(r, requested) for r, _ in sent if r is not None]
+        if not any(flags & pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL for _, flags in sent):
+            received.append(error)
     if errors == "raise":
         for item in received:
             if isinstance(item, TritonRequestError):
                 raise item
     return received
+
+
+Answer = Union[pb.InferenceResponse, TritonRequestError]
+
+
+#: what a gRPC client of a model that is not decoupled receives when its request got a
+#: response (no FINAL flag) and then the error response of a failed execute (measured, 24.10,
+#: QA response_sender_error; an HTTP client gets a body it cannot decode)
+TWO_RESPONSES = "expected a single response, got 2"
+
+
+def _answer_after_error(
+    request: pb.InferenceRequest, error: TritonRequestError, stream: bool
+) -> Answer:
+    """A request's answer once ``execute`` failed: the error response, unless its sender had
+    sent a response: with the FINAL flag the request is closed and keeps it (the backend
+    answers no closed request again, python_be.cc r24.10); without, it gets two responses:
+    a gRPC stream keeps the first, a unary call fails (:data:`TWO_RESPONSES`)."""
+    sender = request.created_sender()
+    sent = list(sender.sent) if sender is not None else []
+    responses = [r for r, _ in sent if r is not None]
+    if not responses:
+        return error
+    closed = any(flags & pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL for _, flags in sent)
+    if closed or stream:
+        return responses[0]
+    return ExecuteContractError(
+        TWO_RESPONSES,
+        f"request '{request.request_id()}' got a response through its sender without "
+        "flags=TRITONSERVER_RESPONSE_COMPLETE_FINAL, then execute() failed "
+        f"({error.message.splitlines()[0] if error.message else error.code}): the server "
+        "sends the error response too. Send the response with the FINAL flag",
+    )
+
+
+def batch_answers(
+    name: str,
+    requests: List[pb.InferenceRequest],
+    run: Callable[[List[pb.InferenceRequest]], Any],
+    stream_timeout: Optional[float],
+    stream: bool = False,
+) -> List[Answer]:
+    """Each request's answer from a model that is not decoupled: its response, or the error
+    response of a failed ``execute`` (raised, or a contract breach; a request its sender had
+    answered keeps that answer, see :func:`_answer_after_error`). ``stream``: a gRPC
+    stream's client (QA response_sender over a stream)."""
+    try:
+        returned = run(requests)
+    except TritonRequestError as error:
+        return [_answer_after_error(request, error, stream) for request in requests]
+    return list(check_responses(name, requests, returned, stream_timeout))
 
 
 def response_parameters(response: pb.InferenceResponse) -> Dict[str, Any]:
