@@ -241,4 +241,4 @@ def test_a_decoupled_ensemble_streams_as_the_server(server: TritonServer) -> Non
     assert raised.value.code == "INVALID_ARG" and raised.value.message == refused.error.message
     assert "for model 'ensemble_io_decoupled'. Expected [-1], got [2,3]" in raised.value.message
     assert not_streamed == via_server(server, "http", model, STREAMED, None)
-    assert not_streamed[0] == "UNSUPPORTED"
+    assert isinstance(not_streamed, tuple) and not_streamed[0] == "UNSUPPORTED"
