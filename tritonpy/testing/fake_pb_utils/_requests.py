@@ -11,12 +11,18 @@ import asyncio
 import enum
 import functools
 import inspect
-import json
 import sys
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..._tooling.release_facts import API_ITERATOR_CANCEL, API_RESPONSE_PARAMETERS
+from ._binding import (
+    dict_parameters,
+    lenient_arguments,
+    request_arguments,
+    request_parameters,
+    request_refused,
+)
 from ._errors import TritonError, TritonModelException
 from ._models import bls_refusal, loaded_handler, model_hook
 from ._release import STUB_MODULE, ReleaseMethod, constructor_refused, has_api
@@ -27,18 +33,6 @@ TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 TRITONSERVER_REQUEST_RELEASE_ALL = 1
 TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
-
-
-def _params_to_json(parameters: Union[str, Dict[str, Any], None], server_json: bool) -> str:
-    """``parameters`` as the stub's constructor takes them (python_backend r24.10
-    src/pb_stub.cc: ``PyDefaultArgumentToMutableType<py::dict>`` and the key/value checks),
-    kept as JSON text. ``server_json``: the harness hands the JSON text the server built for
-    a client's request (no model can: the stub refuses a str)."""
-    if server_json and isinstance(parameters, str):
-        json.loads(parameters)  # must be valid JSON
-        return parameters
-    # what the server hands the callee: the caller's dict (measured, 24.10 QA bls_parameters)
-    return _response_parameters(parameters)
 
 
 def _tensors(values: Optional[Sequence[Tensor]], what: str) -> List[Tensor]:
@@ -72,26 +66,6 @@ _RESPONSE_SIGNATURE_24_10 = (
 )
 
 
-def _response_parameters(value: Any) -> str:
-    """``parameters`` as the r25.02 stub takes them (src/pb_stub.cc PyParametersToJSON):
-    None or a dict of str to bool/int/str, kept as its JSON text."""
-    if value is None:
-        value = {}
-    if not isinstance(value, dict):
-        # PyDefaultArgumentToMutableType<py::dict>: the C++ type's mangled name, as GCC gives it
-        raise TritonModelException(f"Expect N8pybind114dictE, got {type(value)}")
-    for key, item in value.items():
-        if not isinstance(key, str):
-            raise TritonModelException(
-                f"Expect parameters keys to have type str, found type {type(key)}"
-            )
-        if not isinstance(item, (bool, int, str)):
-            raise TritonModelException(
-                f"Expect parameters values to have type bool/int/str, found type {type(item)}"
-            )
-    return json.dumps(value)
-
-
 class InferenceResponse:
     """One response (``pb_utils.InferenceResponse``). Output data is copied on creation.
 
@@ -123,7 +97,7 @@ class InferenceResponse:
             )
         #: the JSON text of the response parameters ("{}": none); read it through
         #: parameters() in model code, as the release allows
-        self._parameters = _response_parameters(parameters)
+        self._parameters = dict_parameters(parameters)
         # The real stub copies output data into shared memory; take the same snapshot here.
         self._outputs = [t._snapshot() for t in tensors]
         self._error = error
@@ -299,76 +273,6 @@ TRITONSERVER_MEMORY_GPU = MemoryType.TRITONSERVER_MEMORY_GPU
 TRITONSERVER_MEMORY_CPU = MemoryType.TRITONSERVER_MEMORY_CPU
 
 
-#: the 24.10 binding's constructor, as pybind11 shows it (measured; object addresses aside)
-_REQUEST_SIGNATURE_24_10 = (
-    "request_id: str = '', correlation_id: object = 0, inputs: "
-    "List[triton::backend::python::PbTensor], requested_output_names: List[str], "
-    f"model_name: str, model_version: int = -1, flags: int = 0, timeout: int = 0, "
-    f"preferred_memory: {STUB_MODULE}.PreferredMemory = "
-    f"<{STUB_MODULE}.PreferredMemory object at {{memory}}>, trace: "
-    f"{STUB_MODULE}.InferenceTrace = <{STUB_MODULE}.InferenceTrace object at {{trace}}>, "
-    "parameters: object = None"
-)
-#: the binding's default objects, whose addresses its signature shows
-_DEFAULT_MEMORY = PreferredMemory(TRITONSERVER_MEMORY_CPU, 0)
-_DEFAULT_TRACE = InferenceTrace()
-_REQUEST_ARGS = (
-    "request_id", "correlation_id", "inputs", "requested_output_names", "model_name",
-    "model_version", "flags", "timeout", "preferred_memory", "trace", "parameters",
-)  # fmt: skip
-_REQUIRED = ("inputs", "requested_output_names", "model_name")
-
-
-def _text(value: Any) -> Optional[str]:
-    """A str argument as pybind11 converts it to std::string (bytes too); None if not."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogateescape")
-    return None
-
-
-def _request_arguments(args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The constructor's arguments by name, None where the binding's overload does not take
-    them (a missing model name, inputs or output names, a None or a wrongly typed one)."""
-    if len(args) > len(_REQUEST_ARGS) or set(kwargs) - set(_REQUEST_ARGS):
-        return None
-    named = dict(zip(_REQUEST_ARGS, args))
-    if set(named) & set(kwargs):
-        return None
-    named.update(kwargs)
-    if any(named.get(name) is None for name in _REQUIRED):
-        return None
-    if any(named.get(n, 0) is None for n in _REQUEST_ARGS[:-1]):
-        return None  # py::arg(...).none(false): only ``parameters`` takes None
-    names = named["requested_output_names"]
-    texts = [_text(n) for n in names] if isinstance(names, (list, tuple, set)) else [None]
-    if _text(named["model_name"]) is None or _text(named.get("request_id", "")) is None:
-        return None
-    if any(t is None for t in texts):
-        return None
-    return _named_texts(named, texts)
-
-
-def _named_texts(named: Dict[str, Any], output_names: Sequence[Any]) -> Dict[str, Any]:
-    """``named`` with its model name, request id and output names as str (bytes decoded)."""
-    out = dict(named, requested_output_names=list(output_names))
-    for key in ("model_name", "request_id"):
-        if key in out:
-            out[key] = _text(out[key])
-    return out
-
-
-def _lenient_arguments(args: Sequence[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """The arguments of a request built outside model code (a test handing ``execute`` a
-    request, as the server would build it): missing ones take empty defaults."""
-    named = dict(zip(_REQUEST_ARGS, args), **kwargs)
-    for key, empty in (("inputs", []), ("requested_output_names", []), ("model_name", "")):
-        if named.get(key) is None:
-            named[key] = empty
-    return _named_texts(named, list(named["requested_output_names"]))
-
-
 class InferenceRequest:
     """An inference request (``pb_utils.InferenceRequest``): what ``execute`` receives, and what
     a model builds for BLS.
@@ -394,14 +298,11 @@ class InferenceRequest:
         if caller.startswith("tritonpy.testing._") or model_hook() is None:
             # built outside model code: by the harness or a test, standing for the request
             # the server hands execute() (parameters may be its JSON text)
-            self._init(**_lenient_arguments(args, kwargs), server_json=True)
+            self._init(**lenient_arguments(args, kwargs), server_json=True)
             return
-        named = _request_arguments(args, kwargs)
+        named = request_arguments(args, kwargs)
         if named is None:
-            signature = _REQUEST_SIGNATURE_24_10.format(
-                memory=hex(id(_DEFAULT_MEMORY)), trace=hex(id(_DEFAULT_TRACE))
-            )
-            raise constructor_refused("InferenceRequest", signature, args, list(kwargs.items()))
+            raise request_refused(args, kwargs)
         self._init(**named)
 
     def _init(
@@ -420,7 +321,7 @@ class InferenceRequest:
         server_json: bool = False,
     ) -> None:
         tensors = _tensors(inputs, "InferenceRequest inputs")
-        self._request_id = _text(request_id) or ""
+        self._request_id = request_id
         self._correlation_id = correlation_id
         self._inputs = tensors
         self._requested_output_names: Set[str] = set(requested_output_names or ())
@@ -430,7 +331,7 @@ class InferenceRequest:
         self._timeout = timeout
         self._preferred_memory = preferred_memory or PreferredMemory(TRITONSERVER_MEMORY_CPU, 0)
         self._trace = trace if trace is not None else InferenceTrace()
-        self._parameters = _params_to_json(parameters, server_json)
+        self._parameters = request_parameters(parameters, server_json)
         self._cancelled = False
         #: called on each is_cancelled() (the harness's CancelAt(check=k) counts them)
         self._on_cancel_check: Optional[Callable[[], None]] = None
