@@ -12,7 +12,9 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import sys
 import traceback
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Literal, Optional, Union
 
 from .._runtime.errors import TritonRequestError
@@ -92,7 +94,14 @@ def stub_type(value: Any) -> str:
         return "<class 'c_python_backend_utils.InferenceResponse'>"
     if isinstance(value, pb.InferenceRequest):
         return "<class 'c_python_backend_utils.InferenceRequest'>"
-    return str(type(value))
+    kind = type(value)
+    package, _, rest = kind.__module__.partition(".")
+    module = sys.modules.get(kind.__module__)
+    if package.startswith("_tritonpy_model_") and rest and module is not None:
+        # the stub imports model.py as a module of its version directory: '1.model'
+        version = Path(getattr(module, "__file__", "") or "").parent.name
+        return f"<class '{version}.{rest}.{kind.__qualname__}'>"
+    return str(kind)
 
 
 def contract_error(instance_name: str, stub_text: str, explanation: str) -> ExecuteContractError:
