@@ -21,11 +21,15 @@ from tritonpy import TritonRequestError
 from tritonpy.client import request_error
 from tritonpy.server import TritonServer
 from tritonpy.testing import CancelAt, ClientCancelledError, ModelHarness
+from tritonpy.testing import fake_pb_utils as pb
 
 pytestmark = pytest.mark.integration
 
+#: what tritonclient's gRPC client reports for a request it cancelled (measured, 24.10)
+CLIENT_SEES = ("CANCELLED", "Locally cancelled by application!")
+
 MODELS = Path(__file__).parent / "qa_cancel_models"
-PLAIN, STREAM = "qa_execute_cancel", "qa_execute_cancel_stream"
+PLAIN, STREAM, BLS = "qa_execute_cancel", "qa_execute_cancel_stream", "qa_execute_cancel_bls"
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,7 @@ def server(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> TritonServer:
     repo = tmp_path_factory.mktemp("qa_cancel") / "repo"
-    return triton_server_factory(repository_builder(repo, PLAIN, STREAM, source=MODELS))
+    return triton_server_factory(repository_builder(repo, PLAIN, STREAM, BLS, source=MODELS))
 
 
 def _input(name: str, value: Any, dtype: Any) -> List[Any]:
@@ -45,12 +49,14 @@ def _input(name: str, value: Any, dtype: Any) -> List[Any]:
     return [tensor]
 
 
-def _server_cancel(server: TritonServer, delay: float, cancel_s: float) -> Tuple[str, str]:
+def _server_cancel(
+    server: TritonServer, delay: float, cancel_s: float, model: str = PLAIN
+) -> Tuple[str, str]:
     """lifecycle_test's way: async_infer, cancel the future while execute() runs."""
     answers: queue.Queue[Any] = queue.Queue()
     with grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}") as client:
         future = client.async_infer(
-            PLAIN,
+            model,
             _input("EXECUTE_DELAY", delay, np.float32),
             lambda result, error: answers.put((result, error)),
         )
@@ -101,11 +107,43 @@ def test_cancel_while_execute_runs(server: TritonServer) -> None:
         assert "answered [CANCELLED] work stopped: cancelled" in info.value.explanation
 
 
-def test_the_model_saw_the_cancel_on_the_server(server: TritonServer) -> None:
+def _logged(server: TritonServer, mark: str) -> List[str]:
+    assert server.log_path is not None
+    return [line for line in Path(server.log_path).read_text().splitlines() if mark in line]
+
+
+def _harness_logged(mark: str) -> List[str]:
+    return [r.message for r in pb.log_records if mark in r.message]
+
+
+def test_the_model_sees_the_cancel_in_both(server: TritonServer) -> None:
     _server_cancel(server, delay=3.0, cancel_s=0.5)
     time.sleep(0.5)  # the model's next poll
-    assert server.log_path is not None
-    assert "[qa_execute_cancel] cancel seen at poll" in Path(server.log_path).read_text()
+    assert _logged(server, "[qa_execute_cancel] cancel seen at poll")
+    pb.clear_logs()
+    with ModelHarness(MODELS / PLAIN) as harness, pytest.raises(ClientCancelledError):
+        harness.infer({"EXECUTE_DELAY": np.array([[3.0]], np.float32)}, cancel=CancelAt(check=3))
+    assert _harness_logged("[qa_execute_cancel] cancel seen at poll") == [
+        "[qa_execute_cancel] cancel seen at poll 3"
+    ]
+
+
+def test_a_bls_callee_is_not_cancelled_with_its_caller(server: TritonServer) -> None:
+    """24.10: the client's cancel reaches the caller's request only; the callee runs to its
+    end (its request is a new one), and the client still sees its own cancellation."""
+    mark = "[qa_execute_cancel_bls]"
+    assert _server_cancel(server, delay=2.0, cancel_s=0.7, model=BLS) == CLIENT_SEES
+    time.sleep(2.0)  # the callee's end and the caller's log line
+    (served,) = _logged(server, mark)
+    assert "callee ran to its end; caller cancelled: True" in served
+    pb.clear_logs()
+    with ModelHarness(MODELS / PLAIN) as callee:
+        with ModelHarness(MODELS / BLS, targets={PLAIN: callee}) as caller:
+            with pytest.raises(ClientCancelledError) as info:
+                delay = {"EXECUTE_DELAY": np.array([[2.0]], np.float32)}
+                caller.infer(delay, cancel=CancelAt(after_s=0.7))
+    assert _agrees(info.value, *CLIENT_SEES)
+    assert _harness_logged(mark) == [f"{mark} callee ran to its end; caller cancelled: True"]
 
 
 def test_a_cancel_after_the_answer_changes_nothing(server: TritonServer) -> None:
