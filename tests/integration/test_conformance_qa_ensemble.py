@@ -9,6 +9,7 @@ the ensemble) and prefixes a member's error with ``in ensemble '<name>', ``.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
@@ -81,6 +82,18 @@ CASES: List[Tuple[str, str, Dict[str, np.ndarray], Optional[List[str]]]] = [
     ("chain", "chain_ensemble", {"IN": rows(1, 2)}, None),
     ("chain-omitted-tensor", "chain_ensemble", {"IN": rows(7)}, None),
     ("chain-second-step-raises", "chain_ensemble", {"IN": rows(60)}, None),
+    *[
+        (f"bls-{name}", "bls_to_ensemble", {"X": rows(value)}, None)
+        for name, value in (
+            ("ok", 1),
+            ("member-error", -1),
+            ("member-invalid-arg", 9),
+            ("omitted-output", 7),
+            ("batch-above-max", 3),
+            ("unknown-output", 5),
+            ("member-raises", 1000),
+        )
+    ],
 ]
 
 
@@ -91,7 +104,16 @@ def _normalized(message: str) -> str:
 
 
 def _outputs(outputs: Dict[str, np.ndarray]) -> Dict[str, Any]:
-    return {name: np.asarray(array).tolist() for name, array in sorted(outputs.items())}
+    """Outputs as lists; text with the model file's directory left out (bls_to_ensemble
+    answers a member's traceback)."""
+    found: Dict[str, Any] = {}
+    for name, array in sorted(outputs.items()):
+        values = np.asarray(array)
+        if values.dtype == np.object_:
+            found[name] = [_normalized(v.decode()) for v in values.reshape(-1)]
+        else:
+            found[name] = values.tolist()
+    return found
 
 
 def via_harness(
@@ -216,6 +238,27 @@ def test_the_cases_show_what_they_claim(answers: Dict[str, Dict[str, Answer]]) -
         "inputs for model 'batched_step'"
     )
     assert server("ensemble-io")["OUTPUT0"] == list(range(10))
+
+    def called(case: str) -> Any:
+        (text,) = server(case)["MSG"]
+        return json.loads(text)
+
+    # through BLS every error is INTERNAL (1); a refusal gets the server's BLS wording
+    assert called("bls-ok") == {"OUT": [[2.0, 2.0]]}
+    assert called("bls-member-error") == [
+        1,
+        "in ensemble 'batched_ensemble', X must be non-negative",
+    ]
+    assert called("bls-member-invalid-arg") == [
+        1,
+        "in ensemble 'batched_ensemble', X = 9 is refused",
+    ]
+    assert called("bls-omitted-output") == {}
+    assert called("bls-unknown-output") == [
+        1,
+        "Model batched_ensemble - Error when running inference: unexpected inference output "
+        "'NOPE' for model 'batched_ensemble'",
+    ]
 
 
 STREAMED = {"INPUT0": np.arange(6, dtype=np.float32), "GPU_OUTPUT": np.zeros(3, bool)}

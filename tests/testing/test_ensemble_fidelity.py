@@ -7,6 +7,7 @@ on the real server)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Dict
 
@@ -205,3 +206,15 @@ def test_a_step_reading_a_tensor_nothing_provides_is_refused_at_load(tmp_path: P
     )
     with pytest.raises(HarnessError, match=r"step 'add_sub_2' reads \['output_1'\]"):
         EnsembleHarness(tmp_path, "broken")
+
+
+def test_a_bls_call_the_ensemble_refuses_reads_as_the_servers_bls_refusal() -> None:
+    with RepositoryHarness(MODELS) as repo:
+        (too_big,) = repo.infer("bls_to_ensemble", {"X": np.full((1, 2), 3, np.float32)})["MSG"]
+        (failed,) = repo.infer("bls_to_ensemble", {"X": np.full((1, 2), -1, np.float32)})["MSG"]
+    assert json.loads(too_big) == [
+        1,
+        f"Model batched_ensemble - Error when running inference: {ID}inference request "
+        f"batch-size must be <= 4 for 'batched_ensemble'",
+    ]
+    assert json.loads(failed) == [1, "in ensemble 'batched_ensemble', X must be non-negative"]

@@ -203,6 +203,14 @@ class EnsembleHarness(Closing):
                 return False
         return True
 
+    def refusal(
+        self, inputs: Mapping[str, Any], requested_outputs: Optional[Iterable[str]] = None
+    ) -> Optional[TritonRequestError]:
+        """The server's refusal of this request against the ensemble's own config (None when
+        it would be taken), without running a step."""
+        wanted = None if requested_outputs is None else list(requested_outputs)
+        return self._admit(inputs, wanted)[1]
+
     def _admit(
         self, inputs: Mapping[str, Any], wanted: Optional[List[str]]
     ) -> Tuple[Dict[str, Any], Optional[TritonRequestError], List[str]]:

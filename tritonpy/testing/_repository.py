@@ -29,7 +29,7 @@ from ._ensemble import EnsembleHarness
 from ._errors import HarnessError
 from ._harness import ModelHarness
 from ._requests import client_view
-from ._targets import bls_handler
+from ._targets import bls_handler, server_error
 
 Outputs = Dict[str, Any]
 
@@ -147,11 +147,15 @@ class RepositoryHarness(Closing):
 
 def _ensemble_handler(ensemble: EnsembleHarness) -> Any:
     """A BLS call to an ensemble: its requested outputs, or the ensemble's error response
-    (its message only: 24.10's BLS path makes every callee's error INTERNAL)."""
+    (its message only: 24.10's BLS path makes every callee's error INTERNAL; a refusal of the
+    request reads ``Model <ensemble> - Error when running inference: ...``, measured)."""
 
     def handler(request: pb.InferenceRequest) -> pb.InferenceResponse:
         inputs = {t.name(): client_view(t.as_numpy()) for t in request.inputs()}
         names = list(request.requested_output_names()) or None
+        refused = ensemble.refusal(inputs, names)
+        if refused is not None:  # refused before any step runs: the server's BLS wording
+            return server_error(ensemble.name, refused.message)
         (result,) = ensemble.infer_requests([inputs], requested_outputs=names)
         if isinstance(result, TritonRequestError):
             return pb.InferenceResponse(error=pb.TritonError(result.message))
