@@ -31,7 +31,7 @@ def steps(n: int) -> Dict[str, Any]:
 def count(request: Any) -> int:
     tensor = pb.get_input_tensor_by_name(request, "STEPS")
     assert tensor is not None
-    return int(tensor.as_numpy()[0])
+    return int(tensor.as_numpy().reshape(-1)[0])
 
 
 class Polling:
@@ -169,3 +169,21 @@ def test_cancel_true_still_cancels_before_execute() -> None:
     with ModelHarness(Streaming, config=STREAM_CONFIG) as harness:
         parts = harness.infer_stream(steps(3), cancel=True, errors="return")
     assert [p.message for p in parts] == ["stopped"]
+
+
+def test_one_request_of_a_batch_cancelled_while_execute_runs() -> None:
+    Polling.answers = []
+    config = {**CONFIG, "max_batch_size": 4}
+    batch = [{"STEPS": np.array([[3]], np.int32)}, {"STEPS": np.array([[3]], np.int32)}]
+    with ModelHarness(Polling, config=config) as harness:
+        # the model polls request 0 three times, then request 1: its 2nd check is the 5th
+        first, second = harness.infer_requests(batch, cancelled={1: CancelAt(check=2)})
+        assert isinstance(first, dict) and first["DONE"].tolist() == [3]
+        assert isinstance(second, ClientCancelledError)
+        assert (second.code, second.message) == CANCELLED
+        assert "answered [CANCELLED] stopped" in second.explanation
+        # a plain list still cancels before execute(); a point never reached changes nothing
+        before, _ = harness.infer_requests(batch, cancelled=[0])
+        assert isinstance(before, TritonRequestError) and before.message == "stopped"
+        untouched = harness.infer_requests(batch, cancelled={0: CancelAt(check=9)})
+        assert [a["DONE"].tolist() for a in untouched if isinstance(a, dict)] == [[3], [3]]

@@ -31,7 +31,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
@@ -282,3 +282,41 @@ def cancelled_stream(
         return parts
     received: List[Any] = [outputs_or_error(r, requested) for r in sent]
     return received if before is None else [*received, watch.error()]
+
+
+class BatchCancels:
+    """``infer_requests(cancelled=...)``: indexes cancelled before ``execute()`` (a list), or
+    ``{index: CancelAt(...)}`` cancelled while it runs (``True`` as a value: before). Only a
+    cancelled request's client sees CANCELLED; the others of the batch get their answers.
+
+    Example::
+
+        harness.infer_requests([a, b], cancelled={1: CancelAt(check=1)})  # [outputs, error]
+    """
+
+    def __init__(
+        self, cancelled: Union[Iterable[int], Mapping[int, Union[bool, CancelAt]]], model: str
+    ) -> None:
+        self.model = model
+        self.plans: Dict[int, Union[bool, CancelAt]] = (
+            dict(cancelled) if isinstance(cancelled, Mapping) else dict.fromkeys(cancelled, True)
+        )
+        self.watches: Dict[int, CancelWatch] = {}
+
+    def arm(self, index: int, request: pb.InferenceRequest) -> None:
+        plan = self.plans.get(index)
+        if plan is True:
+            request.cancel_as_client()
+        elif isinstance(plan, CancelAt):
+            self.watches[index] = watch = CancelWatch(plan, request, self.model)
+            watch.start()
+
+    def settle(self, results: Dict[int, Any]) -> None:
+        """Each answered request's client: its answer, or CANCELLED if it cancelled first."""
+        for index in [i for i in self.watches if i in results]:
+            watch = self.watches.pop(index)
+            watch.stop()
+            if watch.fired:
+                answer = results[index]
+                said = _answer(answer) if isinstance(answer, BaseException) else "with its outputs"
+                results[index] = watch.error(said)

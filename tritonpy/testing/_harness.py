@@ -47,7 +47,7 @@ from .._runtime.errors import TritonRequestError
 from .._tooling.closing import Closing
 from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils as pb
-from ._cancellation import CancelAt, cancelled_infer, cancelled_stream
+from ._cancellation import BatchCancels, CancelAt, cancelled_infer, cancelled_stream
 from ._clock import ManualClock, bind_clock
 from ._config import (
     InstanceKind,
@@ -344,7 +344,7 @@ class ModelHarness(Closing, ResponseViews):
         requested_outputs: Optional[Iterable[str]] = None,
         parameters: Optional[Dict[str, Any]] = None,
         request_ids: Optional[Sequence[str]] = None,
-        cancelled: Iterable[int] = (),
+        cancelled: Union[Iterable[int], Mapping[int, Union[bool, CancelAt]]] = (),
         correlation_ids: Optional[Sequence[Union[int, str]]] = None,
         flags: Optional[Sequence[int]] = None,
     ) -> List[Union[Outputs, TritonRequestError]]:
@@ -355,7 +355,8 @@ class ModelHarness(Closing, ResponseViews):
 
         Each entry of the result is that request's outputs or its TritonRequestError (a request
         the server would reject never reaches ``execute``). ``cancelled`` lists indexes of
-        requests marked cancelled before ``execute``. ``correlation_ids`` and ``flags`` (one per
+        requests marked cancelled before ``execute``, ``{index: CancelAt(...)}`` cancels them
+        while it runs (see :class:`BatchCancels`). ``correlation_ids`` and ``flags`` (one per
         request) are the sequence id and START (1) / END (2) flags of each request.
 
         Example::
@@ -367,15 +368,14 @@ class ModelHarness(Closing, ResponseViews):
             raise decoupled_refused(self.name)
         requested = list(requested_outputs) if requested_outputs is not None else None
         ids = list(correlation_ids) if correlation_ids is not None else [0] * len(requests)
-        cancel = set(cancelled)
+        cancels = BatchCancels(cancelled, self.name)
 
         def build(idx: int, busy: Set[int]) -> pb.InferenceRequest:
             rid = request_ids[idx] if request_ids is not None else ""
             flag = flags[idx] if flags is not None else 0
             rest = (parameters, rid, ids[idx], flag, busy)
             request, _ = self._build_request(requests[idx], requested, *rest)
-            if idx in cancel:
-                request.cancel_as_client()
+            cancels.arm(idx, request)
             return request
 
         results: Dict[int, Union[Outputs, TritonRequestError]] = {}
@@ -384,6 +384,7 @@ class ModelHarness(Closing, ResponseViews):
             answers = batch_answers(self.name, batch, self._run, self.stream_timeout)
             for (idx, _), answer in zip(round_, answers):
                 results[idx] = outputs_or_error(answer, requested)
+            cancels.settle(results)
         return [results[idx] for idx in range(len(requests))]
 
     def infer_stream(
