@@ -285,3 +285,36 @@ def test_a_decoupled_ensemble_streams_as_the_server(server: TritonServer) -> Non
     assert "for model 'ensemble_io_decoupled'. Expected [-1], got [2,3]" in raised.value.message
     assert not_streamed == via_server(server, "http", model, STREAMED, None)
     assert isinstance(not_streamed, tuple) and not_streamed[0] == "UNSUPPORTED"
+
+
+def test_a_step_gets_the_ensemble_requests_id_and_parameters(server: TritonServer) -> None:
+    """The ensemble scheduler gives each step's request the ensemble request's id and
+    parameters (core r24.10 ensemble_scheduler.cc, SetId and SetParameters); the refusal
+    names the id."""
+    parameters = {"p": 1, "s": "x"}
+    sent = {"IN": np.ones(2, np.float32)}
+    wrong = {"IN": np.ones(3, np.float32)}
+    answers: Dict[str, Any] = {}
+    for module, port in ((grpcclient, server.grpc_port), (httpclient, server.http_port)):
+        client = module.InferenceServerClient(f"127.0.0.1:{port}")
+        for name, inputs in (("sent", sent), ("wrong", wrong)):
+            tensor = module.InferInput("IN", list(inputs["IN"].shape), "FP32")
+            tensor.set_data_from_numpy(inputs["IN"])
+            try:
+                result = client.infer(
+                    "echo_ensemble", [tensor], request_id="abc", parameters=parameters
+                )
+                answers[f"{module.__name__}-{name}"] = json.loads(result.as_numpy("OUT")[0])
+            except InferenceServerException as exc:
+                answers[f"{module.__name__}-{name}"] = exc.message()
+        client.close()
+    with RepositoryHarness(MODELS) as repo:
+        harness = repo.harness("echo_ensemble")
+        (text,) = harness.infer(sent, parameters=parameters, request_id="abc")["OUT"]
+        with pytest.raises(TritonRequestError) as raised:
+            harness.infer(wrong, request_id="abc")
+    for protocol in ("tritonclient.grpc", "tritonclient.http"):
+        assert answers[f"{protocol}-sent"] == json.loads(text)
+        assert answers[f"{protocol}-wrong"] == raised.value.message
+    assert json.loads(text)["id"] == "abc" and json.loads(text)["parameters"] == parameters
+    assert raised.value.message.startswith("[request id: abc] unexpected shape for input 'IN'")

@@ -16,6 +16,7 @@ from __future__ import annotations
 __tracebackhide__ = True
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -107,10 +108,22 @@ class EnsembleHarness(Closing):
                 )
 
     def infer(
-        self, inputs: Mapping[str, Any], *, requested_outputs: Optional[Iterable[str]] = None
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        requested_outputs: Optional[Iterable[str]] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        request_id: str = "",
     ) -> Outputs:
-        """One request through every step; its outputs, or a :class:`TritonRequestError`."""
-        (result,) = self.infer_requests([inputs], requested_outputs=requested_outputs)
+        """One request through every step; its outputs, or a :class:`TritonRequestError`.
+        Every step's request carries the ensemble request's ``request_id`` and ``parameters``,
+        as the server's do (core r24.10 ensemble_scheduler.cc: SetId, SetParameters)."""
+        (result,) = self.infer_requests(
+            [inputs],
+            requested_outputs=requested_outputs,
+            parameters=parameters,
+            request_ids=[request_id],
+        )
         if isinstance(result, TritonRequestError):
             raise result
         return result
@@ -120,21 +133,25 @@ class EnsembleHarness(Closing):
         requests: Sequence[Mapping[str, Any]],
         *,
         requested_outputs: Optional[Iterable[str]] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        request_ids: Optional[Sequence[str]] = None,
     ) -> List[Result]:
         """Several requests through the steps; one result or error per request (the same
-        ``requested_outputs`` for each, None: every output the ensemble declares)."""
+        ``requested_outputs`` and ``parameters`` for each; ``requested_outputs`` None: every
+        output the ensemble declares)."""
         if self.decoupled:
             return [decoupled_refused(self.name) for _ in requests]
         wanted = None if requested_outputs is None else list(requested_outputs)
+        ids = list(request_ids) if request_ids is not None else [""] * len(requests)
         tensors: List[Dict[str, Any]] = []
         failed: List[Optional[TritonRequestError]] = []
         asked: List[List[str]] = []
-        for inputs in requests:
-            arrays, error, names = self._admit(inputs, wanted)
+        for inputs, request_id in zip(requests, ids):
+            arrays, error, names = self._admit(inputs, wanted, request_id)
             tensors.append(arrays)
             failed.append(error)
             asked.append(names)
-        self._run_steps(tensors, failed)
+        self._run_steps(tensors, failed, ids, parameters)
         return [
             error if error is not None else self._outputs(tensors[i], asked[i])
             for i, error in enumerate(failed)
@@ -145,6 +162,8 @@ class EnsembleHarness(Closing):
         inputs: Mapping[str, Any],
         *,
         requested_outputs: Optional[Iterable[str]] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        request_id: str = "",
         errors: StreamErrors = "raise",
     ) -> List[Any]:
         """One request, as a gRPC stream sends it; every response of the ensemble, in order.
@@ -161,10 +180,10 @@ class EnsembleHarness(Closing):
         if errors not in ("raise", "return"):
             raise HarnessError(f"infer_stream(errors={errors!r}): expected 'raise' or 'return'")
         wanted = None if requested_outputs is None else list(requested_outputs)
-        arrays, error, names = self._admit(inputs, wanted)
+        arrays, error, names = self._admit(inputs, wanted, request_id)
         parts: List[Any] = [error] if error is not None else []
         if error is None:
-            self._branch(arrays, list(self.steps), names, parts)
+            self._branch(arrays, list(self.steps), names, parts, (request_id, parameters))
         for part in parts:
             if errors == "raise" and isinstance(part, TritonRequestError):
                 raise part
@@ -176,6 +195,7 @@ class EnsembleHarness(Closing):
         pending: List[Dict[str, Any]],
         names: List[str],
         parts: List[Any],
+        call: Tuple[str, Optional[Dict[str, Any]]],
     ) -> bool:
         """The steps of one branch of a streamed request, depth first, its response(s) added
         to ``parts``; False once an error has ended the stream."""
@@ -187,10 +207,19 @@ class EnsembleHarness(Closing):
         member = self.members[step["model_name"]]
         given = {k: tensors[v] for k, v in step["input_map"].items() if tensors[v] is not ABSENT}
         wanted = list(step["output_map"])
+        request_id, parameters = call
         answers: List[Any] = (
-            member.infer_stream(given, requested_outputs=wanted, errors="return")
+            member.infer_stream(
+                given,
+                requested_outputs=wanted,
+                parameters=parameters,
+                request_id=request_id,
+                errors="return",
+            )
             if member.decoupled
-            else member.infer_requests([given], requested_outputs=wanted)
+            else member.infer_requests(
+                [given], requested_outputs=wanted, parameters=parameters, request_ids=[request_id]
+            )
         )
         for answer in answers:
             if isinstance(answer, TritonRequestError):
@@ -199,7 +228,7 @@ class EnsembleHarness(Closing):
             branch = dict(tensors)
             for key, tensor in step["output_map"].items():
                 branch[tensor] = answer.get(key, ABSENT)
-            if not self._branch(branch, rest, names, parts):
+            if not self._branch(branch, rest, names, parts, call):
                 return False
         return True
 
@@ -212,7 +241,7 @@ class EnsembleHarness(Closing):
         return self._admit(inputs, wanted)[1]
 
     def _admit(
-        self, inputs: Mapping[str, Any], wanted: Optional[List[str]]
+        self, inputs: Mapping[str, Any], wanted: Optional[List[str]], request_id: str = ""
     ) -> Tuple[Dict[str, Any], Optional[TritonRequestError], List[str]]:
         """A request as the server takes it: checked against the ensemble's own config."""
         declared = {
@@ -221,14 +250,18 @@ class EnsembleHarness(Closing):
         }
         try:
             arrays = {n: to_client_array(v, n, declared.get(n)) for n, v in inputs.items()}
-            validate_request(self.config, self.name, arrays, "")
+            validate_request(self.config, self.name, arrays, request_id)
             names = check_requested_outputs(self.config, self.name, wanted)
         except TritonRequestError as error:
             return {}, _unprefixed(error), []
         return arrays, None, names
 
     def _run_steps(
-        self, tensors: List[Dict[str, Any]], failed: List[Optional[TritonRequestError]]
+        self,
+        tensors: List[Dict[str, Any]],
+        failed: List[Optional[TritonRequestError]],
+        ids: List[str],
+        parameters: Optional[Dict[str, Any]],
     ) -> None:
         """Each step once per request, as soon as the request holds its inputs; the requests
         a step is ready for go to its member together."""
@@ -262,6 +295,8 @@ class EnsembleHarness(Closing):
                     for i in live
                 ],
                 requested_outputs=list(step["output_map"]),
+                parameters=parameters,
+                request_ids=[ids[i] for i in live],
             )
             for index, result in zip(live, results):
                 if isinstance(result, TritonRequestError):
@@ -294,7 +329,7 @@ class EnsembleHarness(Closing):
 def _unprefixed(error: TritonRequestError) -> TritonRequestError:
     """The server's refusal of an unknown input carries no request id (core r24.10
     src/model.cc, Model::GetInput; measured on 24.10 for an ensemble)."""
-    head = "[request id: <id_unknown>] "
-    if error.message.startswith(head + "unexpected inference input '"):
-        return TritonRequestError(error.code, error.message[len(head) :])
+    found = re.match(r"\[request id: [^\]]*\] (unexpected inference input '.*)", error.message)
+    if found:
+        return TritonRequestError(error.code, found.group(1))
     return error

@@ -17,6 +17,7 @@ from __future__ import annotations
 #: test shows its own frames and its model's (``pytest --full-trace`` shows them all)
 __tracebackhide__ = True
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
@@ -156,7 +157,12 @@ def _ensemble_handler(ensemble: EnsembleHarness) -> Any:
         refused = ensemble.refusal(inputs, names)
         if refused is not None:  # refused before any step runs: the server's BLS wording
             return server_error(ensemble.name, refused.message)
-        (result,) = ensemble.infer_requests([inputs], requested_outputs=names)
+        (result,) = ensemble.infer_requests(
+            [inputs],
+            requested_outputs=names,
+            parameters=json.loads(request.parameters() or "{}"),
+            request_ids=[request.request_id()],
+        )
         if isinstance(result, TritonRequestError):
             return pb.InferenceResponse(error=pb.TritonError(result.message))
         return pb.InferenceResponse([pb.Tensor(n, v) for n, v in result.items()])
