@@ -218,3 +218,19 @@ def test_a_bls_call_the_ensemble_refuses_reads_as_the_servers_bls_refusal() -> N
         f"batch-size must be <= 4 for 'batched_ensemble'",
     ]
     assert json.loads(failed) == [1, "in ensemble 'batched_ensemble', X must be non-negative"]
+
+
+def test_every_step_gets_the_ensemble_requests_id_and_parameters() -> None:
+    with RepositoryHarness(MODELS) as repo:
+        (text,) = repo.infer(
+            "echo_ensemble", {"IN": np.ones(2, np.float32)}, parameters={"p": 1}, request_id="r7"
+        )["OUT"]
+        with pytest.raises(TritonRequestError) as raised:
+            repo.infer("echo_ensemble", {"IN": np.ones(3, np.float32)}, request_id="r7")
+        with pytest.raises(TritonRequestError) as unknown:
+            repo.infer("echo_ensemble", {"BOGUS": np.ones(2, np.float32)}, request_id="r7")
+    seen = json.loads(text)
+    assert (seen["id"], seen["parameters"], seen["requested"]) == ("r7", {"p": 1}, ["SEEN"])
+    assert raised.value.message.startswith("[request id: r7] unexpected shape for input 'IN'")
+    # as in the server (core src/model.cc GetInput), without the request id
+    assert unknown.value.message == "unexpected inference input 'BOGUS' for model 'echo_ensemble'"

@@ -119,9 +119,17 @@ class RepositoryHarness(Closing):
         inputs: Mapping[str, Any],
         *,
         requested_outputs: Optional[Iterable[str]] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        request_id: str = "",
     ) -> Outputs:
-        """Send one request to ``model``; its outputs as a client sees them."""
-        return self.harness(model).infer(inputs, requested_outputs=requested_outputs)
+        """Send one request to ``model``; its outputs as a client sees them (an ensemble gives
+        ``request_id`` and ``parameters`` to every step's request)."""
+        return self.harness(model).infer(
+            inputs,
+            requested_outputs=requested_outputs,
+            parameters=parameters,
+            request_id=request_id,
+        )
 
     def infer_stream(
         self,
