@@ -91,6 +91,7 @@ def test_the_kth_check_is_the_first_to_answer_true(polling: ModelHarness) -> Non
     explanation = info.value.explanation
     assert "model 'Polling'" in explanation and "check number 4" in explanation
     assert "answered [CANCELLED] stopped" in explanation and explanation in str(info.value)
+    assert info.value.model_answer == "[CANCELLED] stopped"
 
 
 def test_a_point_in_wall_time_is_seen_by_a_model_sleeping_and_polling(

@@ -97,11 +97,14 @@ class ClientCancelledError(TritonRequestError):
     """What the client sees for a request it cancelled: code ``CANCELLED`` and
     :data:`CLIENT_CANCELLED` in :attr:`message`, exactly as tritonclient's gRPC client; the
     harness's account (when it cancelled, what the model answered that the client never
-    receives) in :attr:`explanation` and in ``str()``."""
+    receives) in :attr:`explanation` and in ``str()``; the model's answer alone in
+    :attr:`model_answer` (``"[CANCELLED] stopped"``, ``"with its outputs"``; ``""``: none yet,
+    as on a stream the client left)."""
 
     def __init__(self, code: str, message: str, *, model: Optional[str] = None) -> None:
         super().__init__(code, message, model=model)
         self.explanation = ""
+        self.model_answer = ""
 
     def __str__(self) -> str:
         base = super().__str__()
@@ -158,6 +161,7 @@ class CancelWatch:
     def error(self, answered: str = "") -> ClientCancelledError:
         answered = answered or self.answered
         exc = ClientCancelledError("CANCELLED", CLIENT_CANCELLED)
+        exc.model_answer = answered
         exc.explanation = (
             f"tritonpy: the harness's client cancelled its request to model '{self.model}' "
             f"{self.plan.describe()}, after {self.delivered} response(s); the model saw "
