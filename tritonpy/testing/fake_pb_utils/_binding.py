@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 from ._errors import TritonModelException
 from ._release import STUB_MODULE, constructor_refused
+from ._tensor import Tensor
 
 #: the 24.10 binding's constructor, as pybind11 shows it (measured; object addresses aside)
 _REQUEST_SIGNATURE_24_10 = (
@@ -51,9 +52,22 @@ def request_refused(args: Sequence[Any], kwargs: Dict[str, Any]) -> TypeError:
     return constructor_refused("InferenceRequest", signature, args, list(kwargs.items()))
 
 
+def _sequence(value: Any) -> bool:
+    """Whether pybind11 converts ``value`` to a std::vector: a Python sequence (a list, a
+    tuple; not a set, a dict, a str or bytes)."""
+    if isinstance(value, (str, bytes, dict)):
+        return False
+    return hasattr(value, "__getitem__") and hasattr(value, "__len__")
+
+
+def _integers(named: Dict[str, Any]) -> bool:
+    return all(isinstance(named.get(n, 0), int) for n in ("model_version", "flags", "timeout"))
+
+
 def request_arguments(args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The constructor's arguments by name, None where the binding's overload does not take
-    them (a missing model name, inputs or output names, a None or a wrongly typed one)."""
+    them (a missing model name, inputs or output names, a None or a wrongly typed one).
+    A correlation id neither int nor str passes here and is refused by the constructor."""
     if len(args) > len(_REQUEST_ARGS) or set(kwargs) - set(_REQUEST_ARGS):
         return None
     named = dict(zip(_REQUEST_ARGS, args))
@@ -64,8 +78,12 @@ def request_arguments(args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[D
         return None
     if any(named.get(n, 0) is None for n in _REQUEST_ARGS[:-1]):
         return None  # py::arg(...).none(false): only ``parameters`` takes None
-    names = named["requested_output_names"]
-    texts = [_text(n) for n in names] if isinstance(names, (list, tuple, set)) else [None]
+    names, inputs = named["requested_output_names"], named["inputs"]
+    if not (_sequence(names) and _sequence(inputs) and _integers(named)):
+        return None
+    if not all(isinstance(t, Tensor) for t in inputs):
+        return None
+    texts = [_text(n) for n in names]
     if _text(named["model_name"]) is None or _text(named.get("request_id", "")) is None:
         return None
     if any(t is None for t in texts):

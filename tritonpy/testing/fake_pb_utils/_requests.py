@@ -321,6 +321,9 @@ class InferenceRequest:
         server_json: bool = False,
     ) -> None:
         tensors = _tensors(inputs, "InferenceRequest inputs")
+        if not isinstance(correlation_id, (int, str)):
+            # the binding's own check (python_backend r24.10 src/pb_stub.cc)
+            raise TritonModelException("Correlation ID must be integer or string")
         self._request_id = request_id
         self._correlation_id = correlation_id
         self._inputs = tensors

@@ -37,6 +37,22 @@ TRIES = {
     "parameters-int-key": lambda: pb_utils.InferenceRequest(
         model_name=NAME, inputs=level0(), requested_output_names=OUT, parameters={3: "v"}
     ),
+    "output-names-set": lambda: pb_utils.InferenceRequest(
+        model_name=NAME, inputs=level0(), requested_output_names={"PARAMETERS_SEEN"}
+    ),
+    "output-names-tuple": lambda: seen(NAME, ("PARAMETERS_SEEN",), None),
+    "inputs-not-tensors": lambda: pb_utils.InferenceRequest(
+        model_name=NAME, inputs=[np.zeros(1, np.uint8)], requested_output_names=OUT
+    ),
+    "version-text": lambda: pb_utils.InferenceRequest(
+        model_name=NAME, inputs=level0(), requested_output_names=OUT, model_version="1"
+    ),
+    "correlation-id-float": lambda: pb_utils.InferenceRequest(
+        model_name=NAME, inputs=level0(), requested_output_names=OUT, correlation_id=1.5
+    ),
+    "request-id-none": lambda: pb_utils.InferenceRequest(
+        request_id=None, model_name=NAME, inputs=level0(), requested_output_names=OUT
+    ),
     "bytes-names": lambda: seen(b"qa_bls_parameters", [b"PARAMETERS_SEEN"], {"a": 1}),
     "parameters-seen": lambda: seen(NAME, OUT, {"z": 2, "a": "two", "m": False}),
     "no-parameters": lambda: seen(NAME, OUT, None),
