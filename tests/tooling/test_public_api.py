@@ -73,6 +73,7 @@ PINNED: Dict[str, List[str]] = {
         "CancelAt",
         "ClientCancelledError",
         "EnsembleHarness",
+        "ExecuteContractError",
         "HarnessError",
         "ManualClock",
         "ModelBugError",

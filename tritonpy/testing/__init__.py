@@ -5,6 +5,9 @@
 - :class:`EnsembleHarness`: run an ensemble's steps over one ModelHarness per member;
 - :class:`RepositoryHarness`: every model of a repository, each a BLS target of the others;
 - :class:`RawTarget`: a BLS target written on pb_utils requests;
+- :class:`ExecuteContractError`: an ``execute()`` that breaks the stub's contract (returns
+  something other than one response per request...) answers each request with the server's
+  INTERNAL error, tritonpy's explanation added;
 - :class:`CancelAt` (``harness.infer(..., cancel=CancelAt(check=2))``): the client cancels
   while ``execute()`` runs, and sees :class:`ClientCancelledError` (``CANCELLED``), as on
   the server;
@@ -31,7 +34,7 @@ from ._cancellation import CancelAt, ClientCancelledError
 from ._clock import ManualClock
 from ._config import parse_config_pbtxt
 from ._ensemble import EnsembleHarness
-from ._errors import HarnessError, ModelBugError
+from ._errors import ExecuteContractError, HarnessError, ModelBugError
 from ._harness import ModelHarness
 from ._install import fake_pb_utils_installed, install_fake_pb_utils, uninstall_fake_pb_utils
 
@@ -52,6 +55,7 @@ __all__ = [
     "CancelAt",
     "ClientCancelledError",
     "EnsembleHarness",
+    "ExecuteContractError",
     "HarnessError",
     "ManualClock",
     "ModelBugError",
