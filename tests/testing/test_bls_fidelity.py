@@ -240,3 +240,26 @@ def test_a_final_data_response_is_the_last_the_caller_reads(
         with ModelHarness(Caller, config=IO, targets={"stream": stream}) as caller:
             caller.infer(ONE)
     assert got["outputs"] == expected
+
+
+def test_an_async_models_tasks_build_requests_as_model_code() -> None:
+    # QA async_execute_decouple_bls builds its BLS requests in tasks asyncio.gather runs:
+    # their frames do not show execute(), yet the binding's rules apply there too
+    errors: List[BaseException] = []
+
+    class Gathering:
+        async def _one(self, request: Any) -> Any:
+            try:
+                pb.InferenceRequest(model_name="echo", inputs=request.inputs())
+            except TypeError as exc:
+                errors.append(exc)
+            return pb.InferenceResponse([pb.Tensor("P", np.array([b""], object))])
+
+        async def execute(self, requests: List[Any]) -> List[Any]:
+            import asyncio
+
+            return list(await asyncio.gather(*(self._one(r) for r in requests)))
+
+    with ModelHarness(Gathering, config=IO) as harness:
+        harness.infer(ONE)
+    assert len(errors) == 1 and "incompatible constructor arguments" in str(errors[0])

@@ -68,13 +68,26 @@ def instance_name() -> str:
 def model_running(name: Optional[str], model_dir: str) -> Iterator[None]:
     """Not in the real module: while the harness runs a model's code, the instance ``name``
     (None: keep the current one) and ``model_dir`` that pb_utils functions report."""
-    global _instance_name, _model_dir
+    global _instance_name, _model_dir, _running_depth
     previous = _instance_name, _model_dir
     _instance_name, _model_dir = (_instance_name if name is None else name), model_dir
+    _running_depth += 1
     try:
         yield
     finally:
+        _running_depth -= 1
         _instance_name, _model_dir = previous
+
+
+#: how many model_running() blocks are open (model code runs while it is above 0)
+_running_depth = 0
+
+
+def in_model_code() -> bool:
+    """Not in the real module: whether model code runs now, under the harness (its
+    ``model_running`` block: an ``async def execute``'s tasks included, whose frames do
+    not show ``execute``) or called as a model's hook (see :func:`model_hook`)."""
+    return _running_depth > 0 or model_hook() is not None
 
 
 def load_model(model_name: str, config: str = "", files: Optional[Dict[str, bytes]] = None) -> None:

@@ -24,7 +24,7 @@ from ._binding import (
     request_refused,
 )
 from ._errors import TritonError, TritonModelException
-from ._models import bls_refusal, loaded_handler, model_hook
+from ._models import bls_refusal, in_model_code, loaded_handler
 from ._release import STUB_MODULE, ReleaseMethod, constructor_refused, has_api
 from ._tensor import Tensor
 
@@ -295,7 +295,7 @@ class InferenceRequest:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         caller = sys._getframe(1).f_globals.get("__name__", "")
-        if caller.startswith("tritonpy.testing._") or model_hook() is None:
+        if caller.startswith("tritonpy.testing._") or not in_model_code():
             # built outside model code: by the harness or a test, standing for the request
             # the server hands execute() (parameters may be its JSON text)
             self._init(**lenient_arguments(args, kwargs), server_json=True)
