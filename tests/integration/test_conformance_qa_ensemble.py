@@ -82,6 +82,10 @@ CASES: List[Tuple[str, str, Dict[str, np.ndarray], Optional[List[str]]]] = [
     ("chain", "chain_ensemble", {"IN": rows(1, 2)}, None),
     ("chain-omitted-tensor", "chain_ensemble", {"IN": rows(7)}, None),
     ("chain-second-step-raises", "chain_ensemble", {"IN": rows(60)}, None),
+    ("nested", "outer_ensemble", {"A": rows(1, 2)}, None),
+    ("nested-member-error", "outer_ensemble", {"A": rows(-1)}, None),
+    ("nested-wrong-shape", "outer_ensemble", {"A": rows(1, 2, 3)}, None),
+    ("nested-batch-above-max", "outer_ensemble", {"A": rows(1, 5)}, None),
     *[
         (f"bls-{name}", "bls_to_ensemble", {"X": rows(value)}, None)
         for name, value in (
@@ -238,6 +242,11 @@ def test_the_cases_show_what_they_claim(answers: Dict[str, Dict[str, Answer]]) -
         "inputs for model 'batched_step'"
     )
     assert server("ensemble-io")["OUTPUT0"] == list(range(10))
+
+    assert server("nested-member-error") == (
+        "INTERNAL",
+        "in ensemble 'outer_ensemble', in ensemble 'batched_ensemble', X must be non-negative",
+    )
 
     def called(case: str) -> Any:
         (text,) = server(case)["MSG"]

@@ -234,3 +234,13 @@ def test_every_step_gets_the_ensemble_requests_id_and_parameters() -> None:
     assert raised.value.message.startswith("[request id: r7] unexpected shape for input 'IN'")
     # as in the server (core src/model.cc GetInput), without the request id
     assert unknown.value.message == "unexpected inference input 'BOGUS' for model 'echo_ensemble'"
+
+
+def test_a_step_that_is_an_ensemble_nests_the_prefix() -> None:
+    with EnsembleHarness(MODELS, "outer_ensemble") as outer:
+        assert isinstance(outer.members["batched_ensemble"], EnsembleHarness)
+        assert outer.infer({"A": np.ones((1, 2), np.float32)})["B"].tolist() == [[2.0, 2.0]]
+        assert refusal(outer, {"A": -np.ones((1, 2), np.float32)}) == (
+            "INTERNAL",
+            "in ensemble 'outer_ensemble', in ensemble 'batched_ensemble', X must be non-negative",
+        )

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from .._runtime.errors import TritonRequestError
 from .._tooling.closing import Closing
-from ._config import CONFIG_TO_WIRE, parse_config_pbtxt
+from ._config import CONFIG_TO_WIRE, directory_config, parse_config_pbtxt
 from ._errors import HarnessError
 from ._harness import ModelHarness
 from ._requests import check_requested_outputs, to_client_array, validate_request
@@ -42,8 +42,9 @@ ABSENT: Any = object()
 
 class EnsembleHarness(Closing):
     """Load the ensemble ``name`` of ``repository`` and a :class:`ModelHarness` for each of its
-    step models, then run requests through the steps the way Triton's ensemble scheduler does:
-    a step runs once every tensor of its ``input_map`` exists.
+    step models (an :class:`EnsembleHarness` for a step that is an ensemble), then run
+    requests through the steps the way Triton's ensemble scheduler does: a step runs once
+    every tensor of its ``input_map`` exists.
 
     A request is first checked against the ensemble's own config, as the server checks it
     (wrong shape or data type, a missing or unknown input, a batch above the ensemble's
@@ -80,18 +81,26 @@ class EnsembleHarness(Closing):
             self.config.get("ensemble_scheduling", {}).get("step", [])
         )
         self._check_graph()
-        self.members: Dict[str, ModelHarness] = {}
+        self.members: Dict[str, Union[ModelHarness, EnsembleHarness]] = {}
         try:
             for step in self.steps:
                 model = step["model_name"]
-                if model not in self.members:
-                    self.members[model] = ModelHarness(self.repository / model, release=release)
+                if model in self.members:
+                    continue
+                # a step may be an ensemble itself: its errors then read
+                # "in ensemble '<outer>', in ensemble '<inner>', ..." (measured on 24.10)
+                nested = directory_config(self.repository / model, None).get("platform")
+                self.members[model] = (
+                    EnsembleHarness(self.repository, model, release=release)
+                    if nested == "ensemble"
+                    else ModelHarness(self.repository / model, release=release)
+                )
         except BaseException:
             self.close()
             raise
         #: the server makes an ensemble decoupled when a member is (its model_transaction_policy
         #: reads decoupled: true; measured on 24.10 with ensemble_io's decoupled trial)
-        self.decoupled = any(member.decoupled for member in self.members.values())
+        self.decoupled: bool = any(member.decoupled for member in self.members.values())
 
     def _check_graph(self) -> None:
         """The server refuses to load an ensemble whose step reads a tensor that neither the
