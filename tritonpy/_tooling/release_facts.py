@@ -39,6 +39,14 @@ API_IS_READY = "TritonPythonModel.is_ready"
 #: ``INVALID_CHARS`` (src/pb_utils.h, r25.08 on), the backslash included
 SHELL_CHARACTERS = frozenset(";|&$`<>()[]{}\\\"'*?~#!")
 
+#: characters that break a model before 25.08, where the stub launcher puts the model path
+#: and instance name unquoted into a ``bash -c`` line (:data:`LAUNCH_LINE_SOURCE`). Measured
+#: on 24.10: with ``( ; "`` the stub never starts and the model never becomes ready, with
+#: ``$ \`` the model file is not found; the others by bash's own rules. ``# ! ~ * ? [ ] { }``
+#: inside a name survive the line (``#`` measured: the model loads).
+LAUNCH_BREAKING_CHARACTERS = frozenset(";|&$`<>()\"'\\")
+LAUNCH_LINE_SOURCE = "python_backend@r24.10:src/stub_launcher.cc"
+
 
 @dataclass(frozen=True)
 class Change:

@@ -38,6 +38,8 @@ from .._tooling.archives import member_name
 from .._tooling.env_archives import archive_members, resolve_env_path
 from .._tooling.model_dirs import ENV_PARAMETER
 from .._tooling.release_facts import (
+    LAUNCH_BREAKING_CHARACTERS,
+    LAUNCH_LINE_SOURCE,
     NEWEST_KNOWN,
     OLDEST_KNOWN,
     SHELL_CHARACTERS,
@@ -119,51 +121,69 @@ def refused_characters(name: str) -> str:
     return "".join(dict.fromkeys(c for c in name if c in REFUSED_NAME_CHARACTERS))
 
 
-def _name_rule(facts: Optional[ReleaseFacts]) -> Optional[Tuple[Severity, str, str]]:
-    """(severity, what the release does, the citation), None when the release allows it."""
+def _name_rule(
+    facts: Optional[ReleaseFacts], name: str
+) -> Optional[Tuple[Severity, str, str, str]]:
+    """(severity, the characters, what the release does, its source) for ``name``, None when
+    the release serves it."""
+    bad = refused_characters(name)
+    if not bad:
+        return None
     if facts is None:
         first, cite = since("refuses_shell_names", True)
-        return INFO, f"Triton refuses it from release {first} on", cite
-    if not facts.refuses_shell_names:
+        return INFO, bad, f"Triton refuses it from release {first} on", cite
+    if facts.refuses_shell_names:
+        return ERROR, bad, f"release {facts.release} refuses it", facts.cites("refuses_shell_names")
+    breaking = "".join(c for c in bad if c in LAUNCH_BREAKING_CHARACTERS)
+    if not breaking:
         return None
-    return ERROR, f"release {facts.release} refuses it", facts.cites("refuses_shell_names")
+    verdict = (
+        f"release {facts.release} does not load it: its stub launcher puts the name unquoted "
+        f"into a bash -c line ({LAUNCH_LINE_SOURCE}), where these characters end the command "
+        f"or expand (measured on 24.10: the stub never starts, or the model file is not "
+        f"found), and 25.08 and later refuse it"
+    )
+    return ERROR, breaking, verdict, LAUNCH_LINE_SOURCE
 
 
 def _names(entry: ModelEntry, facts: Optional[ReleaseFacts]) -> Iterator[Finding]:
     """TP802 (the model's name) and TP803 (instance_group names)."""
-    rule = _name_rule(facts)
-    if rule is None:
-        return
-    severity, verdict, cite = rule
-    launcher = (
-        f"({cite}: the Python backend's stub launcher checks the model's name and every "
-        f"instance name '<group>_<n>' and fails the load with 'Invalid stub name: contains "
-        f"invalid characters')"
-    )
     more = "" if facts is not None else "; pass --triton-version to check your release"
-    bad = refused_characters(entry.name)
-    if bad:
+    rule = _name_rule(facts, entry.name)
+    if rule is not None:
+        severity, bad, verdict, cite = rule
         yield entry.finding(
             "TP802",
             severity,
             "name",
-            f"the model name {entry.name!r} holds {bad!r}; {verdict} {launcher}",
+            f"the model name {entry.name!r} holds {bad!r}; {verdict} {_launcher(cite)}",
             f"rename the model directory and config.pbtxt's name without {bad!r}, e.g. "
             f"{_clean(entry.name)!r} (and every client and ensemble naming it){more}",
         )
     groups = entry.config.instance_group if entry.config is not None else ()
     for index, group in enumerate(groups):
-        bad = refused_characters(group.name)
-        if bad:
+        rule = _name_rule(facts, group.name)
+        if rule is not None:
+            severity, bad, verdict, cite = rule
             yield entry.finding(
                 "TP803",
                 severity,
                 f"instance_group[{index}].name",
                 f"the instance group name {group.name!r} of model {entry.name!r} holds "
-                f"{bad!r}; {verdict} {launcher}",
+                f"{bad!r}; {verdict} {_launcher(cite)}",
                 f"rename the group without those characters, e.g. name: "
                 f'"{_clean(group.name)}"{_default_name(entry.name, index)}{more}',
             )
+
+
+def _launcher(cite: str) -> str:
+    if cite == LAUNCH_LINE_SOURCE:
+        return "(the launcher runs every instance '<group>_<n>' this way)"
+    return (
+        f"({cite}: the Python backend's stub launcher checks the model's name and every "
+        f"instance name '<group>_<n>' and fails the load with 'Invalid stub name: contains "
+        f"invalid characters')"
+    )
 
 
 def _default_name(model: str, index: int) -> str:

@@ -32,7 +32,12 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .._runtime.errors import ToolError
 from .._tooling.errors import ModelLoadError
-from .._tooling.release_facts import API_IS_READY, SHELL_CHARACTERS, ReleaseFacts
+from .._tooling.release_facts import (
+    API_IS_READY,
+    LAUNCH_BREAKING_CHARACTERS,
+    SHELL_CHARACTERS,
+    ReleaseFacts,
+)
 from .._tooling.releases import TritonRelease
 from ._errors import HarnessError
 from .fake_pb_utils._release import DEFAULT_RELEASE
@@ -41,10 +46,8 @@ from .fake_pb_utils._release import DEFAULT_RELEASE
 READY_TIMEOUT_S = 5.0
 #: the server's text for a stub name holding a shell character (r25.08 stub_launcher.cc)
 INVALID_STUB_NAME = "Invalid stub name: contains invalid characters"
-#: the characters that break the stub's ``bash -c`` command line before 25.08 (measured on
-#: 24.10 for ``( ; " $ \``; the others by bash's rules: syntax, expansion, quoting).
-#: ``# ! ~ * ? [ ] { }`` inside a name survive it (``#`` measured: the model loads).
-BASH_BREAKING = frozenset(";|&$`<>()\"'\\")
+#: the characters that break the stub's ``bash -c`` command line before 25.08 (the table's)
+BASH_BREAKING = LAUNCH_BREAKING_CHARACTERS
 #: where the is_ready() hook comes from
 IS_READY_SOURCE = "python_backend@r26.03:src/pb_stub.cc, src/python_be.cc"
 
@@ -96,7 +99,8 @@ def _name_refused(
     facts: ReleaseFacts, model: str, what: str, name: str, found: List[str], server: str
 ) -> ModelLoadError:
     if facts.refuses_shell_names:
-        how = f"Triton {facts.release} refuses {what}s holding any of {''.join(SHELL_CHARACTERS)}"
+        refused = "".join(sorted(SHELL_CHARACTERS))
+        how = f"Triton {facts.release} refuses {what}s holding any of {refused}"
     else:
         how = (
             f"Triton {facts.release} puts the {what} unquoted into a bash -c command line, so "
