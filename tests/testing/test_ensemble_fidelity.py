@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tritonpy import TritonRequestError
-from tritonpy.testing import EnsembleHarness, HarnessError
+from tritonpy.testing import EnsembleHarness, HarnessError, ModelLoadError
 from tritonpy.testing._repository import RepositoryHarness
 
 MODELS = Path(__file__).parents[1] / "integration" / "qa_ensemble_models"
@@ -244,3 +244,22 @@ def test_a_step_that_is_an_ensemble_nests_the_prefix() -> None:
             "INTERNAL",
             "in ensemble 'outer_ensemble', in ensemble 'batched_ensemble', X must be non-negative",
         )
+
+
+def test_an_ensemble_allowing_more_than_a_member_is_refused_at_load(tmp_path: Path) -> None:
+    for name in ("batched_step", "batched_ensemble"):
+        (tmp_path / name).symlink_to(MODELS / name)
+    (tmp_path / "outer8" / "1").mkdir(parents=True)
+    config = (MODELS / "outer_ensemble" / "config.pbtxt").read_text()
+    (tmp_path / "outer8" / "config.pbtxt").write_text(
+        config.replace('name: "outer_ensemble"', 'name: "outer8"').replace(
+            "max_batch_size: 4", "max_batch_size: 8"
+        )
+    )
+    with pytest.raises(ModelLoadError) as refused:
+        EnsembleHarness(tmp_path, "outer8")
+    # the server's log line (24.10, measured): "Invalid argument: ensemble outer8 allows ..."
+    assert refused.value.failures == {
+        "outer8": "ensemble outer8 allows maximum batch size 8, but it contains model "
+        "batched_ensemble which only allows maximum batch size to be 4"
+    }

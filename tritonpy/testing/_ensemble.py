@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from .._runtime.errors import TritonRequestError
 from .._tooling.closing import Closing
+from .._tooling.errors import ModelLoadError
 from ._config import CONFIG_TO_WIRE, directory_config, parse_config_pbtxt
 from ._errors import HarnessError
 from ._harness import ModelHarness
@@ -95,6 +96,7 @@ class EnsembleHarness(Closing):
                     if nested == "ensemble"
                     else ModelHarness(self.repository / model, release=release)
                 )
+            self._check_batch_sizes()
         except BaseException:
             self.close()
             raise
@@ -114,6 +116,24 @@ class EnsembleHarness(Closing):
                     f"ensemble {self.name!r}: step {step['model_name']!r} reads {missing}, which "
                     f"neither the ensemble's inputs nor any step's outputs provide (the server "
                     f"refuses to load it); fix its input_map, then run 'tritonpy check'"
+                )
+
+    def _check_batch_sizes(self) -> None:
+        """The server refuses to load an ensemble whose max_batch_size is above a batching
+        member's (core r24.10 ensemble_utils.cc ValidateEnsembleConfig; measured)."""
+        limit = int(self.config.get("max_batch_size", 0))
+        for step in self.steps:
+            model = step["model_name"]
+            own = int(self.members[model].config.get("max_batch_size", 0))
+            if own != 0 and own < limit:
+                text = (
+                    f"ensemble {self.name} allows maximum batch size {limit}, but it contains "
+                    f"model {model} which only allows maximum batch size to be {own}"
+                )
+                raise ModelLoadError(
+                    f"{text} (the server refuses to load the ensemble: lower its "
+                    f"max_batch_size to {own} or raise {model}'s)",
+                    failures={self.name: text},
                 )
 
     def infer(
