@@ -15,7 +15,7 @@ from tritonpy._runtime._config_parameters import (
     declared_parameters,
     resolve_config_parameters,
 )
-from tritonpy.testing import ModelHarness
+from tritonpy.testing import ClientCancelledError, ModelHarness
 
 
 def params(**values: str) -> Dict[str, Any]:
@@ -224,10 +224,14 @@ def test_the_overridden_knobs_are_the_ones_the_model_runs_with(monkeypatch: Any)
     requests = [{"X": np.ones((1, 2), np.float32)}, {"X": np.ones((1, 2), np.float32)}]
     # "auto" checks the first batch: the cancelled request is not computed
     with ModelHarness(Ranked, config=params(target="t")) as harness:
-        assert isinstance(harness.infer_requests(requests, cancelled=[0])[0], tp.TritonRequestError)
+        cancelled = harness.infer_requests(requests, cancelled=[0])[0]
+        assert isinstance(cancelled, ClientCancelledError)  # what the client sees
+        assert isinstance(cancelled.model_result, tp.TritonRequestError)  # the model skipped it
     never = params(target="t", tritonpy__check_cancellation="false")
     with ModelHarness(Ranked, config=never) as harness:
-        assert harness.infer_requests(requests, cancelled=[0])[0]["Y"].tolist() == [[1, 1]]
+        cancelled = harness.infer_requests(requests, cancelled=[0])[0]
+        assert isinstance(cancelled, ClientCancelledError)
+        assert cancelled.model_result["Y"].tolist() == [[1, 1]]  # the model computed it
 
     tuned: List[bool] = []
     monkeypatch.setattr("tritonpy._runtime._malloc.tune_malloc", lambda: tuned.append(True))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tritonpy as tp
-from tritonpy.testing import ModelHarness
+from tritonpy.testing import ClientCancelledError, ModelHarness
 
 
 class AddSub(tp.Model):
@@ -502,10 +502,19 @@ def test_cancelled_request_is_not_computed() -> None:
     with ModelHarness(Picky) as harness:
         results = harness.infer_requests([text(b"a"), text(b"bb"), text(b"ccc")], cancelled=[1])
         assert harness.model.batch_sizes == [2]
-    assert isinstance(results[1], tp.TritonRequestError)
+    assert isinstance(results[1], ClientCancelledError)  # the client's own CANCELLED
     assert results[1].code == "CANCELLED"
+    assert model_did(results[1]) == "CANCELLED"  # the model skipped it
     assert results[0]["LENGTH"].tolist() == [[1]]
     assert results[2]["LENGTH"].tolist() == [[3]]
+
+
+def model_did(result: Any) -> Any:
+    """What the model answered a request its client cancelled (the client sees CANCELLED):
+    its LENGTH, or its error's code."""
+    assert isinstance(result, ClientCancelledError) and result.code == "CANCELLED", result
+    answer = result.model_result
+    return answer.code if isinstance(answer, tp.TritonRequestError) else answer["LENGTH"].tolist()
 
 
 def test_auto_cancellation_checks_only_while_infer_is_slow() -> None:
@@ -521,15 +530,16 @@ def test_auto_cancellation_checks_only_while_infer_is_slow() -> None:
     requests = [text(b"a"), text(b"bb")]
     with ModelHarness(Fast) as fast, ModelHarness(Always) as always, ModelHarness(Never) as never:
         # first batch: "auto" has no timing yet, so it checks
-        assert isinstance(fast.infer_requests(requests, cancelled=[0])[0], tp.TritonRequestError)
+        # (the client of a cancelled request sees CANCELLED; model_result: what the model did)
+        assert model_did(fast.infer_requests(requests, cancelled=[0])[0]) == "CANCELLED"
         for _ in range(5):
             fast.infer_requests(requests)
         # infer() takes microseconds: "auto" stops paying for the round trip
-        assert fast.infer_requests(requests, cancelled=[0])[0]["LENGTH"].tolist() == [[1]]
+        assert model_did(fast.infer_requests(requests, cancelled=[0])[0]) == [[1]]
         for _ in range(5):
             always.infer_requests(requests)
-        assert always.infer_requests(requests, cancelled=[0])[0].code == "CANCELLED"
-        assert never.infer_requests(requests, cancelled=[0])[0]["LENGTH"].tolist() == [[1]]
+        assert model_did(always.infer_requests(requests, cancelled=[0])[0]) == "CANCELLED"
+        assert model_did(never.infer_requests(requests, cancelled=[0])[0]) == [[1]]
 
 
 def test_slow_infer_keeps_auto_cancellation_on() -> None:
@@ -561,7 +571,7 @@ def test_one_descheduled_call_does_not_switch_auto_checks_back_on() -> None:
             harness.infer_requests([text(b"a")])
         harness.infer_requests([text(b"hiccup")])
         result = harness.infer_requests([text(b"a"), text(b"bb")], cancelled=[0])[0]
-    assert result["LENGTH"].tolist() == [[1]]  # still fast: not checked
+    assert model_did(result) == [[1]]  # still fast: not checked
 
 
 def test_check_cancellation_must_be_bool_or_auto() -> None:

@@ -11,7 +11,7 @@ import pytest
 import tritonpy as tp
 from tritonpy._tooling.pbtxt import new_config
 from tritonpy.config._declarations import apply_declarations, declared_message
-from tritonpy.testing import ModelHarness
+from tritonpy.testing import ClientCancelledError, ModelHarness
 
 
 class Words(tp.Model):
@@ -152,8 +152,9 @@ def test_a_wrong_part_is_an_internal_error() -> None:
 
 def test_cancellation_mid_stream_closes_the_generator() -> None:
     with ModelHarness(Words) as harness:
-        parts = harness.infer_stream({"TEXT": "a b c d e f"}, cancel_after=2)
-        assert words(parts) == [b"a", b"b"]
+        parts = harness.infer_stream({"TEXT": "a b c d e f"}, cancel_after=2, errors="return")
+        assert words(parts[:-1]) == [b"a", b"b"]
+        assert isinstance(parts[-1], ClientCancelledError)  # the client's own, then nothing
         # the generator was closed at its third yield (that part was not sent): its finally
         # block ran
         assert harness.model.closed == [2]
@@ -190,7 +191,9 @@ def test_an_async_generator_streams_the_same_way() -> None:
     assert AsyncWords.decoupled is True
     with ModelHarness(AsyncWords) as harness:
         assert words(harness.infer_stream({"TEXT": "x y"})) == [b"x", b"y"]
-        assert words(harness.infer_stream({"TEXT": "a b c"}, cancel_after=1)) == [b"a"]
+        with pytest.raises(ClientCancelledError) as info:
+            harness.infer_stream({"TEXT": "a b c"}, cancel_after=1)
+        assert words(info.value.parts) == [b"a"]
         with pytest.raises(tp.TritonRequestError) as caught:
             harness.infer_stream({"TEXT": "x BAD"})
     assert (caught.value.code, caught.value.message) == ("INVALID_ARG", "BAD word")
@@ -215,6 +218,7 @@ def test_check_cancellation_false_streams_to_the_end() -> None:
         check_cancellation = False
 
     with ModelHarness(Unchecked) as harness:
-        parts = harness.infer_stream({"TEXT": "a b c d"}, cancel_after=2)
-        assert words(parts) == [b"a", b"b"]  # the client read two, then left
+        parts = harness.infer_stream({"TEXT": "a b c d"}, cancel_after=2, errors="return")
+        assert words(parts[:-1]) == [b"a", b"b"]  # the client read two, then left
+        assert parts[-1].code == "CANCELLED"
         assert harness.model.closed == [4]  # the model never asked, and produced all four

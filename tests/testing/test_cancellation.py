@@ -169,7 +169,12 @@ def test_a_cancel_point_that_cannot_be_is_refused(kwargs: Dict[str, Any], says: 
 def test_cancel_true_still_cancels_before_execute() -> None:
     with ModelHarness(Streaming, config=STREAM_CONFIG) as harness:
         parts = harness.infer_stream(steps(3), cancel=True, errors="return")
-    assert [p.message for p in parts] == ["stopped"]
+    # the client sees only its own cancellation; the model's answer is kept in the error
+    (cancelled,) = parts
+    assert isinstance(cancelled, ClientCancelledError)
+    assert (cancelled.code, cancelled.message) == CANCELLED
+    assert [p.message for p in cancelled.model_result] == ["stopped"]
+    assert cancelled.parts == []
 
 
 def test_one_request_of_a_batch_cancelled_while_execute_runs() -> None:
@@ -185,6 +190,9 @@ def test_one_request_of_a_batch_cancelled_while_execute_runs() -> None:
         assert "answered [CANCELLED] stopped" in second.explanation
         # a plain list still cancels before execute(); a point never reached changes nothing
         before, _ = harness.infer_requests(batch, cancelled=[0])
-        assert isinstance(before, TritonRequestError) and before.message == "stopped"
+        assert (
+            isinstance(before, ClientCancelledError) and (before.code, before.message) == CANCELLED
+        )
+        assert before.model_result.message == "stopped"  # what the model answered
         untouched = harness.infer_requests(batch, cancelled={0: CancelAt(check=9)})
         assert [a["DONE"].tolist() for a in untouched if isinstance(a, dict)] == [[3], [3]]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tritonpy._runtime.errors import TritonRequestError
-from tritonpy.testing import HarnessError, ModelBugError, ModelHarness
+from tritonpy.testing import ClientCancelledError, HarnessError, ModelBugError, ModelHarness
 from tritonpy.testing import fake_pb_utils as pb
 from tritonpy.testing._hash_order import server_input_order, string_hash
 
@@ -100,11 +100,14 @@ def test_decoupled_error_response_mid_stream() -> None:
 def test_cancel_after_stops_the_stream() -> None:
     # mode 3 waits (up to 10 s) after each response until the request is cancelled
     with ModelHarness(PLAIN / "pl_decoupled") as h:
-        parts = h.infer_stream({"COUNT": one(5), "MODE": one(3)}, cancel_after=1)
-        assert [p["OUT"].tolist() for p in parts] == [[0]]
+        parts = h.infer_stream({"COUNT": one(5), "MODE": one(3)}, cancel_after=1, errors="return")
+        assert [p["OUT"].tolist() for p in parts[:-1]] == [[0]]
+        # then the client's own cancellation, as tritonclient's callback after stop_stream
+        assert isinstance(parts[-1], ClientCancelledError) and parts[-1].code == "CANCELLED"
         # a model that ignores the cancellation: the client still gets the first n only
-        parts = h.infer_stream({"COUNT": one(4), "MODE": one(1)}, cancel_after=2)
-        assert [p["OUT"].tolist() for p in parts] == [[0], [1]]
+        with pytest.raises(ClientCancelledError) as info:
+            h.infer_stream({"COUNT": one(4), "MODE": one(1)}, cancel_after=2)
+        assert [p["OUT"].tolist() for p in info.value.parts] == [[0], [1]]
         with pytest.raises(HarnessError, match="cancel_after=0"):
             h.infer_stream({"COUNT": one(1), "MODE": one(0)}, cancel_after=0)
 

@@ -78,7 +78,9 @@ def test_repeat_streams_each_element():
 
 def test_repeat_stops_when_cancelled():
     with ModelHarness(EXAMPLES / "repeat") as h:
-        assert h.infer_stream({"IN": np.array([1, 2, 3], np.int32)}, cancel=True) == []
+        parts = h.infer_stream({"IN": np.array([1, 2, 3], np.int32)}, cancel=True, errors="return")
+    # the client sees its own CANCELLED; the model stopped without sending a part
+    assert [(p.code, p.model_result) for p in parts] == [("CANCELLED", [])]
 
 
 def test_square_sends_n_responses():

@@ -31,7 +31,19 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    NoReturn,
+    Optional,
+    Set,
+    Tuple,
+    Union,
+)
 
 from .._runtime.errors import TritonRequestError
 from . import fake_pb_utils as pb
@@ -39,6 +51,7 @@ from ._errors import ExecuteContractError, HarnessError
 from ._responses import (
     Outputs,
     StreamErrors,
+    batch_answers,
     check_responses,
     client_outputs,
     collect_sent,
@@ -99,12 +112,25 @@ class ClientCancelledError(TritonRequestError):
     harness's account (when it cancelled, what the model answered that the client never
     receives) in :attr:`explanation` and in ``str()``; the model's answer alone in
     :attr:`model_answer` (``"[CANCELLED] stopped"``, ``"with its outputs"``; ``""``: none yet,
-    as on a stream the client left)."""
+    as on a stream the client left). For a test that asserts what the MODEL did:
+    :attr:`model_result`, the model's answer itself (its outputs, or its
+    :class:`TritonRequestError`; on a stream, the list of parts it sent, the client's
+    view of each; None when it had not answered), and :attr:`parts`, what a streaming
+    client received before its own CANCELLED.
+
+    Example::
+
+        with pytest.raises(ClientCancelledError) as info:
+            harness.infer({"TEXT": ["a"]}, cancel=True)
+        assert info.value.model_result["LENGTH"].tolist() == [[1]]
+    """
 
     def __init__(self, code: str, message: str, *, model: Optional[str] = None) -> None:
         super().__init__(code, message, model=model)
         self.explanation = ""
         self.model_answer = ""
+        self.model_result: Any = None
+        self.parts: List[Any] = []
 
     def __str__(self) -> str:
         base = super().__str__()
@@ -306,21 +332,143 @@ class BatchCancels:
             dict(cancelled) if isinstance(cancelled, Mapping) else dict.fromkeys(cancelled, True)
         )
         self.watches: Dict[int, CancelWatch] = {}
+        self.before: Set[int] = set()
 
     def arm(self, index: int, request: pb.InferenceRequest) -> None:
         plan = self.plans.get(index)
         if plan is True:
             request.cancel_as_client()
+            self.before.add(index)
         elif isinstance(plan, CancelAt):
             self.watches[index] = watch = CancelWatch(plan, request, self.model)
             watch.start()
 
     def settle(self, results: Dict[int, Any]) -> None:
-        """Each answered request's client: its answer, or CANCELLED if it cancelled first."""
+        """Each answered request's client: its answer, or CANCELLED if it cancelled first
+        (before ``execute()``: always, as a gRPC client that cancelled a queued request)."""
+        for index in [i for i in self.before if i in results]:
+            self.before.discard(index)
+            results[index] = cancelled_before(self.model, results[index])
         for index in [i for i in self.watches if i in results]:
             watch = self.watches.pop(index)
             watch.stop()
             if watch.fired:
                 answer = results[index]
                 said = _answer(answer) if isinstance(answer, BaseException) else "with its outputs"
-                results[index] = watch.error(said)
+                results[index] = error = watch.error(said)
+                error.model_result = answer
+
+
+#: how the harness's client cancelled before ``execute()`` (``cancel=True``, ``cancelled=[i]``)
+BEFORE = (
+    "before execute() (on 24.10 a request cancelled while queued still reaches execute(), "
+    "is_cancelled() True, measured with the default scheduler and the dynamic batcher)"
+)
+
+
+def cancelled_before(model: str, result: Any, how: str = BEFORE) -> ClientCancelledError:
+    """What a client that cancelled sees, ``result`` (the model's outputs, its error, or on a
+    stream its parts) kept in :attr:`ClientCancelledError.model_result`."""
+    if isinstance(result, list):
+        answered = f"{len(result)} response(s)" if result else ""
+    elif isinstance(result, BaseException):
+        answered = _answer(result)
+    else:
+        answered = "with its outputs"
+    exc = ClientCancelledError("CANCELLED", CLIENT_CANCELLED)
+    exc.model_answer = answered
+    exc.model_result = result
+    exc.explanation = (
+        f"tritonpy: the harness's client cancelled its request to model '{model}' {how}; "
+        "the model saw is_cancelled() True"
+        + (f" and answered {answered}, which a client never receives" if answered else "")
+    )
+    return exc
+
+
+def cancelled_before_infer(
+    harness: Any,
+    inputs: Mapping[str, Any],
+    requested_outputs: Optional[Iterable[str]],
+    rest: Tuple[Any, ...],
+) -> NoReturn:
+    """``ModelHarness.infer(..., cancel=True)``: ``execute()`` runs on the cancelled request,
+    as on the server; the client's CANCELLED is raised, the model's answer kept in it."""
+    if harness.decoupled:
+        raise decoupled_refused(harness.name)
+    request, requested = harness._build_request(inputs, requested_outputs, *rest)
+    request.cancel_as_client()
+    (answer,) = batch_answers(harness.name, [request], harness._run, harness.stream_timeout)
+    result = (
+        answer if isinstance(answer, TritonRequestError) else outputs_or_error(answer, requested)
+    )
+    raise cancelled_before(harness.name, result)
+
+
+def stream_cancelled(
+    harness: Any,
+    request: pb.InferenceRequest,
+    requested: Optional[List[str]],
+    cancel_after: Optional[int],
+    errors: StreamErrors,
+) -> List[Any]:
+    """``infer_stream(..., cancel=True)`` (``cancel_after`` None) or ``cancel_after=n``: the
+    parts the client received (none, or the first n), then its CANCELLED (raised, or last in
+    the list with ``errors="return"``), as tritonclient's callback gets them after
+    ``stop_stream(cancel_requests=True)``; a stream that ended before its n-th response is
+    returned as without ``cancel_after``."""
+    if cancel_after is None:
+        request.cancel_as_client()
+        how = BEFORE
+    elif isinstance(cancel_after, bool) or cancel_after < 1:
+        raise HarnessError(
+            f"infer_stream(cancel_after={cancel_after}): expected a number of "
+            "responses >= 1; use cancel=True to cancel before execute()"
+        )
+    else:
+        request.get_response_sender().cancel_after(cancel_after)
+        how = f"after its response number {cancel_after} (stop_stream(cancel_requests=True))"
+    sent = run_stream(harness, request, requested, "return", cancel_after)
+    sender = request.created_sender()
+    if cancel_after is not None and not (sender is not None and sender.wait_cancelled(0)):
+        return _raising_first_error(sent) if errors == "raise" else sent
+    parts = sent[:cancel_after] if cancel_after is not None else []
+    exc = cancelled_before(harness.name, sent, how)
+    exc.parts = parts
+    if errors == "raise":
+        _raising_first_error(parts)
+        raise exc
+    return [*parts, exc]
+
+
+def _raising_first_error(parts: List[Any]) -> List[Any]:
+    """``parts`` as ``errors="raise"`` gives them: the first error response raised."""
+    for part in parts:
+        if isinstance(part, TritonRequestError):
+            raise part
+    return parts
+
+
+def run_stream(
+    harness: Any,
+    request: pb.InferenceRequest,
+    requested: Optional[List[str]],
+    errors: StreamErrors,
+    cancel_after: Optional[int] = None,
+) -> List[Any]:
+    """``infer_stream``'s run of one request: every part up to the FINAL flag (with
+    ``cancel_after``: the first that many, once the client cancelled), as the client's view
+    of each (an error response raised, or in the list with ``errors="return"``)."""
+    if not harness.decoupled:  # on a stream, as a gRPC client may send to it
+        (answer,) = batch_answers(
+            harness.name, [request], harness._run, harness.stream_timeout, True
+        )
+        return stream_until_error(request, requested, answer, errors)
+    try:
+        harness._run([request])  # None: execute() checked it
+    except ExecuteContractError as error:
+        return stream_until_error(request, requested, error, errors)
+    sent = collect_sent(harness.name, request, harness.stream_timeout, cancel_after)
+    if errors == "raise":
+        return [client_outputs(r, requested) for r in sent]
+    return [outputs_or_error(r, requested) for r in sent]

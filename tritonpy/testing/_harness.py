@@ -47,7 +47,15 @@ from .._runtime.errors import TritonRequestError
 from .._tooling.closing import Closing
 from .._tooling.errors import ModelLoadError
 from . import fake_pb_utils as pb
-from ._cancellation import BatchCancels, CancelAt, cancelled_infer, cancelled_stream
+from ._cancellation import (
+    BatchCancels,
+    CancelAt,
+    cancelled_before_infer,
+    cancelled_infer,
+    cancelled_stream,
+    run_stream,
+    stream_cancelled,
+)
 from ._clock import ManualClock, bind_clock
 from ._config import (
     InstanceKind,
@@ -57,7 +65,7 @@ from ._config import (
     initialize_args,
     parse_config_pbtxt,
 )
-from ._errors import ExecuteContractError, HarnessError, ModelBugError
+from ._errors import HarnessError, ModelBugError
 from ._harness_responses import ResponseViews
 from ._install import install_fake_pb_utils, uninstall_fake_pb_utils
 from ._load_checks import check_before_running, import_failed
@@ -72,11 +80,9 @@ from ._responses import (
     batch_answers,
     check_returned,
     client_outputs,
-    collect_sent,
     decoupled_refused,
     execute_failed,
     outputs_or_error,
-    stream_until_error,
 )
 from ._sequence_batches import request_rounds, run_sequence_batch
 from ._sequence_driver import SequenceDriver
@@ -304,7 +310,7 @@ class ModelHarness(Closing, ResponseViews):
         request_id: str = "",
         correlation_id: Union[int, str] = 0,
         flags: int = 0,
-        cancel: Optional[CancelAt] = None,
+        cancel: Union[bool, CancelAt] = False,
     ) -> Outputs:
         """Send one request; return its outputs as a client sees them (BYTES as object arrays
         of bytes). Raises TritonRequestError for a rejected request or an error response, and
@@ -314,14 +320,18 @@ class ModelHarness(Closing, ResponseViews):
         ``correlation_id`` and ``flags`` (START 1, END 2, both 3) are the request's sequence
         id and flags, for a model with ``sequence_batching``: the harness then checks them as
         the sequence batcher does and adds the control tensors its config names.
-        ``cancel=CancelAt(check=k)`` / ``CancelAt(after_s=t)``: the client cancels meanwhile.
+        ``cancel=CancelAt(check=k)`` / ``CancelAt(after_s=t)``: the client cancels meanwhile;
+        ``cancel=True``: before ``execute()`` (which still runs, as on the server): either way
+        the client's :class:`ClientCancelledError`, the model's answer in its ``model_result``.
 
         Example::
 
             model.infer({"VALUE": [[5]]}, correlation_id=7, flags=1)   # START of sequence 7
         """
         rest = (parameters, request_id, correlation_id, flags)
-        if cancel is not None:  # the client's CANCELLED, unless the model answered first
+        if cancel is True:  # the client's CANCELLED, always
+            cancelled_before_infer(self, inputs, requested_outputs, rest)
+        if isinstance(cancel, CancelAt):  # the client's CANCELLED, unless the model answered first
             return cancelled_infer(self, cancel, inputs, requested_outputs, rest)
         return client_outputs(*self._respond(inputs, requested_outputs, *rest))
 
@@ -409,41 +419,24 @@ class ModelHarness(Closing, ResponseViews):
         ``cancel=True`` cancels before ``execute`` (``CancelAt``: while it runs). ``cancel_after=n``
         cancels it once the model has sent ``n`` responses, as a gRPC client's
         ``stop_stream(cancel_requests=True)`` after its n-th response does: the model's
-        ``is_cancelled()`` turns True and the first ``n`` responses are returned (the client
-        has closed its stream; what the model sends later never reaches it).
+        ``is_cancelled()`` turns True, the client gets the first ``n`` responses, then its own
+        :class:`ClientCancelledError` (what the model sends later never reaches it).
 
         Example::
 
-            parts = harness.infer_stream({"TEXT": ["a long text"]}, cancel_after=2)
-            assert len(parts) == 2
+            parts = harness.infer_stream({"TEXT": ["a long text"]}, cancel_after=2, errors="return")
+            assert len(parts) == 3 and parts[2].code == "CANCELLED"
         """
         if errors not in ("raise", "return"):
             raise HarnessError(f"infer_stream(errors={errors!r}): expected 'raise' or 'return'")
         request, requested = self._build_request(
             inputs, requested_outputs, parameters, request_id, correlation_id, flags
         )
-        if cancel is True:
-            request.cancel_as_client()
-        elif isinstance(cancel, CancelAt):
+        if isinstance(cancel, CancelAt):
             return cancelled_stream(self, request, requested, cancel, errors)
-        if cancel_after is not None:
-            if cancel_after < 1:
-                raise HarnessError(
-                    f"infer_stream(cancel_after={cancel_after}): expected a number of "
-                    "responses >= 1; use cancel=True to cancel before execute()"
-                )
-            request.get_response_sender().cancel_after(cancel_after)
-        if not self.decoupled:  # on a stream, as a gRPC client may send to it
-            (answer,) = batch_answers(self.name, [request], self._run, self.stream_timeout, True)
-            return stream_until_error(request, requested, answer, errors)
-        try:
-            self._run([request])  # None: execute() checked it
-        except ExecuteContractError as error:
-            return stream_until_error(request, requested, error, errors)
-        sent = collect_sent(self.name, request, self.stream_timeout, cancel_after)
-        if errors == "raise":
-            return [client_outputs(r, requested) for r in sent]
-        return [outputs_or_error(r, requested) for r in sent]
+        if cancel is True or cancel_after is not None:
+            return stream_cancelled(self, request, requested, cancel_after, errors)
+        return run_stream(self, request, requested, errors)
 
     def sequence(self, correlation_id: CorrelationId) -> SequenceDriver:
         """Drive one sequence of a model with ``sequence_batching``: each ``send`` is a
