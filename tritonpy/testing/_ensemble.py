@@ -16,7 +16,6 @@ from __future__ import annotations
 __tracebackhide__ = True
 
 import os
-import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -282,7 +281,7 @@ class EnsembleHarness(Closing):
             validate_request(self.config, self.name, arrays, request_id)
             names = check_requested_outputs(self.config, self.name, wanted)
         except TritonRequestError as error:
-            return {}, _unprefixed(error), []
+            return {}, error, []
         return arrays, None, names
 
     def _run_steps(
@@ -353,12 +352,3 @@ class EnsembleHarness(Closing):
         for harness in self.members.values():
             harness.close()
         self.members = {}
-
-
-def _unprefixed(error: TritonRequestError) -> TritonRequestError:
-    """The server's refusal of an unknown input carries no request id (core r24.10
-    src/model.cc, Model::GetInput; measured on 24.10 for an ensemble)."""
-    found = re.match(r"\[request id: [^\]]*\] (unexpected inference input '.*)", error.message)
-    if found:
-        return TritonRequestError(error.code, found.group(1))
-    return error

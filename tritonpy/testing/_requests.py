@@ -134,7 +134,7 @@ def validate_request(
         if io is None:
             raise TritonRequestError(
                 "INVALID_ARG",
-                f"{prefix}unexpected inference input '{input_name}' for model '{name}'",
+                f"unexpected inference input '{input_name}' for model '{name}'",
             )
         expected_dtype = CONFIG_TO_WIRE.get(io["data_type"], io["data_type"])
         got_dtype = _wire_dtype(array)
