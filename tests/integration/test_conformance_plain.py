@@ -16,7 +16,7 @@ import pytest
 from tritonpy import TritonRequestError
 from tritonpy.client import InferClient
 from tritonpy.server import TritonServer
-from tritonpy.testing import ModelHarness
+from tritonpy.testing import ClientCancelledError, ModelHarness
 from tritonpy.testing import fake_pb_utils as pb
 
 pytestmark = pytest.mark.integration
@@ -163,7 +163,7 @@ def stream_server(
 ) -> List[Any]:
     """What a gRPC streaming client receives: the OUT values, then ("error", message) for an
     error response; with ``cancel_after``, the stream is stopped with cancel_requests=True
-    after that many responses."""
+    after that many responses, and what the callback gets then follows, as (code, message)."""
     import tritonclient.grpc as grpcclient
 
     client = grpcclient.InferenceServerClient(server.grpc_url)
@@ -193,6 +193,9 @@ def stream_server(
     finally:
         client.stop_stream(cancel_requests=cancel_after is not None)
         client.close()
+    while cancel_after is not None and not answers.empty():
+        result, error = answers.get()
+        got.append((error.status(), error.message()) if error is not None else result)
     return got
 
 
@@ -200,7 +203,11 @@ def stream_harness(inputs: Inputs, cancel_after: Optional[int] = None) -> List[A
     with ModelHarness(MODELS / "pl_decoupled") as harness:
         parts = harness.infer_stream(inputs, cancel_after=cancel_after, errors="return")
     return [
-        ("error", p.message) if isinstance(p, TritonRequestError) else p["OUT"].tolist()
+        (p.code, p.message)
+        if isinstance(p, ClientCancelledError)
+        else ("error", p.message)
+        if isinstance(p, TritonRequestError)
+        else p["OUT"].tolist()
         for p in parts
     ]
 
@@ -231,8 +238,11 @@ def test_error_mid_stream_after_parts(server: TritonServer) -> None:
 def test_cancel_mid_stream(server: TritonServer) -> None:
     # mode 3: after each response the model waits until the request is cancelled
     inputs = {"COUNT": one(5), "MODE": one(3)}
-    assert stream_server(server, inputs, cancel_after=1) == [[0]]
-    assert stream_harness(inputs, cancel_after=1) == [[0]]
+    # the part received, then the client's own cancellation (tritonclient's callback gets it
+    # from stop_stream(cancel_requests=True)); what the model sends later never arrives
+    expected = [[0], ("StatusCode.CANCELLED", "Locally cancelled by application!")]
+    assert stream_server(server, inputs, cancel_after=1) == expected
+    assert stream_harness(inputs, cancel_after=1) == [[0], ("CANCELLED", expected[1][1])]
 
 
 # -- the logger ---------------------------------------------------------------------------------

@@ -128,7 +128,10 @@ def test_cancellation_mid_stream_closes_the_generator(server: TritonServer) -> N
     inputs = {"TEXT": text("SLOW a b c d e f")}
     status = {"TEXT": text("STATUS")}
     with ModelHarness(MODELS / "cf_stream") as harness:
-        local = values(harness.infer_stream(inputs, cancel_after=2))
+        got = harness.infer_stream(inputs, cancel_after=2, errors="return")
+        local = values(got[:-1])
+        # then the client's own cancellation, as tritonclient's callback after stop_stream
+        assert (got[-1].code, got[-1].message) == ("CANCELLED", "Locally cancelled by application!")
         local_closed = values(harness.infer_stream(status))
     result = stream_infer(server.grpc_url, "cf_stream", inputs, protocol="grpc", cancel_after=2)
     assert result.cancelled and result.error is None
