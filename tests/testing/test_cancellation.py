@@ -177,6 +177,29 @@ def test_cancel_true_still_cancels_before_execute() -> None:
     assert cancelled.parts == []
 
 
+def test_infer_cancel_true_runs_execute_but_the_client_sees_its_cancel() -> None:
+    Polling.answers = []
+    with ModelHarness(Polling, config=CONFIG) as harness:
+        with pytest.raises(ClientCancelledError) as info:
+            harness.infer(steps(3), cancel=True)
+    assert (info.value.code, info.value.message) == CANCELLED
+    assert Polling.answers == [True]  # execute() ran, its first check said cancelled
+    assert info.value.model_answer == "[CANCELLED] stopped"
+    assert isinstance(info.value.model_result, TritonRequestError)
+    assert "before execute()" in info.value.explanation
+
+
+def test_cancel_after_raises_the_clients_cancel_with_the_parts_read() -> None:
+    with ModelHarness(Streaming, config=STREAM_CONFIG) as harness:
+        with pytest.raises(ClientCancelledError) as info:
+            harness.infer_stream(steps(4), cancel_after=2)
+        assert [p["DONE"].tolist() for p in info.value.parts] == [[0], [1]]
+        # model_result: what the model had sent when the client left (later sends never count)
+        assert [p["DONE"].tolist() for p in info.value.model_result] == [[0], [1]]
+        # a stream that ends before its n-th response is returned as without cancel_after
+        assert len(harness.infer_stream(steps(1), cancel_after=3)) == 1
+
+
 def test_one_request_of_a_batch_cancelled_while_execute_runs() -> None:
     Polling.answers = []
     config = {**CONFIG, "max_batch_size": 4}

@@ -114,8 +114,8 @@ class ClientCancelledError(TritonRequestError):
     :attr:`model_answer` (``"[CANCELLED] stopped"``, ``"with its outputs"``; ``""``: none yet,
     as on a stream the client left). For a test that asserts what the MODEL did:
     :attr:`model_result`, the model's answer itself (its outputs, or its
-    :class:`TritonRequestError`; on a stream, the list of parts it sent, the client's
-    view of each; None when it had not answered), and :attr:`parts`, what a streaming
+    :class:`TritonRequestError`; on a stream, the parts it had sent when the client left,
+    the client's view of each; None when it had not answered), and :attr:`parts`, what a streaming
     client received before its own CANCELLED.
 
     Example::
