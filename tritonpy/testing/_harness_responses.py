@@ -55,6 +55,9 @@ class ResponseViews:
     def _execute(self, requests: List[pb.InferenceRequest]) -> Any:
         raise NotImplementedError  # ModelHarness's
 
+    def _run(self, requests: List[pb.InferenceRequest]) -> Any:
+        raise NotImplementedError  # ModelHarness's: _execute, and again when rescheduled
+
     def _running(self) -> ContextManager[None]:
         raise NotImplementedError  # ModelHarness's
 
@@ -103,7 +106,9 @@ class ResponseViews:
             assert sent[-1][1] == pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
         """
         request, _ = self._build_request(inputs, requested_outputs, parameters, request_id)
-        self._execute([request])  # a decoupled model's returns are checked there
+        # rescheduled requests run again, as for infer_stream (a BLS caller streams this way);
+        # a decoupled model's returns are checked in _execute
+        self._run([request])
         collect_sent(self.name, request, self.stream_timeout)  # waits for the FINAL flag
         sender = request.created_sender()
         return list(sender.sent) if sender is not None else []
