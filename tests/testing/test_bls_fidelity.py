@@ -263,3 +263,19 @@ def test_an_async_models_tasks_build_requests_as_model_code() -> None:
     with ModelHarness(Gathering, config=IO) as harness:
         harness.infer(ONE)
     assert len(errors) == 1 and "incompatible constructor arguments" in str(errors[0])
+
+
+def test_a_failing_finalize_is_logged_and_the_model_unloads_as_on_the_server() -> None:
+    # the stub logs what finalize() raised (INFO) and unloads the model all the same
+    class BrokenFinalize:
+        def execute(self, requests: List[Any]) -> List[Any]:
+            return [pb.InferenceResponse([pb.Tensor("P", np.array([b""], object))])]
+
+        def finalize(self) -> None:
+            raise ValueError("the file handle is gone")
+
+    harness = ModelHarness(BrokenFinalize, config=IO, name="broken")
+    with pytest.warns(RuntimeWarning, match=r"finalize\(\) raised ValueError: the file handle"):
+        harness.close()
+    assert harness.closed and isinstance(harness.finalize_error, ValueError)
+    assert pb.log_records[-1].message == "ValueError: the file handle is gone"

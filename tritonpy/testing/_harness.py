@@ -66,6 +66,7 @@ from ._config import (
     parse_config_pbtxt,
 )
 from ._errors import HarnessError, ModelBugError
+from ._finalize import run_finalize
 from ._harness_responses import ResponseViews
 from ._install import install_fake_pb_utils, uninstall_fake_pb_utils
 from ._load_checks import check_before_running, import_failed
@@ -128,6 +129,7 @@ class ModelHarness(Closing, ResponseViews):
         release: Optional[str] = None,
     ) -> None:
         self._closed = False
+        self.finalize_error: Optional[BaseException] = None  # what finalize() raised
         self.release_facts = target_facts(release)
         self.clock = clock if clock is not None else ManualClock()
         self._bls_names: List[str] = []
@@ -459,7 +461,9 @@ class ModelHarness(Closing, ResponseViews):
         self._bls_names.append(name)
 
     def close(self) -> None:
-        """Call ``finalize()`` (once) and release what the harness holds."""
+        """Call ``finalize()`` (once; an exception it raises is logged and kept in
+        ``finalize_error``, as the server unloads the model all the same) and release what the
+        harness holds."""
         if self._closed:
             return
         self._closed = True
@@ -467,7 +471,7 @@ class ModelHarness(Closing, ResponseViews):
             finalize = getattr(getattr(self, "model", None), "finalize", None)
             if finalize is not None:
                 with self._running():
-                    self._call(finalize)
+                    self.finalize_error = run_finalize(self.name, lambda: self._call(finalize))
         finally:
             release_closed(self.release_facts)
             for bls_name in self._bls_names:
