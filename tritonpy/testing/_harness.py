@@ -113,6 +113,9 @@ class ModelHarness(Closing, ResponseViews):
     name rules and readiness the harness shows (docs/testing.md, "Target release").
     """
 
+    #: what the model's finalize() raised at close (the server logs it and unloads the model)
+    finalize_error: Optional[BaseException] = None
+
     def __init__(
         self,
         model: Union[str, os.PathLike, type],  # type: ignore[type-arg]
@@ -129,7 +132,6 @@ class ModelHarness(Closing, ResponseViews):
         release: Optional[str] = None,
     ) -> None:
         self._closed = False
-        self.finalize_error: Optional[BaseException] = None  # what finalize() raised
         self.release_facts = target_facts(release)
         self.clock = clock if clock is not None else ManualClock()
         self._bls_names: List[str] = []
