@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -302,12 +303,30 @@ def load_error(server: TritonServer, model: str) -> str:
 
 
 def test_a_family_of_another_kind_fails_the_load_on_both(
-    server: TritonServer, tmp_path: Path
+    triton_server_factory: Callable[..., TritonServer],
+    repository_builder: Callable[..., Path],
+    tmp_path: Path,
 ) -> None:
     with ModelHarness(MODELS / "cf_metrics"):
         with pytest.raises(DeclarationError) as raised:
             ModelHarness(write_clash(tmp_path))
     expected = str(raised.value)
     assert "Family name already exists with different type" in expected
-    message = load_error(server, write_clash(server.served_repository).name)
+    # a server of its own: 24.10 sometimes aborts as a whole on this load (measured 5 of 15
+    # loads on a busy 2-core machine: "terminate called after throwing an instance of
+    # 'boost::interprocess::lock_exception'" in TRITONBACKEND_ModelInstanceInitialize, then
+    # SIGABRT), and the rest of the module's tests keep their server
+    repo = repository_builder(tmp_path / "served", "cf_metrics", source=MODELS)
+    server = triton_server_factory(repo, startup_timeout=180)
+    clash = write_clash(server.served_repository).name
+    try:
+        message = load_error(server, clash)
+    except (ConnectionError, urllib.error.URLError):  # the connection closed: the abort
+        deadline = time.monotonic() + 10.0
+        while server.running and time.monotonic() < deadline:
+            time.sleep(0.1)  # the process is going down as its connection closes
+        server_log = server.log_path.read_text() if server.log_path else ""
+        assert not server.running, "the connection closed but the server runs"
+        assert "boost::interprocess::lock_exception" in server_log, server_log[-2000:]
+        return
     assert expected in message, message
