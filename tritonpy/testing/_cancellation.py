@@ -65,6 +65,10 @@ from ._responses import (
 CLIENT_CANCELLED = "Locally cancelled by application!"
 
 
+#: the name of the thread that cancels a request after a wall time (CancelAt(after_s=))
+TIMER_THREAD = "tritonpy-cancel-timer"
+
+
 @dataclass(frozen=True)
 class CancelAt:
     """When the harness's client cancels a request that ``execute()`` is working on.
@@ -158,6 +162,7 @@ class CancelWatch:
         else:
             self._timer = threading.Timer(float(self.plan.after_s or 0), self._fire)
             self._timer.daemon = True
+            self._timer.name = TIMER_THREAD
             self._timer.start()
 
     def _counted(self) -> None:
@@ -182,6 +187,8 @@ class CancelWatch:
             self._done = True
         if self._timer is not None:
             self._timer.cancel()
+            if self._timer is not threading.current_thread():
+                self._timer.join(1.0)  # cancelled, it ends at once: no thread outlives its request
         self.request.watch_cancel_checks(None)
 
     def error(self, answered: str = "") -> ClientCancelledError:
