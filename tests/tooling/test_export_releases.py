@@ -165,8 +165,9 @@ def test_a_packed_environment_of_another_python_fails_clearly_without_a_stub(
 
     from mini_envs import XY, FakeBuilds, mini_env
 
-    if XY == "3.12":
-        pytest.skip("this Python is the 26.07 container's: no stub is needed (see above)")
+    # a release whose container Python is not this machine's: 26.07 (3.12), else 24.10 (3.10)
+    release = "26.07" if XY != "3.12" else "24.10"
+    container = facts_for(release).python
 
     def build(model_dir: Path, **options: Any) -> Any:
         # a mini environment without the empty libpython of mini_env's layout: 26.07 puts
@@ -188,12 +189,12 @@ def test_a_packed_environment_of_another_python_fails_clearly_without_a_stub(
         f"name: e\ndependencies:\n  - python={XY}\n  - pip\n  - pip:\n    - numpy<2\n"
     )
     with pytest.raises(ExportError) as caught:
-        export_repository(tmp_path / "repo", tmp_path / "deploy", triton_version="26.07")
+        export_repository(tmp_path / "repo", tmp_path / "deploy", triton_version=release)
     message = str(caught.value)
-    assert [(call["triton_version"], call["python"]) for call in stub_calls] == [("26.07", XY)]
+    assert [(call["triton_version"], call["python"]) for call in stub_calls] == [(release, XY)]
     assert message.startswith(
-        f"model 'double': environment Python {XY} differs from the Python 3.12 of the "
-        "release 26.07 container"
+        f"model 'double': environment Python {XY} differs from the Python {container} of the "
+        f"release {release} container"
     )
     assert "none could be placed here" in message and "Dockerfile.stub" in message
     assert not (tmp_path / "deploy" / "model_repository").exists()
