@@ -159,7 +159,7 @@ def test_a_packed_environment_of_another_python_fails_clearly_without_a_stub(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub_calls: List[Dict[str, Any]]
 ) -> None:
     """The environment export packs (a spec pinning this machine's Python, 3.11 or so) on
-    26.07, whose container runs 3.12: the stub decision again, after the build."""
+    a release whose container runs another Python: the stub decision again, after the build."""
     import tarfile
     from types import SimpleNamespace
 
