@@ -17,5 +17,5 @@ echo "==> installing tritonpy and its test/demo dependencies into $venv"
 # torch is pinned: a bare 'torch' resolves to a multi-GB CUDA build, 2.13.0 has a CPU build.
 # numpy<2: the tritonserver 24.10 stub bundled by nvidia-pytriton predates numpy 2.
 # (the filter drops pip notes about configured package locations that do not exist here)
-"${pip[@]}" install -e ".[image,server,config,dev]" "torch==2.13.0" "numpy<2" \
+"${pip[@]}" install -e ".[image,server,config,dev,s3]" "torch==2.13.0" "numpy<2" \
     2> >(grep -v "^WARNING: Location" >&2)
