@@ -36,10 +36,12 @@ def _registrations() -> List[Callable[[shared.Subparsers], None]]:
     from .demo import add_parser as add_demo
     from .envs._cli import add_parser as add_pack_env
     from .export._cli import add_parser as add_export
+    from .fleet._cli import add_parser as add_fleet
     from .perf._cli import add_parser as add_perf_and_tune
     from .probe._cli import add_parser as add_probe
     from .server._cli import add_parser as add_serve
     from .server._infer_cli import add_parser as add_infer
+    from .storage._cli import add_parser as add_publish
     from .stubs._cli import add_parser as add_stub
     from .templates._cli import add_parser as add_new
 
@@ -53,6 +55,8 @@ def _registrations() -> List[Callable[[shared.Subparsers], None]]:
         add_pack_env,
         add_stub,
         add_export,
+        add_publish,
+        add_fleet,
         add_probe,
         add_perf_and_tune,
     ]
