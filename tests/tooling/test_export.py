@@ -237,7 +237,11 @@ def test_kubernetes_manifests(tmp_path: Path) -> None:
         cpu="2",
         memory="4Gi",
     )
-    deployment, service = load_manifests(tmp_path / "deploy" / "k8s" / "deployment.yaml")
+    deployment, service, budget, autoscaler = load_manifests(
+        tmp_path / "deploy" / "k8s" / "deployment.yaml"
+    )
+    assert (budget["kind"], budget["spec"]["maxUnavailable"]) == ("PodDisruptionBudget", 1)
+    assert (autoscaler["kind"], autoscaler["spec"]["minReplicas"]) == ("HorizontalPodAutoscaler", 3)
     assert (deployment["apiVersion"], deployment["kind"]) == ("apps/v1", "Deployment")
     spec = deployment["spec"]
     assert spec["replicas"] == 3
@@ -245,13 +249,19 @@ def test_kubernetes_manifests(tmp_path: Path) -> None:
     assert spec["selector"]["matchLabels"].items() <= labels.items()
     (container,) = spec["template"]["spec"]["containers"]
     assert container["image"] == "digits:1.0"
-    assert container["args"] == ["tritonserver", "--model-repository=/models"]
+    assert container["args"][:3] == [
+        "tritonserver",
+        "--model-repository=/models",
+        "--exit-timeout-secs=30",
+    ]
     assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [
         ("http", 8000),
         ("grpc", 8001),
         ("metrics", 8002),
     ]
-    assert container["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}}
+    assert container["resources"]["requests"].items() >= {"cpu": "2", "memory": "4Gi"}.items()
+    # the limit holds the request plus /dev/shm (two instances of 1 MiB, 64 MiB headroom)
+    assert container["resources"]["limits"] == {"cpu": "2", "memory": f"{4096 + 66}Mi"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": "http"}
     # a dead stub leaves its model READY: liveness is a real request per model
     liveness = container["livenessProbe"]
@@ -281,7 +291,7 @@ def test_kubernetes_manifests(tmp_path: Path) -> None:
         "kubectl apply -f k8s/inferenceservice.yaml",
         "- `double`",
         "- `plain`",
-        "livenessProbe runs `tritonpy probe --url grpc://localhost:8001 --timeout 5`",
+        "by `tritonpy probe --url grpc://localhost:8001 --timeout 5`: one real request",
     ):
         assert expected in readme, expected
 

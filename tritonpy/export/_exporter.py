@@ -28,27 +28,10 @@ from .._tooling.pbtxt import CONFIG_MODULES, ConfigError, load_config
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
 from ..check import WARNING, Report, check_repository
-from ..envs import (
-    BUILDERS,
-    Builder,
-    BuiltEnv,
-    container_numpy_pin,
-    container_numpy_reason,
-    model_name_problems,
-    running_tritonpy,
-    self_wheel,
-)
-from ._files import (
-    ENVS_DIR,
-    REPOSITORY_DIR,
-    WHEELS_DIR,
-    EnvsInImage,
-    default_base_image,
-    dockerfile,
-    dockerignore,
-    readme,
-)
-from ._manifests import DeploySettings, deployment_manifests, kserve_manifest, to_yaml_documents
+from ..envs import BUILDERS, Builder, BuiltEnv, model_name_problems
+from ._deploy import publish_export, sized_settings, storage_settings, write_deployment_files
+from ._files import ENVS_DIR, REPOSITORY_DIR, WHEELS_DIR, EnvsInImage, default_base_image
+from ._manifests import DeploySettings
 from ._models import (
     DEFAULT_ENV_ROOT,
     ENV_LAYOUTS,
@@ -98,6 +81,9 @@ class ExportResult:
     env_layout: str = "per-model"
     #: the environments built (or found in the cache) for this export, one per distinct spec
     environments: List[BuiltEnv] = field(default_factory=list)
+    #: with ``to``: the URL tritonserver serves, and the storage's ``PublishResult``
+    url: Optional[str] = None
+    published: Any = None
 
     @property
     def repository(self) -> Path:
@@ -139,70 +125,6 @@ def _check_name(name: str, replicas: int) -> None:
         )
     if replicas < 1:
         raise ExportError(f"--replicas {replicas}: expected 1 or more")
-
-
-def _write(path: Path, text: str, files: List[Path]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    files.append(path)
-
-
-def _write_wheel(staging: Path, reporter: Reporter, files: List[Path]) -> str:
-    # the running tritonpy, for the image's liveness check (tritonpy probe)
-    runtime = running_tritonpy()
-    wheel = staging / WHEELS_DIR / runtime.wheel_name
-    wheel.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(self_wheel(reporter, runtime=runtime), wheel)
-    files.append(wheel)
-    return runtime.wheel_name
-
-
-def _write_deployment_files(
-    staging: Path,
-    settings: DeploySettings,
-    release: TritonRelease,
-    base_image: str,
-    models: List[str],
-    reporter: Reporter,
-    *,
-    envs: Optional[EnvsInImage] = None,
-) -> List[Path]:
-    files: List[Path] = []
-    wheel = _write_wheel(staging, reporter, files)
-    _write(
-        staging / "Dockerfile",
-        dockerfile(
-            base_image,
-            wheel,
-            numpy_pin=container_numpy_pin(release),
-            pin_reason=container_numpy_reason(release),
-            envs=envs,
-        ),
-        files,
-    )
-    _write(staging / ".dockerignore", dockerignore(shared_envs=envs is not None), files)
-    header = (
-        "Written by 'tritonpy export'. Build and push the image first (see README.md), set\n"
-        "its name as image: below, then: kubectl apply -f k8s/deployment.yaml"
-    )
-    _write(
-        staging / "k8s" / "deployment.yaml",
-        to_yaml_documents(deployment_manifests(settings), header=header),
-        files,
-    )
-    storage = f"s3://BUCKET/{settings.name}/{REPOSITORY_DIR}"
-    header = (
-        "Written by 'tritonpy export': KServe's Triton runtime serving the model repository\n"
-        f"from object storage. Copy {REPOSITORY_DIR}/ there and set storageUri, then:\n"
-        "kubectl apply -f k8s/inferenceservice.yaml"
-    )
-    _write(
-        staging / "k8s" / "inferenceservice.yaml",
-        to_yaml_documents([kserve_manifest(settings, storage)], header=header),
-        files,
-    )
-    _write(staging / "README.md", readme(settings, base_image, models, envs=envs), files)
-    return files
 
 
 def _finding_lines(report: Report, allow_warnings: bool, shared: Sequence[str] = ()) -> List[str]:
@@ -272,10 +194,19 @@ def export_repository(
         replicas=chosen.replicas,
         cpu=chosen.cpu,
         memory=chosen.memory,
+        cpu_limit=chosen.cpu_limit,
+        memory_limit=chosen.memory_limit,
+        exit_timeout=chosen.exit_timeout,
+        max_replicas=chosen.max_replicas,
+        queue_time_us=chosen.queue_time_us,
     )
+    settings = storage_settings(settings, chosen.to)
     how = _ModelOptions(release, chosen.pack, chosen.builder, reporter or Reporter(),
                         chosen.env_layout, chosen.env_root)  # fmt: skip
-    _export(source, models, settings, how, result, allow_warnings=chosen.allow_warnings)
+    _export(source, models, settings, how, result, chosen)
+    if chosen.to is not None:
+        result.url = settings.repository
+        result.published = publish_export(result.repository, settings.repository, how.reporter)
     result.seconds = time.monotonic() - began
     return result
 
@@ -288,6 +219,13 @@ def _check_options(
     if options.env_layout not in ENV_LAYOUTS:
         raise ExportError(
             f"--env-layout {options.env_layout!r}: expected one of {', '.join(ENV_LAYOUTS)}"
+        )
+    if options.to is not None and options.env_layout != "per-model":
+        raise ExportError(
+            f"--to {options.to} with --env-layout {options.env_layout}: a repository in "
+            "object storage is copied model directory by model directory, so "
+            "$$TRITON_MODEL_DIRECTORY/../../envs is lost (tritonpy check TP502). Export with "
+            "--env-layout per-model (the default) to publish it"
         )
     if not options.env_root.startswith("/"):
         raise ExportError(
@@ -347,8 +285,7 @@ def _export(
     settings: DeploySettings,
     options: _ModelOptions,
     result: ExportResult,
-    *,
-    allow_warnings: bool,
+    chosen: ExportOptions,
 ) -> None:
     """Build the export in a hidden folder of ``result.out`` and move it into place once it
     checks clean; ``result`` gets the models, the report and the files written."""
@@ -361,13 +298,14 @@ def _export(
         plans = _validate(models, staged_repo, options)
         result.environments = _built_environments(plans)
         result.models = [_export_model(plan, staging, options) for plan in plans]
-        result.report = _check_export(staged_repo, source, result, options, allow_warnings)
+        result.report = _check_export(staged_repo, source, result, options, chosen.allow_warnings)
         _purge_caches(staged_repo)
+        settings = sized_settings(settings, staged_repo, shm_size=chosen.shm_size)
         names = [m.name for m in result.models]
         envs = (
             EnvsInImage(options.layout, options.env_root) if (staging / ENVS_DIR).is_dir() else None
         )
-        written = _write_deployment_files(
+        written = write_deployment_files(
             staging, settings, release, result.base_image, names, reporter, envs=envs
         )
         _replace_outputs(staging, target)

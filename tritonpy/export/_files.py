@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ._manifests import PORTS, PROBE_COMMAND, READY_PATH, DeploySettings
+from ._pod import GRACE_MARGIN_SECS, PORTS, PROBE_COMMAND, READY_PATH, DeploySettings
+from ._resources import mebibytes
+from ._scaling import ADAPTER_RULE, CPU_UTILIZATION, max_replicas
 
 #: the model repository's folder inside the export directory
 REPOSITORY_DIR = "model_repository"
@@ -66,6 +68,7 @@ def dockerfile(
     numpy_pin: str = "numpy<2",
     pin_reason: str = "",
     envs: Optional[EnvsInImage] = None,
+    repository_url: Optional[str] = None,
 ) -> str:
     """A Dockerfile that installs tritonpy (the wheel ``wheel`` of ``wheels/``) for the
     liveness check into the container's own Python, keeping that Python's ``numpy_pin`` (the
@@ -93,10 +96,7 @@ COPY {WHEELS_DIR}/{wheel} /tmp/{wheel}
 RUN PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir /tmp/{wheel} \\
         'tritonclient[grpc]'{pin} && rm /tmp/{wheel}
 
-# every model with its config.pbtxt, environment archive (EXECUTION_ENV_PATH) and, where the
-# environment's Python differs from the container's, its triton_python_backend_stub
-COPY {REPOSITORY_DIR}/ /models/
-{envs_lines}
+{_repository_lines(repository_url)}{envs_lines}
 EXPOSE {ports}
 
 # healthy = every READY model answers a real request (unpacking environment archives takes a
@@ -104,19 +104,32 @@ EXPOSE {ports}
 HEALTHCHECK --interval=30s --timeout=30s --start-period=300s --retries=3 \\
     CMD {probe} || exit 1
 
-CMD ["tritonserver", "--model-repository=/models"]
+CMD ["tritonserver", "--model-repository={repository_url or "/models"}"]
 """
 
 
-def dockerignore(*, shared_envs: bool = False) -> str:
-    """Only the model repository, the shared environments and the tritonpy wheel go into the
-    build context."""
+def _repository_lines(url: Optional[str]) -> str:
+    if url is not None:
+        return (
+            f"# no model repository in the image: tritonserver serves {url}, with the\n"
+            "# credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION\n"
+        )
+    return (
+        "# every model with its config.pbtxt, environment archive (EXECUTION_ENV_PATH) and, "
+        "where the\n# environment's Python differs from the container's, its "
+        f"triton_python_backend_stub\nCOPY {REPOSITORY_DIR}/ /models/\n"
+    )
+
+
+def dockerignore(*, shared_envs: bool = False, repository: bool = True) -> str:
+    """Only the model repository (unless it is served from object storage), the shared
+    environments and the tritonpy wheel go into the build context."""
     envs = f"!{ENVS_DIR}/\n" if shared_envs else ""
+    models = f"!{REPOSITORY_DIR}/\n" if repository else ""
     return f"""\
 # Written by 'tritonpy export': send only the model repository to the Docker build
 *
-!{REPOSITORY_DIR}/
-{envs}!{WHEELS_DIR}/
+{models}{envs}!{WHEELS_DIR}/
 **/__pycache__
 """
 
@@ -209,43 +222,95 @@ and set that name as the `image:` of `k8s/deployment.yaml`.
 
 def _readme_kubernetes(settings: DeploySettings) -> str:
     http = PORTS["http"]
+    limits = settings.limits
+    copied = ", and Triton copies each model directory there from the bucket"
+    copied = copied if settings.secret is not None else ""
     return f"""\
 ## Kubernetes
 
-```
+{_readme_secret(settings)}```
 kubectl apply -f k8s/deployment.yaml
 kubectl get pods -l app.kubernetes.io/name={settings.name}
 kubectl port-forward service/{settings.name} {http}:{http}
 ```
 
-The Deployment runs {settings.replicas} replica{"s" * (settings.replicas != 1)} with requests of
-{settings.cpu} CPU and {settings.memory} memory (edit them for your models; add
-`nvidia.com/gpu` limits for GPU models). Its readinessProbe is `{READY_PATH}` (all models
-loaded: traffic waits until then) and its livenessProbe runs `{" ".join(PROBE_COMMAND)}` in
-the container: one real request to each READY model, so a model whose stub process died (it
-stays READY in Triton and fails every request) gets the pod restarted. The Service exposes
-HTTP {PORTS["http"]}, gRPC {PORTS["grpc"]} and metrics {PORTS["metrics"]}.
+`k8s/deployment.yaml` holds the Deployment, its Service (HTTP {PORTS["http"]}, gRPC
+{PORTS["grpc"]}, metrics {PORTS["metrics"]}), a PodDisruptionBudget (one pod down at a time) and
+a HorizontalPodAutoscaler. The Deployment runs {settings.replicas}
+replica{"s" * (settings.replicas != 1)} of `{" ".join(settings.server_args)}`:
+
+- as the image's non-root user `triton-server` (uid 1000), no privilege escalation, no
+  capabilities, seccomp RuntimeDefault, a read-only root file system;
+- `/dev/shm` a memory-backed emptyDir of {mebibytes(settings.shm_bytes)} (the Python backend's
+  shared-memory region of {settings.shm_default_byte_size} bytes per model instance, sized from
+  the models' tensors at their max_batch_size; `--shm-size` overrides it) and `/tmp` an emptyDir
+  of {mebibytes(settings.tmp_bytes)} (environment archives are unpacked there{copied});
+- requests {settings.cpu} CPU / {settings.memory}, limits {limits["cpu"]} CPU /
+  {limits["memory"]} (the memory limit holds the request plus `/dev/shm`, which counts against
+  it); add `nvidia.com/gpu` limits for GPU models;
+- a startupProbe on `{READY_PATH}` allowing {settings.startup_seconds} s (environments unpack at
+  load), readiness on `{READY_PATH}` (traffic waits until every model is loaded), and liveness
+  by `{" ".join(PROBE_COMMAND)}`: one real request to each READY model, so a model whose stub
+  process died (it stays READY in Triton and fails every request) gets the pod restarted;
+- `terminationGracePeriodSeconds` {settings.exit_timeout + GRACE_MARGIN_SECS}, longer than the
+  server's `--exit-timeout-secs={settings.exit_timeout}`, so in-flight requests finish.
+
+The autoscaler keeps {settings.replicas} to {max_replicas(settings)} replicas on Triton's average
+queue time per request (`avg_time_queue_us`, target {settings.queue_time_us} µs, as Triton's
+`deploy/k8s-onprem` chart) and CPU ({CPU_UTILIZATION} %). The queue-time metric needs Prometheus
+scraping the pods' metrics port and the prometheus adapter serving this rule:
+
+```
+{ADAPTER_RULE}```
+"""
+
+
+def _readme_secret(settings: DeploySettings) -> str:
+    if settings.secret is None:
+        return ""
+    return f"""\
+The pods read the repository from `{settings.repository}` with the credentials of the Secret
+`{settings.secret}` (its keys: `k8s/secret-template.yaml`). Create it first, with real values
+(never commit them):
+
+```
+kubectl create secret generic {settings.secret} \\
+    --from-literal=AWS_ACCESS_KEY_ID=... --from-literal=AWS_SECRET_ACCESS_KEY=... \\
+    --from-literal=AWS_DEFAULT_REGION=...
+```
+
 """
 
 
 def _readme_object_storage(settings: DeploySettings) -> str:
+    if settings.secret is not None:
+        publish = f"""\
+`tritonpy export --to {settings.repository}` published `{REPOSITORY_DIR}/` there. To publish it
+again (a new version of a model), run
+`tritonpy publish {REPOSITORY_DIR} {settings.repository}`."""
+    else:
+        publish = f"""\
+Publish `{REPOSITORY_DIR}/` first: `tritonpy publish {REPOSITORY_DIR} s3://BUCKET/PREFIX`
+(or export again with `--to s3://BUCKET/PREFIX`, which also points the manifests at it)."""
     return f"""\
+## Object storage
+
+{publish} Triton reads the repository from the bucket directly
+(`tritonserver --model-repository=s3://BUCKET/PREFIX`, or `s3://host:port/BUCKET/PREFIX` for an
+S3-compatible store; credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+`AWS_DEFAULT_REGION`), so many replicas share one copy. Every environment stays inside its
+model directory (`$$TRITON_MODEL_DIRECTORY/...`): Triton copies each model directory alone.
+
 ## KServe
 
 `k8s/inferenceservice.yaml` serves the same repository with KServe's Triton runtime
-(`kserve-tritonserver`, release {settings.release}). Copy `{REPOSITORY_DIR}/` to object storage
-first and set `storageUri` to it:
+(`kserve-tritonserver`, release {settings.release}); its `storageUri` is the bucket's
+`s3://BUCKET/PREFIX` (for an S3-compatible store, KServe takes the endpoint from its S3 Secret's
+`serving.kserve.io/s3-endpoint` annotation). Then:
 
 ```
-aws s3 sync {REPOSITORY_DIR} s3://BUCKET/{settings.name}/{REPOSITORY_DIR}
 kubectl apply -f k8s/inferenceservice.yaml
 ```
 
 KServe's runtime serves HTTP on port 8080 and gRPC on 9000.
-
-## Object storage without KServe
-
-Triton reads a model repository from S3 directly:
-`tritonserver --model-repository=s3://BUCKET/{settings.name}/{REPOSITORY_DIR}` (credentials
-from the usual AWS environment variables), so many replicas share one copy.
 """

@@ -38,6 +38,40 @@ class ExportOptions:
     replicas: int = option(1, help="Deployment replicas (default {default})")
     cpu: str = option("1", help="CPU request per pod (default {default})")
     memory: str = option("2Gi", help="memory request per pod (default {default})")
+    cpu_limit: Optional[str] = option(None, help="CPU limit per pod (default: the --cpu request)")
+    memory_limit: Optional[str] = option(
+        None,
+        help="memory limit per pod: at least --memory plus the /dev/shm size, which a "
+        "memory-backed emptyDir counts against the limit (default: exactly that)",
+    )
+    shm_size: Optional[str] = option(
+        None,
+        metavar="QUANTITY",
+        help="the pod's /dev/shm (e.g. 512Mi; default: sized from the models' tensors and "
+        "instances, see docs/deploy.md)",
+    )
+    exit_timeout: int = option(
+        30,
+        metavar="SECONDS",
+        help="tritonserver --exit-timeout-secs; the pod's grace period is 15 s longer "
+        "(default {default}, the server's own)",
+    )
+    max_replicas: Optional[int] = option(
+        None, help="the autoscaler's maximum replicas (default twice --replicas, at least 3)"
+    )
+    queue_time_us: int = option(
+        50,
+        metavar="MICROSECONDS",
+        help="the autoscaler's target average queue time per request (default {default}, as "
+        "Triton's k8s-onprem chart)",
+    )
+    to: Optional[str] = option(
+        None,
+        metavar="URL",
+        help="publish OUT/model_repository to this s3:// URL after the export, and make the "
+        "manifests serve it from there (credentials from the AWS_* variables; per-model "
+        "environment layout only)",
+    )
     pack: bool = option(
         True,
         flags=["--no-pack"],
