@@ -13,8 +13,11 @@ The export writes::
     OUT/Dockerfile                 FROM nvcr.io/nvidia/tritonserver:YY.MM-py3, models in /models,
                                    HEALTHCHECK tritonpy probe
     OUT/.dockerignore
-    OUT/k8s/deployment.yaml        Deployment + Service (readiness /v2/health/ready,
-                                   liveness: tritonpy probe, one real request per model)
+    OUT/k8s/deployment.yaml        a hardened Deployment (non-root, /dev/shm and /tmp sized from
+                                   the models, requests and limits; readiness /v2/health/ready,
+                                   liveness: tritonpy probe, one real request per model), its
+                                   Service, a PodDisruptionBudget, an HPA on Triton's queue time
+    OUT/k8s/secret-template.yaml   with ``to="s3://..."``: the credentials' keys (no values)
     OUT/k8s/inferenceservice.yaml  KServe InferenceService on the Triton runtime
     OUT/README.md                  build, push, run, apply
 

@@ -60,6 +60,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         f"wrote {result.repository} and {', '.join(str(f) for f in result.files)} "
         f"(environment layout {result.env_layout}, {result.seconds:.1f} s)"
     )
+    if result.url is not None:
+        print(f"published {result.repository} to {result.url}")
     print(f"next: docker build -t {args.image or f'{args.name}:{result.release}'} {result.out}")
     print(f"      (see {result.out / 'README.md'} for docker run, push and kubectl apply)")
     return 0

@@ -43,6 +43,7 @@ from ._models import (
     prepare_model,
 )
 from ._options import ExportOptions
+from ._resources import memory_bytes
 from ._validate import ModelPlan, build_missing, plan_model, raise_problems, validate_now
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -168,6 +169,10 @@ def export_repository(
     not for object storage) or ``"image"`` (those archives unpacked by the Dockerfile into
     ``env_root``; the image only). See docs/deploy.md.
 
+    ``to`` (an ``s3://`` URL; ``per-model`` layout only): once the export is in ``out``, its
+    repository is published there (:func:`tritonpy.storage.publish`; ``result.published``),
+    and the manifests serve that URL with credentials from a Secret (``k8s/secret-template.yaml``).
+
     The exported repository must pass ``tritonpy check --triton-version`` without findings
     (errors only, with ``allow_warnings``); otherwise :class:`ExportError` lists them and
     ``out`` is left as it was. A non-empty ``out`` is refused unless ``force``.
@@ -239,6 +244,13 @@ def _check_options(
     if options.builder not in BUILDERS:
         raise ExportError(f"--builder {options.builder!r}: expected one of {', '.join(BUILDERS)}")
     _check_name(options.name, options.replicas)
+    for flag, quantity in (
+        ("--memory", options.memory),
+        ("--memory-limit", options.memory_limit),
+        ("--shm-size", options.shm_size),
+    ):
+        if quantity is not None:
+            memory_bytes(quantity, flag)  # a malformed one fails before anything is built
     _prepare_out(source, target, options.force)
     models = model_directories(source)
     if not models:
