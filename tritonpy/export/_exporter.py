@@ -192,6 +192,19 @@ def export_repository(
         target, release.name, chosen.base_image or default_base_image(release.name)
     )
     result.env_layout = chosen.env_layout
+    settings = _deploy_settings(chosen, release)
+    how = _ModelOptions(release, chosen.pack, chosen.builder, reporter or Reporter(),
+                        chosen.env_layout, chosen.env_root)  # fmt: skip
+    _export(source, models, settings, how, result, chosen)
+    if chosen.to is not None:
+        result.url = settings.repository
+        result.published = publish_export(result.repository, settings.repository, how.reporter)
+    result.seconds = time.monotonic() - began
+    return result
+
+
+def _deploy_settings(chosen: ExportOptions, release: TritonRelease) -> DeploySettings:
+    """The manifests' settings from the options (sized from the models later)."""
     settings = DeploySettings(
         name=chosen.name,
         image=chosen.image or f"{chosen.name}:{release.name}",
@@ -205,15 +218,7 @@ def export_repository(
         max_replicas=chosen.max_replicas,
         queue_time_us=chosen.queue_time_us,
     )
-    settings = storage_settings(settings, chosen.to)
-    how = _ModelOptions(release, chosen.pack, chosen.builder, reporter or Reporter(),
-                        chosen.env_layout, chosen.env_root)  # fmt: skip
-    _export(source, models, settings, how, result, chosen)
-    if chosen.to is not None:
-        result.url = settings.repository
-        result.published = publish_export(result.repository, settings.repository, how.reporter)
-    result.seconds = time.monotonic() - began
-    return result
+    return storage_settings(settings, chosen.to)
 
 
 def _check_options(

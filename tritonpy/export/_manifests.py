@@ -20,20 +20,13 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .._runtime._optional import optional_import
-from ._kserve import kserve_manifest
-from ._pod import PORTS, PROBE_COMMAND, READY_PATH, DeploySettings, pod_template
+from ._kserve import kserve_manifest as kserve_manifest
+from ._pod import PORTS as PORTS
+from ._pod import PROBE_COMMAND as PROBE_COMMAND
+from ._pod import READY_PATH as READY_PATH
+from ._pod import DeploySettings as DeploySettings
+from ._pod import pod_template
 from ._scaling import autoscaler, disruption_budget
-
-__all__ = [
-    "PORTS",
-    "PROBE_COMMAND",
-    "READY_PATH",
-    "DeploySettings",
-    "deployment_manifests",
-    "kserve_manifest",
-    "secret_template",
-    "to_yaml_documents",
-]
 
 #: the keys of the credentials Secret: the variables tritonserver's S3 filesystem reads
 #: (core@r24.10:src/filesystem/implementations/s3.h); AWS_SESSION_TOKEN only for temporary ones
