@@ -46,11 +46,13 @@ def preflight(
     server_python: Optional[str] = None,
     provided_stubs: Iterable[str] = (),
     names: OptionNames = PYTHON_NAMES,
+    shown_as: Optional[str] = None,
 ) -> Report:
     """Run :func:`tritonpy.check.check_repository` on ``repository`` for a server running
     Python ``server_python`` (``X.Y``; ``None`` skips the rules that need it). The models in
     ``provided_stubs`` get a stub for their environment's Python from serve, so they are not
-    reported as a Python mismatch.
+    reported as a Python mismatch. ``shown_as`` names the repository in messages (the
+    ``s3://`` URL of which ``repository`` is a temporary copy).
 
     Returns the report (warnings only) or raises :class:`PreflightError` listing every error.
 
@@ -61,10 +63,11 @@ def preflight(
     from ..check import check_repository
 
     root = Path(repository)
+    label = shown_as or str(root)
     try:
         report = check_repository(root, server_python=server_python)
     except ToolError as exc:
-        raise ServerError(f"cannot check the model repository {root}: {exc}") from exc
+        raise ServerError(f"cannot check the model repository {label}: {exc}") from exc
     provided = set(provided_stubs)
     report.findings = [
         f
@@ -75,7 +78,7 @@ def preflight(
         errors = len(report.errors)
         listed = "\n".join(f.render() for f in report.errors)
         raise PreflightError(
-            f"the model repository {root} has {errors} error{'s' * (errors != 1)} "
+            f"the model repository {label} has {errors} error{'s' * (errors != 1)} "
             f"(tritonpy check, server Python {server_python or 'unknown'}); tritonserver was "
             f"not started:\n{listed}\nFix them and start again, or pass "
             f"{_skip(names)} to start the server anyway.",

@@ -34,6 +34,7 @@ from ._logs import LogFollower, read_tail, temporary_log_file
 from ._options import PathLike, ServerOptions
 from ._preflight import preflight
 from ._procs import end_process_group
+from ._remote import RemoteRepository, open_remote, prepare_remote
 from ._shadow import StubPlan, build_shadow, plan_stubs, remove_shadow, repository_models, user_path
 from ._startfail import FAILURE_GRACE_S, StartReports
 from ._supervise import StubHealer
@@ -126,14 +127,19 @@ class TritonServer(Endpoints, StartReports):
         super().__init__(chosen.host, ports, chosen.default_ports, chosen.option_names)
         #: the options it was made with
         self.options = chosen
-        self.model_repository = Path(model_repository).absolute()
+        self.env = dict(chosen.env or {})
+        #: the bucket folder served (``s3://...``); ``None`` for a local repository
+        self.remote: Optional[RemoteRepository] = open_remote(model_repository, self.env)
+        #: the repository's directory: for ``s3://``, the local mirror of its configurations
+        self.model_repository = (
+            Path(model_repository).absolute() if self.remote is None else self.remote.mirror
+        )
         self.tritonserver = _text(chosen.tritonserver)
         self.backend_directory = _text(chosen.backend_directory)
         self.python = _text(chosen.python)
         self.startup_timeout = float(chosen.startup_timeout)
         self.log_verbose = int(chosen.log_verbose)
         self.extra_args = [str(a) for a in chosen.extra_args]
-        self.env = dict(chosen.env or {})
         self._log_file = None if chosen.log_file is None else Path(chosen.log_file)
         self._log_path: Optional[Path] = None
         self._log_start = 0
@@ -171,6 +177,11 @@ class TritonServer(Endpoints, StartReports):
     def log_path(self) -> Optional[Path]:
         """Where the server's output goes (known once started)."""
         return self._log_path
+
+    @property
+    def repository(self) -> str:
+        """The repository as the user named it: the directory, or the ``s3://`` URL."""
+        return str(self.model_repository if self.remote is None else self.remote.url)
 
     @property
     def served_repository(self) -> Path:
@@ -235,7 +246,9 @@ class TritonServer(Endpoints, StartReports):
                     f"this TritonServer is already running (pid {self._proc.pid}, "
                     f"{self.http_url}). Call stop() before starting it again."
                 )
-            if not self.model_repository.is_dir():
+            if self.remote is not None:
+                self.model_repository = self.remote.start_mirror()
+            elif not self.model_repository.is_dir():
                 raise ServerError(
                     f"model repository {str(self.model_repository)!r} is not a directory. "
                     "Pass the directory that holds one sub-directory per model."
@@ -254,17 +267,21 @@ class TritonServer(Endpoints, StartReports):
             self.load_failures = []
             inst = self._installation
             plans: Dict[str, StubPlan] = {}
-            if self.env_stubs and inst.wheel is not None and inst.python_xy is not None:
+            if self.remote is not None:
+                self.preflight_report = prepare_remote(
+                    self.remote, inst, check=self.check, env_stubs=self.env_stubs, names=self.names
+                )
+            elif self.env_stubs and inst.wheel is not None and inst.python_xy is not None:
                 plans = plan_stubs(self.model_repository, inst.python_xy, inst.wheel)
-            if self.check:
+            if self.check and self.remote is None:
                 self.preflight_report = preflight(
                     self.model_repository,
                     server_python=inst.python_xy,
                     provided_stubs=plans,
                     names=self.names,
                 )
-                if self._check_report is not None:
-                    self._check_report(self.preflight_report)
+            if self.preflight_report is not None and self._check_report is not None:
+                self._check_report(self.preflight_report)
             self._prepare_log()
             self.provided_stubs = plans
             self._shadow = build_shadow(self.model_repository, plans) if plans else None
@@ -335,6 +352,8 @@ class TritonServer(Endpoints, StartReports):
             self._echo = None
         if self._shadow is not None:
             remove_shadow(self._shadow)
+        if self.remote is not None:
+            self.remote.remove_mirror()
 
     def __enter__(self) -> TritonServer:
         if self._proc is None:
@@ -351,7 +370,7 @@ class TritonServer(Endpoints, StartReports):
 
     def __repr__(self) -> str:
         state = f"pid {self._proc.pid}" if self._proc is not None else "stopped"
-        return f"TritonServer({str(self.model_repository)!r}, {state})"
+        return f"TritonServer({self.repository!r}, {state})"
 
     # ----------------------------------------------------------------------- internals
     def _prepare_log(self) -> None:
@@ -367,7 +386,7 @@ class TritonServer(Endpoints, StartReports):
         assert self._ports is not None
         return server_command(
             str(inst.tritonserver),
-            repository=str(self.served_repository),
+            repository=self.repository if self.remote is not None else str(self.served_repository),
             backends=str(inst.backend_directory),
             host=self.host,
             ports=(self._ports[0], self._ports[1], self._ports[2]),
@@ -434,7 +453,7 @@ class TritonServer(Endpoints, StartReports):
             if returncode is not None:
                 raise ServerError(
                     f"tritonserver exited with code {returncode} before it was ready "
-                    f"(repository {self.model_repository}). The log says why:\n"
+                    f"(repository {self.repository}). The log says why:\n"
                     f"{condensed(self.log_tail(30))}",
                     log_tail=self.log_tail(),
                 )

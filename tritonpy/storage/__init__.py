@@ -1,2 +1,23 @@
 """Model repositories in object storage (``s3://``): Triton's URL forms, publishing an exported
-repository to a bucket, and local copies for the tools that read files."""
+repository to a bucket, and local copies for the tools that read files.
+
+Example::
+
+    from tritonpy.storage import parse_repository_url, s3_client
+
+    url = parse_repository_url("s3://127.0.0.1:9000/models/repo")
+    client = s3_client(url)          # AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY from the env
+"""
+
+from ._client import S3_VARIABLES, s3_client
+from ._errors import StorageError
+from ._urls import RepositoryURL, is_remote, parse_repository_url
+
+__all__ = [
+    "S3_VARIABLES",
+    "RepositoryURL",
+    "StorageError",
+    "is_remote",
+    "parse_repository_url",
+    "s3_client",
+]
