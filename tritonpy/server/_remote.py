@@ -27,9 +27,16 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 from .._tooling.errors import ServerError
 from .._tooling.installation import Installation
 from .._tooling.options import OptionNames
-from ..storage import RepositoryURL, StorageError, is_remote, parse_repository_url, s3_client
-from ..storage._client import as_url
-from ..storage._download import TemporaryDownload, iter_objects, nothing_there
+from ..storage import (
+    RepositoryURL,
+    StorageError,
+    TemporaryDownload,
+    describe_empty_prefix,
+    is_remote,
+    list_objects,
+    parse_s3_url,
+    s3_client,
+)
 
 if TYPE_CHECKING:
     from ..check import Report
@@ -72,7 +79,7 @@ class RemoteRepository:
         objects beside the models left out, as for a local repository)."""
         shot: Dict[str, List[Tuple[str, str, int]]] = {}
         try:
-            objects = list(iter_objects(self.client(), self.url))
+            objects = list(list_objects(self.client(), self.url))
         except StorageError as exc:
             raise ServerError(f"cannot serve {self.url}: {exc}") from exc
         for key, etag, size in objects:
@@ -91,7 +98,9 @@ class RemoteRepository:
         store unreachable, credentials refused, no such bucket, nothing under the prefix."""
         shot = self.snapshot()
         if not shot:
-            raise ServerError(f"cannot serve {self.url}: {nothing_there(self.client(), self.url)}")
+            raise ServerError(
+                f"cannot serve {self.url}: {describe_empty_prefix(self.client(), self.url)}"
+            )
         return sorted(shot)
 
     # ------------------------------------------------------------------ mirror
@@ -158,7 +167,7 @@ def open_remote(repository: object, env: Mapping[str, str]) -> Optional[RemoteRe
     if not is_remote(text):
         return None
     try:
-        url = as_url(parse_repository_url(text))
+        url = parse_s3_url(text)
     except StorageError as exc:
         raise ServerError(f"cannot serve {text}: {exc}") from exc
     return RemoteRepository(url, {**os.environ, **env})

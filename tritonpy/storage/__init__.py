@@ -9,15 +9,28 @@ Example::
     client = s3_client(url)          # AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY from the env
 """
 
-from ._client import S3_VARIABLES, s3_client
+from ._client import S3_VARIABLES, parse_s3_url, s3_client
+from ._download import (
+    DownloadedRepository,
+    TemporaryDownload,
+    describe_empty_prefix,
+    download_repository,
+    list_objects,
+)
 from ._errors import StorageError
 from ._urls import RepositoryURL, is_remote, parse_repository_url
 
 __all__ = [
     "S3_VARIABLES",
+    "DownloadedRepository",
     "RepositoryURL",
     "StorageError",
+    "TemporaryDownload",
+    "describe_empty_prefix",
+    "download_repository",
     "is_remote",
+    "list_objects",
     "parse_repository_url",
+    "parse_s3_url",
     "s3_client",
 ]

@@ -22,8 +22,13 @@ CREDENTIAL_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 S3_VARIABLES = (*CREDENTIAL_VARIABLES, "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION")
 
 
-def as_url(url: RepositoryURL | str) -> RepositoryURL:
-    """``url`` parsed when it is a string, checked to be ``s3://`` (tritonpy's tools' only)."""
+def parse_s3_url(url: RepositoryURL | str) -> RepositoryURL:
+    """``url`` parsed when it is a string, checked to be ``s3://`` (the only scheme tritonpy's
+    own tools read and write; tritonserver also reads ``gs://`` and ``as://``).
+
+    >>> parse_s3_url("s3://127.0.0.1:9000/models/repo").bucket
+    'models'
+    """
     return require_s3(url if isinstance(url, RepositoryURL) else parse_repository_url(url))
 
 
@@ -60,7 +65,7 @@ def s3_client(url: RepositoryURL | str, *, env: Optional[Mapping[str, str]] = No
         client = s3_client("s3://127.0.0.1:9000/models/repo", env=bucket_env)
         client.list_objects_v2(Bucket="models", Prefix="repo/")
     """
-    parsed = as_url(url)
+    parsed = parse_s3_url(url)
     variables = os.environ if env is None else env
     boto3 = optional_import("boto3", feature="object storage (s3://)", extra="s3")
     botocore_config = optional_import("botocore.config", feature="object storage", extra="s3")

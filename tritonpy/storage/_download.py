@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._client import as_url, s3_client
+from ._client import parse_s3_url, s3_client
 from ._errors import StorageError
 from ._urls import RepositoryURL
 
@@ -38,7 +38,7 @@ class DownloadedRepository:
     bytes: int = 0
 
 
-def iter_objects(client: Any, url: RepositoryURL) -> Iterator[Tuple[str, str, int]]:
+def list_objects(client: Any, url: RepositoryURL) -> Iterator[Tuple[str, str, int]]:
     """``(key below the URL's prefix, ETag, size)`` of every object under ``url``; folder
     markers (keys ending in ``/``) are left out. :class:`StorageError` names what the store
     answered (no such bucket, refused credentials, nobody listening)."""
@@ -106,7 +106,7 @@ def download_repository(
 
         copy = download_repository("s3://models/prod", "checkout", models=["preprocess"])
     """
-    parsed = as_url(url)
+    parsed = parse_s3_url(url)
     target = Path(dest)
     if target.exists() and any(target.iterdir()):
         raise StorageError(
@@ -117,11 +117,11 @@ def download_repository(
     wanted = None if models is None else set(models)
     entries = [
         (key, size)
-        for key, _, size in iter_objects(client, parsed)
+        for key, _, size in list_objects(client, parsed)
         if wanted is None or key.split("/", 1)[0] in wanted
     ]
     if not entries:
-        raise StorageError(f"cannot download {parsed}: {nothing_there(client, parsed)}")
+        raise StorageError(f"cannot download {parsed}: {describe_empty_prefix(client, parsed)}")
     result = DownloadedRepository(parsed, target)
     target.mkdir(parents=True, exist_ok=True)
     for key, size in entries:
@@ -137,7 +137,7 @@ def download_repository(
     return result
 
 
-def nothing_there(client: Any, url: RepositoryURL) -> str:
+def describe_empty_prefix(client: Any, url: RepositoryURL) -> str:
     """Why the listing of ``url`` was empty, naming the folders beside its prefix."""
     parent, _, _ = url.prefix.rpartition("/")
     prefix = f"{parent}/" if parent else ""
@@ -175,7 +175,7 @@ class TemporaryDownload:
 
     def __enter__(self) -> DownloadedRepository:
         self._base = Path(tempfile.mkdtemp(prefix="tritonpy-s3-copy-"))
-        parsed = as_url(self.url)
+        parsed = parse_s3_url(self.url)
         leaf = (parsed.prefix.rsplit("/", 1)[-1] if parsed.prefix else parsed.bucket) or "repo"
         try:
             return download_repository(parsed, self._base / leaf, env=self.env, models=self.models)
