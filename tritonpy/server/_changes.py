@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from ._shadow import repository_models
 
-#: a model directory's files: (relative path, modification time in ns, size), sorted
-Fingerprint = Tuple[Tuple[str, int, int], ...]
+#: a model directory's files: (relative path, version stamp, size), sorted; the stamp is the
+#: modification time in ns for a local directory, the object's ETag in a bucket
+Fingerprint = Tuple[Tuple[str, Union[int, str], int], ...]
 Snapshot = Dict[str, Fingerprint]
 
 _SKIPPED_DIRS = {"__pycache__"}
@@ -36,7 +37,7 @@ def fingerprint(model_dir: Path) -> Optional[Fingerprint]:
 
         fingerprint(Path("repo/m"))   # (('1/model.py', 1733223342000000000, 412), ...)
     """
-    entries: List[Tuple[str, int, int]] = []
+    entries: List[Tuple[str, Union[int, str], int]] = []
     if not model_dir.is_dir():
         return None
     for root, dirs, files in os.walk(model_dir, followlinks=True):

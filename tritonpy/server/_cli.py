@@ -13,7 +13,7 @@ import argparse
 import signal
 from pathlib import Path
 from types import FrameType
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Union
 
 from .._runtime.errors import TritonPyError
 from .._tooling import cli as shared
@@ -27,7 +27,12 @@ def add_parser(subparsers: shared.Subparsers) -> None:
     serve's own switches."""
     summary = "run a real tritonserver on a model repository until Ctrl-C"
     parser = shared.add_command(subparsers, "serve", cmd_serve, help=summary)
-    shared.add_repository(parser, "model repository directory")
+    shared.add_repository(
+        parser,
+        "model repository directory, or an s3:// URL (s3://BUCKET/PREFIX, "
+        "s3://HOST:PORT/BUCKET/PREFIX; credentials from AWS_ACCESS_KEY_ID, "
+        "AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION)",
+    )
     add_options(parser, ServerOptions)
     parser.add_argument(
         "--restart",
@@ -72,6 +77,8 @@ def _serve_ready_lines(server: TritonServer) -> List[str]:
         f"  log      {server.log_path}",
         f"  models   {', '.join(models) or '(none)'}",
     ]
+    if server.remote is not None:
+        lines.insert(5, f"  from     {server.repository}")
     for name, plan in sorted(server.provided_stubs.items()):
         lines.append(f"  stub     {name}: Python {plan.python}, its environment's (from the wheel)")
     if models:
@@ -95,7 +102,14 @@ def _server(args: argparse.Namespace, log_file: Path) -> TritonServer:
         allow_failures=args.reload,  # a failed model is fixed and loaded while serving
         check_report=_print_check,
     )
-    return TritonServer(Path(args.repository), options)
+    # a URL stays a string: Path() would fold the '//' of s3://
+    return TritonServer(_repository_argument(args.repository), options)
+
+
+def _repository_argument(text: str) -> Union[str, Path]:
+    from ..storage import is_remote
+
+    return text if is_remote(text) else Path(text)
 
 
 def _print_check(report: Any) -> None:
@@ -120,7 +134,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .._tooling.installation import cache_directory
     from ._logs import new_log_file
 
-    log_file = args.log_file or new_log_file(Path(args.repository), cache_directory() / "logs")
+    log_name = Path(args.repository.rstrip("/").rsplit("/", 1)[-1] or "repository")
+    log_file = args.log_file or new_log_file(log_name, cache_directory() / "logs")
     server = _server(args, Path(log_file))
     # explicit handlers: SIGINT may be inherited as ignored (a background job of a shell)
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -168,7 +183,7 @@ def _serve(server: TritonServer, *, restart: bool, reload: bool) -> int:
     if reload:
         watcher = RepositoryWatcher(server, on_event=lambda e: _print("\n".join(e.lines())))
         watcher.start()
-        _print(f"watching {server.model_repository} for changes")
+        _print(f"watching {server.repository} for changes")
     _print("serving; press Ctrl-C to stop")
     try:  # returns only when the server died on its own (and, with --restart, stayed dead)
         ended = serve_until_exit(server, restart=restart, report=_print)

@@ -254,8 +254,7 @@ class TritonServer(Endpoints, StartReports):
                     "Pass the directory that holds one sub-directory per model."
                 )
             if self._installation is None:
-                merged = dict(os.environ)
-                merged.update(self.env)
+                merged = {**os.environ, **self.env}
                 self._installation = resolve_installation(
                     tritonserver=self.tritonserver,
                     backend_directory=self.backend_directory,
@@ -268,9 +267,7 @@ class TritonServer(Endpoints, StartReports):
             inst = self._installation
             plans: Dict[str, StubPlan] = {}
             if self.remote is not None:
-                self.preflight_report = prepare_remote(
-                    self.remote, inst, check=self.check, env_stubs=self.env_stubs, names=self.names
-                )
+                self.preflight_report = prepare_remote(self.remote, inst, self.check, self.names)
             elif self.env_stubs and inst.wheel is not None and inst.python_xy is not None:
                 plans = plan_stubs(self.model_repository, inst.python_xy, inst.wheel)
             if self.check and self.remote is None:
@@ -303,6 +300,7 @@ class TritonServer(Endpoints, StartReports):
                         self.http_url,
                         report=self._heal_report,
                         reload_timeout=self.startup_timeout,
+                        models=self._expected_models if self.remote is not None else None,
                     ).start()
                 return self
             except _PortClash as clash:

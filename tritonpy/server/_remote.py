@@ -176,21 +176,19 @@ def open_remote(repository: object, env: Mapping[str, str]) -> Optional[RemoteRe
 def prepare_remote(
     remote: RemoteRepository,
     installation: Installation,
-    *,
     check: bool,
-    env_stubs: bool,
     names: OptionNames,
 ) -> Optional[Report]:
     """What ``start()`` does before launching on a bucket: the folder is listed (a store that
     cannot be reached, refused credentials or an empty prefix fail here, in a second, rather
     than as a server that never becomes ready), and with ``check`` the preflight check runs on
-    a temporary full copy against the serving Python. ``env_stubs`` gives no stub here:
-    nothing is written into the bucket, so a model whose environment has another Python than
-    the server's needs its stub published beside its config.pbtxt (``tritonpy export`` places
-    it), which the check reports (TP507) before the server starts."""
+    a temporary full copy against the serving Python. No stub is provided from the wheel here
+    (``env_stubs``): nothing is written into the bucket, so a model whose environment has
+    another Python than the server's needs its stub published beside its config.pbtxt
+    (``tritonpy export`` places it), which the check reports (TP507) before the server
+    starts."""
     from ._preflight import preflight
 
-    del env_stubs  # the bucket is served as published: no shadow repository of stubs
     remote.check_reachable()
     if not check:
         return None

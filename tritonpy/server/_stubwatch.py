@@ -7,7 +7,11 @@ Release 24.10 starts each stub as a child of tritonserver with this command line
         <shm growth> <server pid> <backend lib dir> <ipc handle> <instance name> <runtime>
 
 The model is the directory two levels above the model file (Triton requires it to be named
-like the model); the instance name (``dbl_0``, ``add_sub_0_0``) is the eighth argument. A stub
+like the model); the instance name (``dbl_0``, ``add_sub_0_0``) is the eighth argument. A model
+served from object storage runs out of tritonserver's local copy, ``/tmp/folderXXXXXX``
+(core@r24.10:src/filesystem/implementations/local.h ``MakeTemporaryDirectory``, used by s3.h
+``LocalizePath``), which does not carry the model's name: then the model is the one of the
+server's models that the instance name starts with. A stub
 that dies on its own stays a zombie until Triton unloads its model (the Python backend reaps it
 only then), so its exit status is still readable in ``/proc/<pid>/stat``.
 
@@ -19,13 +23,15 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Set, Tuple, Union
+from typing import Collection, List, Optional, Sequence, Set, Tuple, Union
 
 STUB_EXECUTABLE = "triton_python_backend_stub"
 _INSTANCE_ARG = 8  # argv index of the instance name
+_LOCALIZED = re.compile(r"folder[0-9A-Za-z]{6}")  # mkdtemp's "folderXXXXXX"
 
 
 @dataclass(frozen=True)
@@ -55,9 +61,11 @@ class StubProcess:
     instance: str
 
 
-def stub_of(pid: int, argv: Sequence[str]) -> Optional[StubProcess]:
+def stub_of(pid: int, argv: Sequence[str], models: Collection[str] = ()) -> Optional[StubProcess]:
     """The stub described by a command line, or ``None`` when it is not a model instance's
     stub (another program, or Triton's short-lived auto-complete stub, which has no instance).
+    ``models``: the server's model names, to name the model of a localized copy (object
+    storage), whose directory is not named after it.
 
     Example::
 
@@ -69,9 +77,18 @@ def stub_of(pid: int, argv: Sequence[str]) -> Optional[StubProcess]:
     model_file = Path(argv[1])
     model = model_file.parent.parent.name
     instance = argv[_INSTANCE_ARG]
+    if models and model not in models and _LOCALIZED.fullmatch(model):
+        model = _owner(instance, models) or model
     if not model or instance == model:  # the auto-complete stub is named after the model
         return None
     return StubProcess(pid, model, instance)
+
+
+def _owner(instance: str, models: Collection[str]) -> Optional[str]:
+    """The longest of ``models`` that ``instance`` (``<model>_<n>``, ``<model>_<g>_<n>``) is
+    named after; ``None`` when none is (an instance group named by the user)."""
+    owners = [m for m in models if instance == m or instance.startswith(f"{m}_")]
+    return max(owners, key=len) if owners else None
 
 
 def _read_child(entry: Path, parent: int) -> Optional[ChildProcess]:

@@ -31,7 +31,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Literal, Optional, Set, Union
+from typing import Callable, Dict, List, Literal, Optional, Sequence, Set, Union
 
 from ..client import repository_index
 from ._backoff import Backoff
@@ -136,7 +136,9 @@ class StubHealer:
 
     ``reload`` (default :func:`reload_model` on ``http_url``) is replaceable for tests;
     ``policy`` makes the backoff of each model (default :class:`Backoff`: 3 quick reloads a
-    minute, then 1, 2, 4 ... 60 s). ``events`` records what happened.
+    minute, then 1, 2, 4 ... 60 s). ``events`` records what happened. ``models`` gives the
+    server's model names (needed for a repository in object storage, see
+    :func:`~tritonpy.server._stubwatch.stub_of`).
     """
 
     def __init__(
@@ -151,8 +153,11 @@ class StubHealer:
         policy: Callable[[], Backoff] = Backoff,
         proc_root: Union[str, Path] = "/proc",
         clock: Callable[[], float] = time.monotonic,
+        models: Optional[Callable[[], Sequence[str]]] = None,
     ) -> None:
         self.server_pid = server_pid
+        # the server's model names, for stubs run out of a copy from object storage
+        self._models = models or (lambda: ())
         self.http_url = http_url
         self.report = report
         self.proc_root = proc_root
@@ -203,7 +208,7 @@ class StubHealer:
         with self._lock:
             for live in children.values():
                 if not live.dead and live.pid not in self._known:
-                    stub = stub_of(live.pid, live.argv)
+                    stub = stub_of(live.pid, live.argv, self._models())
                     if stub is not None:
                         self._known[live.pid] = stub
             for pid, known in list(self._known.items()):

@@ -17,6 +17,10 @@ A member's load reloads the READY ensembles over it by itself (and an ensemble's
 its members again), so the watcher loads an ensemble over a changed member only when it is not
 READY afterwards (an ensemble that waited for a member that did not exist yet).
 
+A server on an ``s3://`` repository is watched through the bucket's listing (each object's
+ETag and size), at most every :data:`REMOTE_INTERVAL_S` seconds: ``tritonpy publish`` into the
+served bucket is loaded as an edit is (the server copies the model directory again).
+
 Example::
 
     server = TritonServer("model_repository", reloadable=True).start()
@@ -35,7 +39,15 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Literal, Optional, Tuple
 
 from .._tooling.errors import ServerError
 from ..client import repository_index
-from ._changes import Change, Settle, ensemble_steps, ensembles_over, is_ensemble, snapshot
+from ._changes import (
+    Change,
+    Settle,
+    Snapshot,
+    ensemble_steps,
+    ensembles_over,
+    is_ensemble,
+    snapshot,
+)
 from ._loadfail import LoadFailure
 from ._polling import Poller
 from ._shadow import sync_shadow
@@ -45,6 +57,18 @@ if TYPE_CHECKING:
     from ._process import TritonServer
 
 EventKind = Literal["loaded", "reloaded", "unloaded", "failed"]
+
+#: the shortest interval between two listings of a bucket (``serve s3://... --reload``):
+#: each look is a ListObjectsV2 request, which object stores bill and throttle
+REMOTE_INTERVAL_S = 5.0
+
+
+def repository_snapshot(server: TritonServer) -> Snapshot:
+    """Every model folder of what ``server`` serves with its files' version stamps (mtimes,
+    or the bucket's ETags) and sizes: one listing of the bucket for ``s3://``."""
+    if server.remote is None:
+        return snapshot(server.model_repository)
+    return dict(server.remote.snapshot())
 
 
 @dataclass(frozen=True)
@@ -129,8 +153,10 @@ class RepositoryWatcher:
         self.timeout = server.startup_timeout if timeout is None else timeout
         self.clock = clock
         self.events: List[WatchEvent] = []
-        self._settle = Settle(snapshot(server.model_repository), settle=settle)
-        self._poller = Poller(self._tick, interval=interval, name="tritonpy-watch")
+        if server.remote is not None:  # each look lists the bucket: a request, and a cost
+            self.interval = max(interval, REMOTE_INTERVAL_S)
+        self._settle = Settle(repository_snapshot(server), settle=settle)
+        self._poller = Poller(self._tick, interval=self.interval, name="tritonpy-watch")
 
     def start(self) -> RepositoryWatcher:
         self._poller.start()
@@ -148,7 +174,7 @@ class RepositoryWatcher:
     def look(self) -> List[WatchEvent]:
         """One poll: act on a change that has settled; return the events of this poll."""
         began = self.clock()
-        now = snapshot(self.server.model_repository)
+        now = repository_snapshot(self.server)
         at = self.clock()
         # a repository of many files (an unpacked environment) is looked at less often: the
         # look itself never takes more than about a fifth of a core
@@ -161,7 +187,9 @@ class RepositoryWatcher:
         ensembles over each model that loaded), report each step."""
         server = self.server
         repository = server.model_repository
-        if server.served_repository != repository:
+        if server.remote is not None:  # the configurations the ensembles are followed by
+            server.remote.refresh_mirror([*change.added, *change.edited])
+        elif server.served_repository != repository:
             sync_shadow(server.served_repository, repository, server.provided_stubs)
         if change.added or change.removed:
             server._models_changed()
