@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
@@ -27,6 +27,9 @@ from ._manifests import (
 )
 from ._models import ExportError
 from ._resources import memory_bytes, repository_footprint
+
+if TYPE_CHECKING:  # the storage package is imported only when an export uses it
+    from ..storage import PublishResult
 
 
 def storage_settings(settings: DeploySettings, to: Optional[str]) -> DeploySettings:
@@ -153,11 +156,9 @@ def write_deployment_files(
     return files
 
 
-def publish_export(repository: Path, to: str, reporter: Reporter) -> Any:
-    """Upload the exported ``repository`` to ``to``; the storage's ``PublishResult``."""
-    from .. import storage
+def publish_export(repository: Path, to: str, reporter: Reporter) -> PublishResult:
+    """Upload the exported ``repository`` to ``to`` (:func:`tritonpy.storage.publish`)."""
+    from ..storage import publish
 
-    # the storage package's publish (engineer A's, agreed signature) until it lands there
-    publish: Any = getattr(storage, "publish")  # noqa: B009
     with step(reporter, f"publishing {repository} to {to}"):
         return publish(repository, to, reporter=reporter)

@@ -3,10 +3,11 @@ repository to a bucket, and local copies for the tools that read files.
 
 Example::
 
-    from tritonpy.storage import parse_repository_url, s3_client
+    from tritonpy.storage import parse_repository_url, publish, s3_client
 
     url = parse_repository_url("s3://127.0.0.1:9000/models/repo")
     client = s3_client(url)          # AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY from the env
+    publish("out/model_repository", url, new_version=True).summary
 """
 
 from ._client import S3_VARIABLES, parse_s3_url, s3_client
@@ -18,11 +19,16 @@ from ._download import (
     list_objects,
 )
 from ._errors import StorageError
+from ._local import PublishError
+from ._publish import publish
+from ._result import PublishResult
 from ._urls import RepositoryURL, is_remote, parse_repository_url
 
 __all__ = [
     "S3_VARIABLES",
     "DownloadedRepository",
+    "PublishError",
+    "PublishResult",
     "RepositoryURL",
     "StorageError",
     "TemporaryDownload",
@@ -32,5 +38,6 @@ __all__ = [
     "list_objects",
     "parse_repository_url",
     "parse_s3_url",
+    "publish",
     "s3_client",
 ]
