@@ -373,8 +373,10 @@ def test_a_folder_without_models_and_bad_options_are_refused(
         "OUT/model_repository)"
     )
     model = python_model(tmp_path / "repo", "m")
-    assert refused(model, url, env).endswith(
-        f": {model} holds a config.pbtxt: it is a model folder, pass its parent"
+    assert refused(model, url, env) == (
+        f"{model} is a model folder (it holds config.pbtxt); expected the model repository "
+        f"holding one folder per model: pass its parent ({model.parent}), with --model m to "
+        "publish this model alone"
     )
     assert refused(tmp_path / "nope", url, env) == (
         f"model repository {tmp_path / 'nope'} is not a directory; expected the folder holding "

@@ -21,9 +21,10 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Union
+from typing import Callable, Iterator, List, Optional, Tuple, Union
 
 from .._runtime._optional import require
 from .._runtime._public_names import publish as _publish
@@ -31,6 +32,7 @@ from .._runtime.errors import ToolError
 from .._tooling.pbtxt import CONFIG_MODULES
 from .._tooling.release_facts import ReleaseOutsideTableWarning
 from .._tooling.releases import TritonRelease
+from ..storage import is_remote
 from ._archives import check_archives
 from ._batching import check_batching
 from ._consistency import check_consistency
@@ -93,6 +95,11 @@ def check_repository(
 ) -> Report:
     """Check the model repository ``repo`` and return every finding.
 
+    ``repo`` is a directory, or an ``s3://`` URL (``s3://BUCKET/PREFIX``,
+    ``s3://HOST:PORT/BUCKET/PREFIX``): a temporary copy of the bucket folder is checked
+    (credentials from the AWS_* variables, as tritonserver reads them) and the report names
+    the URL; :class:`~tritonpy.storage.StorageError` when it cannot be read.
+
     ``triton_version`` (``"24.10"``) names the target server's release: its container Python,
     whether its stub handles numpy 2 and what it refuses (the TP8xx rules), all from the table
     of release facts (a release after the table gets its newest facts and a TP801 warning).
@@ -116,12 +123,24 @@ def check_repository(
     # without protobuf every config.pbtxt would look invalid: say once what to install
     # (packaging, of the same extra, reads versions found in environments)
     require(*CONFIG_MODULES, "packaging", extra="config", feature="tritonpy check")
+    remote = is_remote(str(repo))
     root = Path(repo)
-    if not root.is_dir():
+    if not remote and not root.is_dir():
         raise CheckError(
             f"model repository {root} is not a directory; pass the directory "
             f"holding one subdirectory per model"
         )
+    release, server_python = _target(triton_version, server_python, build_envs)
+    imports = EnvImports(enabled=envs, build=build_envs, builder=builder)
+    if remote:
+        return _run_remote(str(repo), release, server_python, imports)
+    return _run(root, release, server_python, imports)
+
+
+def _target(
+    triton_version: Optional[str], server_python: Optional[str], build_envs: bool
+) -> Tuple[Optional[TritonRelease], Optional[str]]:
+    """The target release and server Python the options name, or :class:`CheckError`."""
     if triton_version is not None and server_python is not None:
         raise CheckError("give either triton_version or server_python, not both")
     release = TritonRelease.parse(triton_version) if triton_version else None
@@ -135,8 +154,29 @@ def check_repository(
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
             raise CheckError(f"server Python {server_python!r} is not X.Y (e.g. 3.12)")
         server_python = ".".join(parts)
-    imports = EnvImports(enabled=envs, build=build_envs, builder=builder)
-    return _run(root, release, server_python, imports)
+    return release, server_python
+
+
+def _run_remote(
+    url: str, release: Optional[TritonRelease], server_python: Optional[str], envs: EnvImports
+) -> Report:
+    """Check a temporary copy of the bucket folder ``url`` (credentials from the
+    environment, as tritonserver reads them); the report names ``url``, not the copy."""
+    from ..storage import TemporaryDownload
+
+    with TemporaryDownload(url) as copy:
+        report = _run(copy.path, release, server_python, envs)
+        local, shown = copy.path.absolute(), str(copy.url)
+
+        def named(text: str) -> str:  # a path outside the copy lies beside it: URL/..
+            return text.replace(str(local), shown).replace(str(local.parent), f"{shown}/..")
+
+        report.findings = [
+            dataclasses.replace(f, file=named(f.file), message=named(f.message), fix=named(f.fix))
+            for f in report.findings
+        ]
+    report.repository = shown
+    return report
 
 
 def _run(

@@ -9,6 +9,7 @@ Example::
 
     tritonpy check model_repository --triton-version 24.10
     tritonpy check model_repository --json --strict > findings.json
+    tritonpy check s3://127.0.0.1:9000/models/prod --triton-version 24.10
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ def add_parser(subparsers: shared.Subparsers) -> None:
     parser = shared.add_command(
         subparsers, "check", cmd_check, help=summary, failures=shared.Failures(status=2)
     )
-    shared.add_repository(parser)
+    shared.add_repository(
+        parser,
+        "the model repository: a directory, or an s3:// URL (a temporary copy is checked; "
+        "credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION)",
+    )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON")
     parser.add_argument("--strict", action="store_true", help="fail on warnings too")
     parser.add_argument(
@@ -54,11 +59,11 @@ def add_parser(subparsers: shared.Subparsers) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Check a Triton model repository: layout, config.pbtxt against the tritonpy declarations,
-    batching, ensembles, execution environments and their archives, and what the target
-    release (--triton-version) refuses. Each model.py is imported
-    inside the model's own environment when it has one. Exit 1 on errors (or on warnings with
-    --strict)."""
+    """Check a Triton model repository (a directory, or an s3:// URL read through a temporary
+    copy): layout, config.pbtxt against the tritonpy declarations, batching, ensembles,
+    execution environments and their archives, and what the target release
+    (--triton-version) refuses. Each model.py is imported inside the model's own environment
+    when it has one. Exit 1 on errors (or on warnings with --strict)."""
     from . import check_repository
 
     report = check_repository(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Literal
+from typing import Any, Dict, List, Literal, Union
 
 Severity = Literal["error", "warning", "info"]
 ERROR: Severity = "error"
@@ -45,9 +45,11 @@ class Finding:
 
 @dataclass
 class Report:
-    """Every finding of one repository check, in the order the rules found them."""
+    """Every finding of one repository check, in the order the rules found them;
+    ``repository`` is the directory checked, or the ``s3://`` URL of which a temporary copy
+    was checked."""
 
-    repository: Path
+    repository: Union[Path, str]
     findings: List[Finding] = field(default_factory=list)
 
     @property

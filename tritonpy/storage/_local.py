@@ -186,16 +186,17 @@ def read_repository(root: Path, models: Optional[Sequence[str]]) -> List[LocalMo
             "folder per model (an export's model_repository/)"
         )
     folders: Dict[str, Path] = {path.name: path for path in model_directories(root)}
-    single = (root / CONFIG_FILE).is_file()  # a model folder given for its repository
-    if not folders or single:
-        hint = (
-            f"{root} holds a {CONFIG_FILE}: it is a model folder, pass its parent"
-            if single
-            else "pass the repository folder (tritonpy export writes OUT/model_repository)"
+    if (root / CONFIG_FILE).is_file():
+        raise PublishError(
+            f"{root} is a model folder (it holds {CONFIG_FILE}); expected the model repository "
+            f"holding one folder per model: pass its parent ({root.parent}), with --model "
+            f"{root.name} to publish this model alone"
         )
+    if not folders:
         raise PublishError(
             f"model repository {root} holds no model folder; expected one folder per model "
-            f"(config.pbtxt, version folders): {hint}"
+            "(config.pbtxt, version folders): pass the repository folder (tritonpy export "
+            "writes OUT/model_repository)"
         )
     chosen = list(dict.fromkeys(models)) if models else sorted(folders)
     unknown = [name for name in chosen if name not in folders]
