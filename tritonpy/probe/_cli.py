@@ -1,4 +1,5 @@
-"""``tritonpy probe [--url URL] [--model NAME ...] [--timeout S] [--protocol P] [--json]``.
+"""``tritonpy probe [--url URL] [--model NAME ...] [--repository REPO] [--timeout S]
+[--protocol P] [--json]``.
 
 Exit status: 0 when every probed model answered, 1 when one did not or the server did not
 answer (one ``FAIL`` line each, naming the model and why), 2 for bad options or a missing
@@ -8,6 +9,7 @@ Example::
 
     tritonpy probe --url localhost:8000 --timeout 5
     tritonpy probe --url grpc://localhost:8001 --model preprocess --json
+    tritonpy probe --url localhost:8000 --repository s3://127.0.0.1:9000/models/prod
 """
 
 from __future__ import annotations
@@ -52,8 +54,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
     text but no sequence id: use grpc://HOST:8001 for the rest); a sequence model (or an
     ensemble over one) gets a one-request sequence, START and END with a fresh correlation id.
     A failure names the ensemble member or BLS callee whose stub died. Exit 1 when a model did
-    not answer: use it as a livenessProbe (tritonpy export runs it over gRPC). A bare host:port
-    --url is HTTP here (the port Kubernetes probes use), gRPC for tritonpy infer."""
+    not answer: use it as a livenessProbe (tritonpy export runs it over gRPC). With
+    --repository (a directory or an s3:// URL) the repository's models are probed, and one the
+    server has not loaded, or serves in an older version than the repository's newest (not
+    rolled out yet: tritonpy rollout), fails by name. A bare host:port --url is HTTP here (the
+    port Kubernetes probes use), gRPC for tritonpy infer."""
     from ._runner import ProbeOptions, probe
 
     options = options_from(args, ProbeOptions)

@@ -31,6 +31,10 @@ from ._diagnosis import dead_stub, server_refused
 
 #: error codes that still prove the model ran: it refused the probe's input
 ANSWERED_CODES = frozenset({"INVALID_ARG"})
+#: ``probe --repository``: a model of the repository the server has not loaded
+NOT_LOADED = "NOT_LOADED"
+#: ``probe --repository``: a model served in another version than the repository's newest
+OLD_VERSION = "OLD_VERSION"
 #: the Python backend's message for an exception raised by ``execute()``
 _BACKEND_FAILURE = "Failed to process the request(s) for model"
 
@@ -76,7 +80,8 @@ class ProbeResult:
     """One probed model: ``ready`` as the repository index says, ``answered`` as
     :func:`judge` says, the request's ``latency`` in seconds (None when none was sent), its
     ``status`` (``OK``, a Triton error code, ``UNKNOWN`` for a stream's error, ``TIMEOUT``,
-    ``UNREACHABLE``, ``NOT_READY``, ``NOT_FOUND``, ``REQUEST``) and the server's ``message``;
+    ``UNREACHABLE``, ``NOT_READY``, ``NOT_FOUND``, ``REQUEST``; with a repository
+    ``NOT_LOADED`` and ``OLD_VERSION``) and the server's ``message``;
     ``request`` how the probe was sent (``infer``, ``stream``, ``sequence ID``...),
     ``refused_by_server`` when the server refused it before any model ran, ``dead_stub`` the
     model whose stub process the error says is dead and ``dead_stub_role`` what it is to the
@@ -109,6 +114,8 @@ class ProbeResult:
             sent = f" ({self.request})" if self.request not in ("", "infer") else ""
             detail = f" ({self.status}: {_one_line(self.message)})" if self.message else ""
             return f"ok    {self.label}  {latency}  {how}{sent}{detail}"
+        if self.status in (NOT_LOADED, OLD_VERSION):  # no request sent: the message says all
+            return f"FAIL  {self.label}  {latency}  {self.message}"
         ready = "listed READY" if self.ready else "not READY"
         error = f"[{self.status}] {_one_line(self.message)}"
         if self.refused_by_server:

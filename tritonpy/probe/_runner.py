@@ -41,7 +41,8 @@ from ..client import (
     parse_endpoint,
 )
 from ._diagnosis import dead_stub, server_refused
-from ._report import ProbeReport, ProbeResult, judge
+from ._report import NOT_LOADED, OLD_VERSION, ProbeReport, ProbeResult, judge
+from ._repository import RepositoryModels, expected_version, repository_models
 from ._requests import ProbeRequestError, probe_inputs
 
 DEFAULT_URL = "localhost:8000"
@@ -63,8 +64,10 @@ class ProbeOptions:
     )
     repository: Optional[Union[str, Path]] = option(
         None,
-        metavar="DIR",
-        help="the server's model repository, to read warmup samples' input_data_file",
+        metavar="REPO",
+        help="the server's model repository (a directory or an s3:// URL): its models are "
+        "probed, each must be loaded in its newest version; warmup samples' input_data_file "
+        "are read from it",
     )
 
 
@@ -252,9 +255,12 @@ def probe(
     :func:`tritonpy.probe._requests.probe_inputs`) and sent as its kind needs: a stream to a
     decoupled model (gRPC, or HTTP ``generate_stream`` where the inputs fit it, else a
     ``REQUEST`` failure saying to use gRPC), a one-request sequence (START and END, a fresh
-    correlation id) to a sequence model or an ensemble over one; ``repository`` is the
-    server's model repository as seen from here, needed only for warmup samples that name an
-    ``input_data_file``. ``timeout`` bounds every call in seconds. ``options`` (a
+    correlation id) to a sequence model or an ensemble over one. ``timeout`` bounds every call
+    in seconds; ``repository`` is the server's model repository as seen from here (a
+    directory or an ``s3://`` URL): its models are then the ones probed (``models`` narrows
+    them) and one not loaded, or not in the newest version the repository holds (as its
+    version policy allows), fails as ``NOT_LOADED`` or ``OLD_VERSION`` without a request;
+    warmup samples' ``input_data_file`` are read from it. ``options`` (a
     :class:`ProbeOptions`) holds those two; keyword arguments replace its fields.
 
     A server that does not answer gives a report with ``error`` set; a named model that is not
@@ -280,13 +286,63 @@ def probe(
             report.error = str(exc)
             return report
         wanted = list(dict.fromkeys(models)) if models else None
-        names = wanted or sorted(n for n, s in states.items() if s["state"] == "READY")
-        where = Path(repository) if repository is not None else None
-        for name in names:
-            report.results.extend(_results_for(client, name, states, where))
+        report.results.extend(_probe_models(client, states, wanted, repository))
         return report
     finally:
         client.close()
+
+
+def _probe_models(
+    client: _ProbeClient,
+    states: Dict[str, Dict[str, str]],
+    wanted: Optional[List[str]],
+    repository: Optional[Union[str, Path]],
+) -> List[ProbeResult]:
+    """Without a repository: ``wanted`` or every READY model; with one: ``wanted`` or every
+    model of the repository, each checked against it first."""
+    results: List[ProbeResult] = []
+    if repository is None:
+        names = wanted or sorted(n for n, s in states.items() if s["state"] == "READY")
+        for name in names:
+            results.extend(_results_for(client, name, states, None))
+        return results
+    with repository_models(repository) as found:
+        for name in wanted or sorted(found.versions):
+            if name in found.versions:
+                results.extend(_against_repository(client, name, states, found))
+            else:
+                results.extend(_results_for(client, name, states, found.files))
+    return results
+
+
+def _against_repository(
+    client: _ProbeClient, name: str, states: Dict[str, Dict[str, str]], found: RepositoryModels
+) -> List[ProbeResult]:
+    """A model of the repository: not loaded, or loaded in another version than the
+    repository's newest, is one FAIL without a request; else probed as usual."""
+    state = states.get(name)
+    if state is None or state["state"] != "READY":
+        said = "the server does not list it" if state is None else f"state {state['state']}"
+        reason = f": {state['reason']}" if state is not None and state["reason"] else ""
+        message = (
+            f"not loaded ({said}{reason}); the repository {found.label} holds it: load it "
+            f"(tritonpy rollout --model {name}) or take it out of the repository"
+        )
+        return [ProbeResult(name, False, False, None, NOT_LOADED, message)]
+    served = [int(v) for v in state.get("versions", "").split() if v.isdigit()]
+    try:
+        config = client.model_config(name)
+    except TritonPyError:
+        config = {}  # the probe below reports it
+    newest = expected_version(found.versions[name], config)
+    if newest is not None and newest not in served:
+        listed = " ".join(map(str, served)) or "none"
+        message = (
+            f"serves version{'s' * (len(served) != 1)} {listed}, the repository's newest is "
+            f"{newest}: roll it out with tritonpy rollout --model {name}"
+        )
+        return [ProbeResult(name, True, False, None, OLD_VERSION, message)]
+    return _results_for(client, name, states, found.files)
 
 
 def _checked_endpoint(
