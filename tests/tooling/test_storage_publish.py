@@ -320,6 +320,44 @@ def test_an_environment_outside_the_model_folder_is_refused(
     assert s3_bucket.keys() == []
 
 
+def test_without_protobuf_the_environment_is_read_from_the_text(
+    tmp_path: Path, s3_bucket: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The s3 extra alone has no protobuf: EXECUTION_ENV_PATH is found in the text."""
+    from tritonpy._runtime.errors import MissingDependencyError
+    from tritonpy.storage import _local
+
+    def no_protobuf(text: str, source: str = "") -> Any:
+        raise MissingDependencyError("reading config.pbtxt", ("google.protobuf",), (), None, "")
+
+    monkeypatch.setattr(_local, "parse_config", no_protobuf)
+    repo = tmp_path / "repo"
+    model = python_model(repo, "m", "/opt/envs/env.tar.gz")
+    config = model / "config.pbtxt"
+    assert "sets EXECUTION_ENV_PATH to '/opt/envs/env.tar.gz'; expected" in refused(
+        repo, s3_bucket.url("repo"), s3_bucket.env
+    )
+    # a commented-out parameter is no parameter; single quotes and no colon are protobuf text
+    config.write_text('name: "m"\n# ' + ENV % "/opt/x.tar.gz")
+    assert publish(repo, s3_bucket.url("repo"), env=s3_bucket.env, dry_run=True).models == ["m"]
+    config.write_text("parameters {key:'EXECUTION_ENV_PATH' value{string_value:'/o.tar.gz'}}")
+    assert "EXECUTION_ENV_PATH to '/o.tar.gz'" in refused(repo, s3_bucket.url("r"), s3_bucket.env)
+
+
+def test_an_unreadable_config_naming_an_environment_is_refused(
+    tmp_path: Path, s3_bucket: Any
+) -> None:
+    repo = tmp_path / "repo"
+    model = python_model(repo, "m")
+    (model / "config.pbtxt").write_text('parameters { key: "EXECUTION_ENV_PATH" value { ')
+    message = refused(repo, s3_bucket.url("repo"), s3_bucket.env)
+    assert message.startswith(f"{model / 'config.pbtxt'}: not a valid model configuration: ")
+    assert message.endswith(
+        "; tritonserver would refuse this model too: fix it (tritonpy check REPO names the "
+        "field) before publishing"
+    )
+
+
 def test_a_missing_hidden_or_unpacked_environment_is_refused(
     tmp_path: Path, s3_bucket: Any
 ) -> None:
