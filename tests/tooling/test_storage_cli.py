@@ -72,10 +72,11 @@ def test_exit_statuses_name_what_failed(
     assert main(["publish", str(repo), "s3://http://host/bucket/x"]) == 2
     assert "the endpoint 'host' has no port" in capsys.readouterr().err
     # 1: the store answered with an error
-    missing = f"s3://{credentials.endpoint}/no-such-bucket-cli/x"
+    gone = f"{credentials.name}-gone"  # the bucket's own name first: a store's policy allows it
+    missing = f"s3://{credentials.endpoint}/{gone}/x"
     assert main(["publish", str(repo), missing]) == 1
     assert capsys.readouterr().err == (
-        f"tritonpy: error: cannot list {missing}: bucket 'no-such-bucket-cli' does not exist at "
+        f"tritonpy: error: cannot list {missing}: bucket '{gone}' does not exist at "
         f"http://{credentials.endpoint}. Create it first (aws s3 mb), or fix the bucket's name "
         "in the URL.\n"
     )
