@@ -1,4 +1,4 @@
-"""``tritonpy probe --repository`` against the real tritonserver serving a bucket of moto's S3
+"""``tritonpy probe --repository`` against the real tritonserver serving a bucket of SeaweedFS's S3
 server that ``tritonpy publish`` filled: the bucket's models are the probe set, so a model
 the server has not loaded (explicit model control, unloaded through the repository API) and
 one served in an older version than the bucket's newest (published with ``--new-version``,

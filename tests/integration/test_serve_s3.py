@@ -1,5 +1,5 @@
 """A repository in object storage, served by the real tritonserver straight from the bucket
-(moto's S3 server, the ``s3_bucket`` fixture): uploaded with plain boto3, so no file keeps a
+(SeaweedFS's S3 gateway, the ``s3_bucket`` fixture): uploaded with plain boto3, so no file keeps a
 mode, exactly as ``aws s3 sync`` leaves it.
 
 What the server must do from the bucket: unpack an environment named through
@@ -162,7 +162,9 @@ def test_the_check_before_serving_names_the_bucket(
 @pytest.mark.parametrize(
     "where, expected",
     [
-        ("bucket", "bucket 'no-such-bucket' does not exist at http://"),
+        ("bucket", "-no-such-bucket' does not exist at http://"),
+        ("another bucket", "refused the credentials (AccessDenied)"),
+        ("secret", "refused the credentials (SignatureDoesNotMatch)"),
         ("prefix", "there is no object under 'prod/typo' in bucket"),
         ("port", "no S3 store answers at http://127.0.0.1:9"),
         ("credentials", "no credentials for the S3-compatible store"),
@@ -176,8 +178,13 @@ def test_a_bucket_that_cannot_be_served_is_refused_before_the_server_starts(
         monkeypatch.delenv(name, raising=False)
     env = dict(s3_bucket.env)
     url = s3_bucket.url("prod/typo")
+    owner = s3_bucket.name.split("-")[0]  # the bucket's identity may use <owner>-* alone
     if where == "bucket":
-        url = url.replace(f"/{s3_bucket.name}/", "/no-such-bucket/")
+        url = url.replace(f"/{s3_bucket.name}/", f"/{owner}-no-such-bucket/")
+    elif where == "another bucket":
+        url = url.replace(f"/{s3_bucket.name}/", "/t999-not-this-keys/")
+    elif where == "secret":
+        env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
     elif where == "port":
         url = f"s3://127.0.0.1:9/{s3_bucket.name}/prod/models"
     elif where == "credentials":

@@ -1,5 +1,5 @@
 """``tritonpy export ... --to s3://...``: the export is published to a real S3-compatible
-server (moto's, the ``s3_bucket`` fixture) and its manifests, Dockerfile and README name the
+server (SeaweedFS, the ``s3_bucket`` fixture) and its manifests, Dockerfile and README name the
 bucket. tritonserver serving such a bucket is tested by the storage and serve tests."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``tritonpy check s3://...``: a repository in moto's S3 server is checked through a
+"""``tritonpy check s3://...``: a repository in SeaweedFS's S3 gateway is checked through a
 temporary copy, and the findings and the summary name the URL, never the copy."""
 
 from __future__ import annotations
@@ -75,3 +75,56 @@ def test_without_credentials_the_check_says_which_variables(
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(StorageError, match="no credentials for the S3-compatible store"):
         check_repository(s3_bucket.url("repo"))
+
+
+def test_an_ensembles_empty_version_folder_survives_the_bucket(
+    tmp_path: Path, s3_bucket: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """publish keeps an ensemble's empty ``1/`` as a folder marker (tritonserver takes it for a
+    folder); the copy check reads has the folder too, so no TP104 (no version folder)."""
+    for key, value in s3_bucket.env.items():
+        monkeypatch.setenv(key, value)
+    repo = tmp_path / "repo"
+    member = repo / "double"
+    (member / "1").mkdir(parents=True)
+    (member / "1" / "model.py").write_text(DOUBLE)
+    (member / "config.pbtxt").write_text(DOUBLE_CONFIG)
+    (repo / "pipeline" / "1").mkdir(parents=True)
+    (repo / "pipeline" / "config.pbtxt").write_text(ENSEMBLE_CONFIG)
+    assert check_repository(repo, server_python="3.11").errors == []
+    url = s3_bucket.url("ens")
+    publish(repo, url)
+    assert "ens/pipeline/1/" in s3_bucket.keys("ens/")
+    report = check_repository(url, server_python="3.11")
+    assert report.errors == [], report.render_text()
+
+
+DOUBLE = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", x * 2)]))
+        return out
+"""
+DOUBLE_CONFIG = """name: "double"
+backend: "python"
+max_batch_size: 4
+input [{ name: "X" data_type: TYPE_FP32 dims: [2] }]
+output [{ name: "Y" data_type: TYPE_FP32 dims: [2] }]
+"""
+ENSEMBLE_CONFIG = """name: "pipeline"
+platform: "ensemble"
+max_batch_size: 4
+input [{ name: "IN" data_type: TYPE_FP32 dims: [2] }]
+output [{ name: "OUT" data_type: TYPE_FP32 dims: [2] }]
+ensemble_scheduling { step [{
+  model_name: "double" model_version: -1
+  input_map { key: "X" value: "IN" } output_map { key: "Y" value: "OUT" }
+}] }
+"""

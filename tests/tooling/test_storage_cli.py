@@ -1,4 +1,4 @@
-"""``tritonpy publish`` on moto's S3 server: what it prints, its JSON, its exit statuses (0
+"""``tritonpy publish`` on SeaweedFS's S3 gateway: what it prints, its JSON, its exit statuses (0
 published, 1 the store refused, 2 a repository or option that cannot be published)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""``tritonpy.storage.publish`` against a real S3-compatible server (moto's standalone server,
-the ``s3_bucket`` fixture; one with authentication for the credential failures): what lands in
+"""``tritonpy.storage.publish`` against a real S3-compatible server (SeaweedFS, the
+``s3_bucket`` fixture, whose keys are checked: a bucket's own, a read-only one): what lands in
 the bucket, what is skipped, versions, pruning, dry runs, and every refusal's message."""
 
 from __future__ import annotations
@@ -7,14 +7,9 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, List, Tuple
 
-import boto3
 import pytest
 from boto3.s3.transfer import TransferConfig
 
@@ -471,106 +466,31 @@ def test_no_bucket_and_nothing_listening_are_named(tmp_path: Path, s3_bucket: An
     assert "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not" in str(lonely.value)
 
 
-class AuthStore:
-    """moto's server checking signatures and IAM policies: a ``writer`` key allowed s3:*, a
-    ``reader`` key allowed to list and read only, and a bucket made by the writer."""
-
-    def __init__(self, port: int) -> None:
-        self.endpoint = f"127.0.0.1:{port}"
-        self.keys: Dict[str, Dict[str, str]] = {}
-
-    def env(self, who: str) -> Dict[str, str]:
-        key = self.keys[who]
-        return {
-            "AWS_ACCESS_KEY_ID": key["AccessKeyId"],
-            "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-
-
-def _iam_user(iam: Any, name: str, actions: List[str]) -> Dict[str, str]:
-    iam.create_user(UserName=name)
-    key: Dict[str, str] = iam.create_access_key(UserName=name)["AccessKey"]
-    statement = {"Effect": "Allow", "Action": actions, "Resource": "*"}
-    policy = json.dumps({"Version": "2012-10-17", "Statement": [statement]})
-    iam.put_user_policy(UserName=name, PolicyName=f"{name}-s3", PolicyDocument=policy)
-    return key
-
-
-@pytest.fixture(scope="module")
-def auth_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthStore]:
-    port = _free_port()
-    log = tmp_path_factory.mktemp("moto-auth") / "moto.log"
-    # the first six requests (the IAM users below) go unauthenticated, every later one is
-    # checked: moto's INITIAL_NO_AUTH_ACTION_COUNT
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "6"}
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=2).close()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
-        store = AuthStore(port)
-        iam = boto3.client(
-            "iam",
-            endpoint_url=f"http://{store.endpoint}",
-            region_name="us-east-1",
-            aws_access_key_id="AKIAUNCHECKED",
-            aws_secret_access_key="unchecked",
-        )
-        store.keys["writer"] = _iam_user(iam, "writer", ["s3:*"])
-        # AWS names the listing s3:ListBucket, moto s3:ListObjectsV2: both, to read only
-        reading = ["s3:ListBucket", "s3:ListObjectsV2", "s3:GetObject"]
-        store.keys["reader"] = _iam_user(iam, "reader", reading)
-        writer = boto3.client(
-            "s3",
-            endpoint_url=f"http://{store.endpoint}",
-            **{
-                "aws_access_key_id": store.keys["writer"]["AccessKeyId"],
-                "aws_secret_access_key": store.keys["writer"]["SecretAccessKey"],
-                "region_name": "us-east-1",
-            },
-        )
-        writer.create_bucket(Bucket="guarded")
-        yield store
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def test_refused_credentials_are_named_with_the_fix(tmp_path: Path, auth_store: AuthStore) -> None:
+def test_refused_credentials_are_named_with_the_fix(tmp_path: Path, s3_bucket: Any) -> None:
+    """SeaweedFS checks each request's signature and the key's rights: the bucket's own key
+    writes, a key it does not know, a wrong secret and a read-only key are refused."""
     repo = tmp_path / "repo"
     python_model(repo, "m")
-    url = f"s3://{auth_store.endpoint}/guarded/repo"
-    assert publish(repo, url, env=auth_store.env("writer")).uploaded == [
+    url = s3_bucket.url("repo")
+    assert publish(repo, url, env=s3_bucket.env).uploaded == [
         "m/1/model.py",
         "m/config.pbtxt",
     ]
-    unknown = {**auth_store.env("writer"), "AWS_ACCESS_KEY_ID": "AKIANOSUCHKEY0000000"}
-    wrong_secret = {**auth_store.env("writer"), "AWS_SECRET_ACCESS_KEY": "not-the-secret"}
+    unknown = {**s3_bucket.env, "AWS_ACCESS_KEY_ID": "AKIANOSUCHKEY0000000"}
+    wrong_secret = {**s3_bucket.env, "AWS_SECRET_ACCESS_KEY": "not-the-secret"}
     for env, code in ((unknown, "InvalidAccessKeyId"), (wrong_secret, "SignatureDoesNotMatch")):
         with pytest.raises(StorageError) as failed:
             publish(repo, url, env=env)
         assert str(failed.value) == (
-            f"cannot list {url}: http://{auth_store.endpoint} refused the credentials ({code}). "
+            f"cannot list {url}: http://{s3_bucket.endpoint} refused the credentials ({code}). "
             "Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_DEFAULT_REGION) of a key "
             "allowed to list the bucket."
         )
     (repo / "m" / "1" / "model.py").write_text("# changed\n")
     with pytest.raises(StorageError) as read_only:
-        publish(repo, url, env=auth_store.env("reader"))
+        publish(repo, url, env=s3_bucket.reader_env)
     assert str(read_only.value) == (
-        f"cannot write {url}/m/1/model.py: http://{auth_store.endpoint} refused the "
+        f"cannot write {url}/m/1/model.py: http://{s3_bucket.endpoint} refused the "
         "credentials (AccessDenied). Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and "
         "AWS_DEFAULT_REGION) of a key allowed to write the bucket."
     )

@@ -79,9 +79,9 @@ class RemoteRepository:
         objects beside the models left out, as for a local repository)."""
         shot: Dict[str, List[Tuple[str, str, int]]] = {}
         try:
-            objects = list(list_objects(self.client(), self.url))
-        except StorageError as exc:
-            raise ServerError(f"cannot serve {self.url}: {exc}") from exc
+            objects = list(list_objects(self.client(), self.url, markers=True))
+        except StorageError as exc:  # its message names the URL and the fix
+            raise ServerError(str(exc)) from exc
         for key, etag, size in objects:
             model, slash, rest = key.partition("/")
             if not slash or not model or model.startswith(".") or not rest:

@@ -38,17 +38,20 @@ class DownloadedRepository:
     bytes: int = 0
 
 
-def list_objects(client: Any, url: RepositoryURL) -> Iterator[Tuple[str, str, int]]:
+def list_objects(
+    client: Any, url: RepositoryURL, *, markers: bool = False
+) -> Iterator[Tuple[str, str, int]]:
     """``(key below the URL's prefix, ETag, size)`` of every object under ``url``; folder
-    markers (keys ending in ``/``) are left out. :class:`StorageError` names what the store
-    answered (no such bucket, refused credentials, nobody listening)."""
+    markers (keys ending in ``/``: how ``publish`` keeps an empty version folder, which
+    tritonserver takes for a folder) only with ``markers``. :class:`StorageError` names what
+    the store answered (no such bucket, refused credentials, nobody listening)."""
     prefix = f"{url.prefix}/" if url.prefix else ""
     try:
         pages = client.get_paginator("list_objects_v2").paginate(Bucket=url.bucket, Prefix=prefix)
         for page in pages:
             for item in page.get("Contents", []):
                 key = str(item["Key"])[len(prefix) :]
-                if key and not key.endswith("/"):
+                if key and (markers or not key.endswith("/")):
                     yield key, str(item.get("ETag", "")).strip('"'), int(item.get("Size", 0))
     except StorageError:
         raise
@@ -117,7 +120,7 @@ def download_repository(
     wanted = None if models is None else set(models)
     entries = [
         (key, size)
-        for key, _, size in list_objects(client, parsed)
+        for key, _, size in list_objects(client, parsed, markers=True)
         if wanted is None or key.split("/", 1)[0] in wanted
     ]
     if not entries:
@@ -126,6 +129,9 @@ def download_repository(
     target.mkdir(parents=True, exist_ok=True)
     for key, size in entries:
         local = target.joinpath(*key.split("/"))
+        if key.endswith("/"):  # a folder marker: an empty folder, as tritonserver sees it
+            local.mkdir(parents=True, exist_ok=True)
+            continue
         local.parent.mkdir(parents=True, exist_ok=True)
         try:
             client.download_file(parsed.bucket, parsed.key(key), str(local))
@@ -133,7 +139,7 @@ def download_repository(
             raise StorageError(store_failure(parsed.child(key), exc, "read")) from exc
         result.files += 1
         result.bytes += size
-    result.models = sorted({key.split("/", 1)[0] for key, _ in entries if "/" in key})
+    result.models = sorted({key.split("/", 1)[0] for key, _ in entries if "/" in key.strip("/")})
     return result
 
 

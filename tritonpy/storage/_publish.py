@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from .._tooling.progress import Reporter, step
 from ._client import parse_s3_url, s3_client
-from ._download import error_code, store_failure
+from ._download import error_code, list_objects, store_failure
 from ._errors import StorageError
 from ._etags import transfer_config
 from ._local import LocalModel, PublishError, read_repository
@@ -41,18 +41,7 @@ _WORKERS = 8
 
 def _bucket_objects(client: Any, url: RepositoryURL) -> Dict[str, RemoteObject]:
     """Every object under ``url`` (key below it -> (ETag, size)), folder markers included."""
-    prefix = f"{url.prefix}/" if url.prefix else ""
-    found: Dict[str, RemoteObject] = {}
-    try:
-        pages = client.get_paginator("list_objects_v2").paginate(Bucket=url.bucket, Prefix=prefix)
-        for page in pages:
-            for item in page.get("Contents", []):
-                key = str(item["Key"])[len(prefix) :]
-                if key:
-                    found[key] = (str(item.get("ETag", "")).strip('"'), int(item.get("Size", 0)))
-    except Exception as exc:  # botocore's errors: the code is read from the exception
-        raise StorageError(store_failure(url, exc, "list")) from exc
-    return found
+    return {key: (etag, size) for key, etag, size in list_objects(client, url, markers=True)}
 
 
 def _check_keys(url: RepositoryURL, models: Sequence[LocalModel]) -> None:
