@@ -255,6 +255,18 @@ PINNED: Dict[str, List[str]] = {
         "publish",
         "s3_client",
     ],
+    "tritonpy.fleet": [
+        "FleetAnswer",
+        "FleetClient",
+        "FleetError",
+        "FleetStats",
+        "ReplicaRollout",
+        "ReplicaStats",
+        "RolloutError",
+        "RolloutReport",
+        "replica_fault",
+        "roll_out",
+    ],
     "tritonpy.export": [
         "ExportError",
         "ExportOptions",

@@ -10,6 +10,7 @@ Example::
     publish("out/model_repository", url, new_version=True).summary
 """
 
+from .._runtime._public_names import publish as _publish_names
 from ._client import S3_VARIABLES, parse_s3_url, s3_client
 from ._download import (
     DownloadedRepository,
@@ -41,3 +42,5 @@ __all__ = [
     "publish",
     "s3_client",
 ]
+
+_publish_names(__name__, globals())
