@@ -165,6 +165,58 @@ def test_the_image_layout_uses_unpacked_folders_in_place(
     assert log.count("does not contain compressed path") >= 2
 
 
+def test_the_image_layout_serves_from_a_bucket_and_extracts_nothing_at_a_reload(
+    shared_export: Tuple[Path, ExportResult],
+    triton_server_factory: Callable[..., Any],
+    s3_bucket: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--env-layout image --to s3://...``: the bucket holds the models, the image their
+    unpacked environments. From a bucket an archive is extracted again at every load (each
+    load's copy has a new path, python_backend r24.10 pb_env.cc keys by it) and the old copy
+    stays in /tmp; a folder of the image is used in place, so a reload extracts nothing."""
+    from tritonpy.export._files import UNPACK_STEP
+    from tritonpy.server._supervise import reload_model
+    from tritonpy.storage import publish
+
+    for key, value in s3_bucket.env.items():
+        monkeypatch.setenv(key, value)
+    root, _ = shared_export
+    env_root = root / "image-s3" / "opt" / "envs"  # /opt/tritonpy/envs in a real image
+    url = s3_bucket.url("image/models")
+    out = root / "image-s3-out"
+    result = export_repository(
+        root / "repo", out, triton_version="24.10", env_layout="image",
+        env_root=str(env_root), to=url,
+    )  # fmt: skip
+    (built,) = result.environments
+    assert not built.built  # from the cache
+    shutil.copytree(out / "envs", env_root)  # the Dockerfile's COPY, then its RUN line
+    subprocess.run(["bash", "-c", UNPACK_STEP.format(root=env_root)], check=True)
+    (folder,) = env_root.iterdir()
+    assert result.published.server_environments == {"one": str(folder), "two": str(folder)}
+    stored = s3_bucket.keys("image/")
+    assert "image/models/one/1/model.py" in stored, stored
+    assert not [k for k in stored if k.endswith(".tar.gz")], stored
+    dockerfile = (out / "Dockerfile").read_text()
+    assert f'CMD ["tritonserver", "--model-repository={url}"]' in dockerfile
+    assert "COPY model_repository/" not in dockerfile and "tar -xzf" in dockerfile
+    # this machine's server is not Python 3.10 (the 24.10 container's): publish the stubs
+    for name in ("one", "two"):
+        provision_stub(out / "model_repository" / name, triton_version="24.10", python="3.10")
+    again = publish(out / "model_repository", url)
+    assert sorted(again.uploaded) == [
+        "one/triton_python_backend_stub",
+        "two/triton_python_backend_stub",
+    ]
+    server = triton_server_factory(url, reloadable=True, heal=False, log_verbose=1)
+    assert server.models_ready() == ["one", "two"]
+    reload_model(server.http_url, "one", timeout=120)
+    log = server.log_path.read_text(errors="replace")
+    assert log.count("Extracting Python execution env") == 0
+    assert log.count("does not contain compressed path") >= 3  # two loads and a reload
+
+
 def test_a_second_export_takes_the_environment_from_the_cache(
     shared_export: Tuple[Path, ExportResult],
 ) -> None:

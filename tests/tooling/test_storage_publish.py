@@ -315,6 +315,32 @@ def test_an_environment_outside_the_model_folder_is_refused(
     assert s3_bucket.keys() == []
 
 
+def test_an_environment_folder_of_the_servers_own_disk_is_named_not_published(
+    tmp_path: Path,
+    s3_bucket: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``export --env-layout image``: EXECUTION_ENV_PATH is a folder the image holds, used
+    in place; the bucket gets the model alone and the result says the folder must exist."""
+    from tritonpy.cli import main
+
+    repo = tmp_path / "repo"
+    python_model(repo, "m", "/opt/tritonpy/envs/m_py3.10")
+    result = publish(repo, s3_bucket.url("repo"), env=s3_bucket.env)
+    assert result.uploaded == ["m/1/model.py", "m/config.pbtxt"]
+    assert result.server_environments == {"m": "/opt/tritonpy/envs/m_py3.10"}
+    assert json.loads(result.to_json())["server_environments"] == result.server_environments
+    (repo / "m" / "1" / "model.py").write_text("# changed\n")
+    for name, value in s3_bucket.env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["publish", str(repo), s3_bucket.url("repo")]) == 0
+    assert (
+        "  m: environment /opt/tritonpy/envs/m_py3.10 must exist on every server (the "
+        "image's), it is not in the bucket"
+    ) in capsys.readouterr().out
+
+
 def test_without_protobuf_the_environment_is_read_from_the_text(
     tmp_path: Path, s3_bucket: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -230,12 +230,13 @@ def _check_options(
         raise ExportError(
             f"--env-layout {options.env_layout!r}: expected one of {', '.join(ENV_LAYOUTS)}"
         )
-    if options.to is not None and options.env_layout != "per-model":
+    if options.to is not None and options.env_layout == "shared":
         raise ExportError(
-            f"--to {options.to} with --env-layout {options.env_layout}: a repository in "
-            "object storage is copied model directory by model directory, so "
-            "$$TRITON_MODEL_DIRECTORY/../../envs is lost (tritonpy check TP502). Export with "
-            "--env-layout per-model (the default) to publish it"
+            f"--to {options.to} with --env-layout shared: a repository in object storage is "
+            "copied model directory by model directory, so $$TRITON_MODEL_DIRECTORY/../../envs "
+            "is lost (tritonpy check TP502). Export with --env-layout per-model (the default: "
+            "each model folder holds its archive) or image (the environments unpacked in the "
+            "image, the bucket holding the models alone)"
         )
     if not options.env_root.startswith("/"):
         raise ExportError(

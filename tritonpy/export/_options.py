@@ -69,8 +69,8 @@ class ExportOptions:
         None,
         metavar="URL",
         help="publish OUT/model_repository to this s3:// URL after the export, and make the "
-        "manifests serve it from there (credentials from the AWS_* variables; per-model "
-        "environment layout only)",
+        "manifests serve it from there (credentials from the AWS_* variables; the per-model "
+        "or image environment layout)",
     )
     pack: bool = option(
         True,
@@ -86,7 +86,9 @@ class ExportOptions:
         "(works everywhere, object storage and KServe included); shared: one archive per "
         "environment in OUT/envs/, beside the repository, unpacked once by Triton (a "
         "repository served where it lies, or the image; not object storage); image: those "
-        "archives unpacked by the Dockerfile into --env-root, used in place (the image only)",
+        "archives unpacked by the Dockerfile into --env-root, used in place, never extracted "
+        "at a load (the image only; with --to the bucket holds the models, the image the "
+        "environments)",
     )
     env_root: str = option(
         DEFAULT_ENV_ROOT,

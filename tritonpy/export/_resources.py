@@ -90,13 +90,23 @@ class Footprint:
     @property
     def tmp_bytes(self) -> int:
         """``/tmp``: the unpacked environments (``/tmp/python_env_*``), the model directories
-        when Triton copies them from object storage, plus :data:`TMP_HEADROOM`."""
+        when Triton copies them from object storage, plus :data:`TMP_HEADROOM`. From object
+        storage, every load of a model extracts its archive again into a new folder (the
+        Python backend keys extractions by the archive's path, pb_env.cc, and each load's copy
+        has a new one) and keeps the old one until the server exits: room for one reload of
+        every model (a rollout) beside the first load."""
+        envs = sum(m.env_bytes for m in self.models)
         files = sum(m.files_bytes for m in self.models) if self.remote else 0
-        return _round_mib(sum(m.env_bytes for m in self.models) + files) + TMP_HEADROOM
+        loads = REMOTE_LOADS if self.remote else 1
+        return _round_mib(envs * loads + files) + TMP_HEADROOM
 
     @property
     def env_bytes(self) -> int:
         return sum(m.env_bytes for m in self.models)
+
+
+#: the loads of each model a pod's /tmp holds the unpacked environments of, from a bucket
+REMOTE_LOADS = 2
 
 
 def _round_mib(size: int) -> int:

@@ -48,13 +48,16 @@ class LocalFile:
 
 @dataclass
 class LocalModel:
-    """A model folder: its ``files`` and the ``empty_versions`` (version folders holding
-    nothing to publish, such as an ensemble's ``1/``: published as folder markers)."""
+    """A model folder: its ``files``, the ``empty_versions`` (version folders holding nothing
+    to publish, such as an ensemble's ``1/``: published as folder markers) and the
+    ``server_environment`` its config names on the servers' disk, if any."""
 
     name: str
     path: Path
     files: List[LocalFile] = field(default_factory=list)
     empty_versions: List[int] = field(default_factory=list)
+    #: an EXECUTION_ENV_PATH folder the servers hold themselves (the image layout)
+    server_environment: Optional[str] = None
 
     @property
     def versions(self) -> List[int]:
@@ -138,15 +141,19 @@ def env_parameter(config: Path) -> Optional[str]:
     return str(message.parameters[ENV_PARAMETER].string_value) or None
 
 
-def check_environment(model: LocalModel) -> None:
+def check_environment(model: LocalModel) -> Optional[str]:
     """:class:`PublishError` unless the model's environment (if any) is an archive inside its
-    folder named through ``$$TRITON_MODEL_DIRECTORY``, and is among the files published."""
+    folder named through ``$$TRITON_MODEL_DIRECTORY`` and among the files published, or an
+    absolute folder, which the servers themselves hold (``tritonpy export --env-layout image``
+    unpacks the environments into the image): that folder is returned."""
     config = model.path / CONFIG_FILE
     if not config.is_file():
-        return
+        return None
     value = env_parameter(config)
     if value is None:
-        return
+        return None
+    if os.path.isabs(value) and not value.endswith((".tar.gz", ".tgz")):
+        return value  # on the server's own disk: not ours to see from here
     where = f"model {model.name!r}: {config} sets {ENV_PARAMETER} to {value!r}"
     fix = (
         "Fix: run tritonpy export REPO OUT (it puts each environment archive into its model "
@@ -174,6 +181,7 @@ def check_environment(model: LocalModel) -> None:
             f"{where}, but {target} {state}; expected the environment archive there. Pack "
             f"it (tritonpy pack-env {model.path}) or {fix[5:]}."
         )
+    return None
 
 
 def read_repository(root: Path, models: Optional[Sequence[str]]) -> List[LocalModel]:
@@ -207,5 +215,5 @@ def read_repository(root: Path, models: Optional[Sequence[str]]) -> List[LocalMo
         )
     read = [_walk(folders[name]) for name in chosen]
     for model in read:
-        check_environment(model)
+        model.server_environment = check_environment(model)
     return read

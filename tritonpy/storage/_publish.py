@@ -183,6 +183,9 @@ def publish(
       lacks (an old archive), except whole version folders it does not publish.
     - ``dry_run``: list the bucket and plan, write nothing.
 
+    A model whose ``EXECUTION_ENV_PATH`` is an absolute folder (the image layout of
+    ``tritonpy export``: environments unpacked in the image, used in place) is published
+    without it; ``server_environments`` lists those folders, which every server must hold.
     Nothing outside the published models' folders is touched. Credentials come from ``env``
     (default ``os.environ``), read as tritonserver reads them; progress goes to ``reporter``.
     Raises :class:`PublishError` (nothing uploaded) for a repository the server could not use
@@ -205,6 +208,9 @@ def publish(
         plans = _plans(client, parsed, local, PlanOptions(new_version, keep_versions, prune))
     result = PublishResult(str(parsed), dry_run=dry_run)
     _record(result, plans)
+    result.server_environments = {
+        m.name: m.server_environment for m in local if m.server_environment is not None
+    }
     if not dry_run:
         _apply(client, parsed, plans, reporter)
     result.seconds = time.monotonic() - began

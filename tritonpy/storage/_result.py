@@ -35,7 +35,8 @@ class PublishResult:
     in ``/``); ``versions`` each published model's version folders in the bucket afterwards;
     ``new_versions`` the number each model's published version got (``new_version=True``);
     ``bytes_uploaded`` and ``seconds``; ``dry_run`` when nothing was written (the lists say
-    what would be).
+    what would be); ``server_environments`` the models whose ``EXECUTION_ENV_PATH`` is a folder
+    the servers hold themselves (``export --env-layout image``: in the image), not published.
     """
 
     url: str
@@ -45,6 +46,7 @@ class PublishResult:
     deleted: List[str] = field(default_factory=list)
     versions: Dict[str, List[int]] = field(default_factory=dict)
     new_versions: Dict[str, int] = field(default_factory=dict)
+    server_environments: Dict[str, str] = field(default_factory=dict)
     bytes_uploaded: int = 0
     seconds: float = 0.0
     dry_run: bool = False
@@ -74,6 +76,11 @@ class PublishResult:
             lines.append(
                 f"  {name}: {version}versions in the bucket: {_versions(self.versions[name])}"
             )
+            if name in self.server_environments:
+                lines.append(
+                    f"  {name}: environment {self.server_environments[name]} must exist on "
+                    "every server (the image's), it is not in the bucket"
+                )
         if self.dry_run:
             lines += [f"  upload {key}" for key in self.uploaded]
             lines += [f"  delete {key}" for key in self.deleted]
@@ -89,6 +96,7 @@ class PublishResult:
             "deleted": self.deleted,
             "versions": self.versions,
             "new_versions": self.new_versions,
+            "server_environments": self.server_environments,
             "bytes_uploaded": self.bytes_uploaded,
             "seconds": round(self.seconds, 3),
             "dry_run": self.dry_run,
