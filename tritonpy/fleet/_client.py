@@ -258,15 +258,17 @@ class FleetClient:
         return signature
 
     def _order(self) -> List[str]:
-        """The replicas to try, from the next one round robin; those marked down last."""
+        """The replicas to try: those up, round robin from the next one, then those marked
+        down. The turn goes round the replicas up, so a dead replica's share is spread over
+        all the others, not handed to the one after it (which would get twice the load)."""
         with self._lock:
-            start = self._next
-            self._next = (self._next + 1) % len(self.urls)
+            turn = self._next
+            self._next += 1  # a Python int: no wrap, so no skew at a wrap
             now = time.monotonic()
             self._down = {u: t for u, t in self._down.items() if t > now}
-            down = set(self._down)
-        ring = [self.urls[(start + i) % len(self.urls)] for i in range(len(self.urls))]
-        return [u for u in ring if u not in down] + [u for u in ring if u in down]
+            up = [u for u in self.urls if u not in self._down]
+            down = [u for u in self.urls if u in self._down]
+        return _rotated(up, turn) + _rotated(down, turn)
 
     def _attempts(self, what: str, send: Callable[[str], T]) -> Tuple[T, str, int]:
         order = self._order()
@@ -296,3 +298,11 @@ class FleetClient:
             f"{len(self.urls)} replicas): " + "; ".join(tried) + ". Are the replicas running "
             "and serving the model (tritonpy probe URL)? Raise retries= to wait longer."
         )
+
+
+def _rotated(urls: List[str], turn: int) -> List[str]:
+    """``urls`` starting from the ``turn``-th (round robin), wrapping around."""
+    if not urls:
+        return []
+    start = turn % len(urls)
+    return urls[start:] + urls[:start]

@@ -14,6 +14,11 @@ Measured on tritonserver 24.10 (the nvidia-pytriton wheel), gRPC and HTTP alike:
   (the old version answers until the new one is ready: 9505 answers from version 1, then 2605
   from version 2, none refused, while ``initialize()`` slept 1 s);
 - a stub process that died: ``INTERNAL`` "Stub process 'NAME_0_0' is not healthy."
+- a gRPC stream opened to a replica as it died: tritonclient's stream thread gets the
+  ``UNAVAILABLE`` and the request is refused before it is sent ("The stream is no longer in
+  valid state ..."; an ``InferenceServerException`` of tritonclient, not a
+  :class:`~tritonpy.TritonRequestError`): seen when a replica was SIGKILLed under a load of
+  streams (``tests/integration/test_fleet_s3.py``).
 
 A request the model refused (``INVALID_ARG``, a model's own ``INTERNAL`` error) is never
 retried, nor a timeout (``DEADLINE_EXCEEDED``: the replica may still be running it).
@@ -35,6 +40,8 @@ from .._tooling.errors import ServerError
 UNKNOWN_MODEL = "Request for unknown model"
 #: the message of a request whose model's stub process died on that replica
 STUB_UNHEALTHY = "is not healthy"
+#: tritonclient's refusal to send a request on a gRPC stream whose connection already failed
+STREAM_BROKEN = "The stream is no longer in valid state"
 
 
 def replica_fault(error: BaseException) -> Optional[str]:
@@ -47,6 +54,8 @@ def replica_fault(error: BaseException) -> Optional[str]:
         cause = error.__cause__
         if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
             return "unreachable"
+    if STREAM_BROKEN in str(error):
+        return "unavailable"  # the stream failed before the request was sent
     return None
 
 
