@@ -129,7 +129,10 @@ def _plans(
     return plans
 
 
-def _record(result: PublishResult, plans: List[ModelPlan]) -> None:
+def _record(result: PublishResult, plans: List[ModelPlan], local: List[LocalModel]) -> None:
+    result.server_environments = {
+        m.name: m.server_environment for m in local if m.server_environment is not None
+    }
     for plan in plans:
         result.models.append(plan.name)
         result.uploaded += [f"{plan.name}/{u.rel}" for u in plan.uploads]
@@ -207,10 +210,7 @@ def publish(
     with step(reporter, f"listing {parsed}"):
         plans = _plans(client, parsed, local, PlanOptions(new_version, keep_versions, prune))
     result = PublishResult(str(parsed), dry_run=dry_run)
-    _record(result, plans)
-    result.server_environments = {
-        m.name: m.server_environment for m in local if m.server_environment is not None
-    }
+    _record(result, plans, local)
     if not dry_run:
         _apply(client, parsed, plans, reporter)
     result.seconds = time.monotonic() - began
