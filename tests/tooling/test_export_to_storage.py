@@ -40,7 +40,11 @@ def test_export_to_a_bucket(
 
     deployment, *_ = yaml.safe_load_all((out / "k8s" / "deployment.yaml").read_text())
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["args"][1] == f"--model-repository={url}"
+    assert container["args"][1:4] == [
+        f"--model-repository={url}",
+        "--model-control-mode=explicit",  # tritonpy rollout loads new versions
+        "--load-model=*",
+    ]
     assert container["envFrom"] == [{"secretRef": {"name": "tritonpy-models-storage"}}]
     (secret,) = yaml.safe_load_all((out / "k8s" / "secret-template.yaml").read_text())
     assert secret["metadata"]["name"] == "tritonpy-models-storage"
@@ -49,7 +53,8 @@ def test_export_to_a_bucket(
     assert isvc["spec"]["predictor"]["model"]["storageUri"] == f"s3://{s3_bucket.name}/fleet/models"
     dockerfile = (out / "Dockerfile").read_text()
     assert "COPY model_repository/" not in dockerfile  # the image holds no repository
-    assert f'CMD ["tritonserver", "--model-repository={url}"]' in dockerfile
+    command = f'"--model-repository={url}", "--model-control-mode=explicit", "--load-model=*"'
+    assert f'CMD ["tritonserver", {command}]' in dockerfile
     readme = (out / "README.md").read_text()
     assert "kubectl create secret generic tritonpy-models-storage" in readme
     assert f"tritonpy publish model_repository {url}" in readme

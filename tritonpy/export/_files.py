@@ -104,8 +104,17 @@ EXPOSE {ports}
 HEALTHCHECK --interval=30s --timeout=30s --start-period=300s --retries=3 \\
     CMD {probe} || exit 1
 
-CMD ["tritonserver", "--model-repository={repository_url or "/models"}"]
+{_command(repository_url)}
 """
+
+
+def _command(url: Optional[str]) -> str:
+    if url is None:
+        return 'CMD ["tritonserver", "--model-repository=/models"]'
+    return (
+        f'CMD ["tritonserver", "--model-repository={url}", '
+        '"--model-control-mode=explicit", "--load-model=*"]'
+    )
 
 
 def _repository_lines(url: Optional[str]) -> str:
@@ -286,8 +295,10 @@ def _readme_object_storage(settings: DeploySettings) -> str:
     if settings.secret is not None:
         publish = f"""\
 `tritonpy export --to {settings.repository}` published `{REPOSITORY_DIR}/` there. To publish it
-again (a new version of a model), run
-`tritonpy publish {REPOSITORY_DIR} {settings.repository}`."""
+again, run `tritonpy publish {REPOSITORY_DIR} {settings.repository}`; for a new `model.py` of a
+model, `tritonpy publish {REPOSITORY_DIR} {settings.repository} --new-version --model NAME`, then
+load it pod by pod (the pods run explicit model control, every model loaded at the start):
+`tritonpy rollout --replica POD_IP:8001 [--replica ...] --model NAME`."""
     else:
         publish = f"""\
 Publish `{REPOSITORY_DIR}/` first: `tritonpy publish {REPOSITORY_DIR} s3://BUCKET/PREFIX`

@@ -32,6 +32,12 @@ READY_PATH = "/v2/health/ready"
 #: correlation id, binary BYTES, BF16), which HTTP generate_stream cannot all carry
 _PROBE_URL = f"grpc://localhost:{PORTS['grpc']}"
 PROBE_COMMAND = ("tritonpy", "probe", "--url", _PROBE_URL, "--timeout", "5")
+#: a repository in a bucket is served in explicit model control, every model loaded at the
+#: start: a pod that starts loads the bucket's newest versions, and a version published later
+#: is loaded only by ``tritonpy rollout`` (the repository API), replica by replica; in the
+#: default mode (none) it would need a restart, in poll mode every replica would load it on
+#: its own, half-uploaded files included
+ROLLOUT_ARGS = ("--model-control-mode=explicit", "--load-model=*")
 #: the NGC image's non-root user triton-server, uid and gid 1000 (server@r24.10:build.py:
 #: "Make sure that this user to given ID 1000")
 TRITON_UID = 1000
@@ -108,10 +114,12 @@ class DeploySettings:
     @property
     def server_args(self) -> List[str]:
         """tritonserver's command line: the repository, the exit timeout, and the Python
-        backend's shared memory sized as ``/dev/shm`` is."""
+        backend's shared memory sized as ``/dev/shm`` is; from a bucket, explicit model
+        control with every model loaded at the start (see :data:`ROLLOUT_ARGS`)."""
         return [
             "tritonserver",
             f"--model-repository={self.repository}",
+            *(ROLLOUT_ARGS if self.secret is not None else ()),
             f"--exit-timeout-secs={self.exit_timeout}",
             f"--backend-config=python,shm-default-byte-size={self.shm_default_byte_size}",
             f"--backend-config=python,shm-growth-byte-size={self.shm_growth_byte_size}",
