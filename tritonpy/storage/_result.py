@@ -16,9 +16,15 @@ from typing import Any, Dict, List
 
 
 def human_size(count: int) -> str:
-    """``count`` bytes for people: ``512 B``, ``9.0 MB``, ``1.25 GB``."""
+    """``count`` bytes for people.
+
+    >>> human_size(512), human_size(1001), human_size(9_000_000), human_size(1_250_000_000)
+    ('512 B', '1.0 kB', '9.0 MB', '1.25 GB')
+    """
     if count < 1000:
         return f"{count} B"
+    if count < 1_000_000:
+        return f"{count / 1e3:.1f} kB"
     return f"{count / 1e6:.1f} MB" if count < 1e9 else f"{count / 1e9:.2f} GB"
 
 
