@@ -1,5 +1,5 @@
 """A fleet: the exported repository of every kind of model, served from a real S3-compatible
-store (moto's server) by three tritonserver replicas, updated across them under load, and
+store (SeaweedFS, the s3 fixtures) by three tritonserver replicas, updated across them under load, and
 one replica killed under load, with every request answered.
 
 Served as release 24.10's container serves it: the export for 24.10 packs Python 3.10
