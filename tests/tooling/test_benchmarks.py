@@ -833,3 +833,121 @@ def test_pooled_cli_reads_the_json_of_several_runs(
         "no-tax targets passed in run 1: tritonpy 1/2",
         "no-tax targets passed in run 2: tritonpy 2/2",
     ]
+
+
+# -- cold start (benchmarks/cold_start.py) ------------------------------------------------------
+
+
+def test_cold_start_median_interval_is_distribution_free() -> None:
+    from benchmarks.cold_report import median_interval
+
+    # 6 rounds: the whole range, 1 - 2/64 = 96.9 %; 10 rounds: the 2nd to the 9th, 97.9 %
+    assert median_interval([3.0, 1.0, 2.0, 6.0, 5.0, 4.0]) == (3.5, 1.0, 6.0, 1 - 2 / 64)
+    median, low, high, confidence = median_interval([float(v) for v in range(10, 0, -1)])
+    assert (median, low, high) == (5.5, 2.0, 9.0)
+    assert confidence == pytest.approx(1 - 2 * 11 / 1024)
+    # below 6 rounds no interval reaches 95 %: the range, with its confidence
+    assert median_interval([2.0, 1.0, 3.0]) == (2.0, 1.0, 3.0, 0.75)
+    assert median_interval([math.nan, 4.0])[:3] == (4.0, 4.0, 4.0)
+    assert all(math.isnan(v) for v in median_interval([]))
+
+
+def test_cold_start_ratios_pair_rounds_and_judge_against_the_control() -> None:
+    from benchmarks.cold_report import render_summaries, summarize
+
+    rounds = {
+        "raw": {"load_s": [1.0, 2.0, 1.0, 2.0]},
+        "control": {"load_s": [1.1, 1.8, 0.9, 2.2]},  # within 10 % of raw, round by round
+        "tritonpy": {"load_s": [1.05, 2.0, 1.0, 2.0]},  # inside the control's interval
+        "env_archive": {"load_s": [2.0, 4.2, 1.9, 4.0]},  # twice raw in every round
+        "unpaired": {"load_s": [2.0]},
+    }
+    by = {s.variant: s for s in summarize(rounds, ["load_s"])}
+    # a round's ratio pairs with raw's same round: the slow rounds of raw do not blur it
+    assert by["env_archive"].ratio.ratio == pytest.approx(2.0, rel=0.03)
+    assert by["env_archive"].ratio.low > 1.5
+    assert by["env_archive"].verdict == "+100 % against raw, outside the control's interval"
+    assert by["tritonpy"].verdict == "noise (inside the control's interval)"
+    assert by["control"].verdict.startswith("the control")
+    assert by["raw"].verdict == "the reference"
+    assert by["unpaired"].verdict == "too few rounds to tell noise from a difference"
+    lines = render_summaries(list(by.values()), {"load_s": "s"})
+    assert lines[0].startswith("load_s (s): median (interval), ratio to raw (95 % interval)")
+    assert f"control / raw {by['control'].ratio}" in lines[0]
+    (row,) = [line for line in lines if line.split()[0] == "env_archive"]
+    # the median, the range (4 rounds: 87.5 %), the paired ratio and the verdict
+    assert row.split()[1:4] == ["3.00", "(1.90-4.20", "88"]
+    assert str(by["env_archive"].ratio) in row and row.endswith("outside the control's interval")
+
+
+def test_cold_start_verdict_when_the_control_is_tight() -> None:
+    from benchmarks.cold_report import verdict
+    from benchmarks.pooled import Interval
+
+    tight = Interval(1.0, 0.99, 1.01, 6)
+    assert verdict(Interval(1.02, 0.97, 1.07, 6), tight).startswith("not told from raw")
+    assert verdict(Interval(1.05, 1.03, 1.07, 6), tight).startswith("+5 % against raw")
+    assert verdict(Interval(0.9, 0.88, 0.92, 6), tight).startswith("-10 % against raw")
+    # a control that differs from raw itself: the difference is said with that caveat
+    biased = Interval(0.87, 0.77, 0.98, 6)
+    assert verdict(Interval(0.7, 0.5, 0.97, 6), biased) == (
+        "-30 % against raw, outside the control's interval (but the control differs from raw too)"
+    )
+
+
+def test_cold_start_reads_a_stub_and_the_machine_from_proc(tmp_path: Path) -> None:
+    import os
+
+    from benchmarks.cold_report import machine_jiffies, other_cores, parse_smaps_rollup, rotated
+
+    text = "55d0-7ffd ---p 00000000 00:00 0   [rollup]\nRss:   40960 kB\nPss:   23552 kB\n"
+    assert parse_smaps_rollup(text) == {"rss_mb": 40.0, "pss_mb": 23.0}
+    mine = parse_smaps_rollup(Path(f"/proc/{os.getpid()}/smaps_rollup").read_text())
+    assert 0 < mine["pss_mb"] <= mine["rss_mb"]
+    # busy: user + nice + system + irq + softirq; idle, iowait and steal are not
+    assert machine_jiffies("cpu  100 5 50 1000 20 3 2 40 0 0\ncpu0 1 2 3\n") == (160, 1220)
+    # 2 s of the machine's busy time in 4 s, of which 1 s was this run's own: 0.25 cores
+    assert other_cores(200, 1.0, 4.0, hz=100) == pytest.approx(0.25)
+    assert other_cores(100, 3.0, 4.0, hz=100) == 0.0
+    # over as many rounds as variants every variant comes first once
+    firsts = [rotated("abc", index, 3)[0] for index in range(3)]
+    assert firsts == ["a", "b", "c"] and rotated("abc", 1, 3) == ["b", "c", "a"]
+
+
+@pytest.mark.integration
+def test_quick_cold_start_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("tritonclient.grpc")
+    import json
+
+    out = tmp_path / "cold.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "cold_start.py"), "--quick", f"--json={out}"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    document = json.loads(out.read_text())
+    loads = document["rounds"]["loads"]
+    assert set(loads) == {"raw", "control", "tritonpy", "env_folder", "env_archive",
+                          "env_archive_new"}  # fmt: skip
+    for variant, figures in loads.items():
+        assert len(figures["load_s"]) == 2 and min(figures["load_s"]) > 0, variant
+        assert min(figures["first_ms"]) > 0 and min(figures["pss_mb"]) > 0, variant
+        assert min(figures["rss_mb"]) >= max(figures["pss_mb"]) * 0.5, variant
+    roots = {variant: loads[variant]["env_root"] for variant in loads}
+    assert roots["raw"] == ["", ""]
+    # a folder is used in place; an archive is extracted into /tmp/python_env_* once per
+    # server process (the same copy at every reload), and again for every new path
+    assert all(r.endswith("env_folder") for r in roots["env_folder"])
+    assert len(set(roots["env_archive"])) == 1 and "python_env_" in roots["env_archive"][0]
+    assert len(set(roots["env_archive_new"])) == 2
+    assert all("python_env_" in r for r in roots["env_archive_new"])
+    for phase, key in (("starts", "ready_s"), ("serve", "serving_s")):
+        figures = document["rounds"][phase]
+        assert set(figures) == {"raw", "control", "env_folder", "env_archive"}
+        assert all(len(f[key]) == 2 and min(f[key]) > 0 for f in figures.values()), phase
+    verdicts = {(s["variant"], s["measure"]): s["verdict"]
+                for s in document["summaries"]["loads"]}  # fmt: skip
+    assert verdicts[("raw", "load_s")] == "the reference"
+    assert "Model loads in one tritonserver" in proc.stdout
+    assert "tritonpy serve starts" in proc.stdout and "control / raw" in proc.stdout
+    assert "other processes kept" in proc.stdout
