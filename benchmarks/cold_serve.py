@@ -83,8 +83,14 @@ class LoadedServer:
     def __init__(self, repo: Path, log_file: Path) -> None:
         from tritonpy.server import TritonServer
 
+        # unpacked_envs=False: the environments as tritonserver alone serves them
         self.server = TritonServer(
-            repo, reloadable=True, heal=False, startup_timeout=_TIMEOUT_S, log_file=log_file
+            repo,
+            reloadable=True,
+            heal=False,
+            unpacked_envs=False,
+            startup_timeout=_TIMEOUT_S,
+            log_file=log_file,
         )
         self.callers: Dict[str, Callable[[], Any]] = {}
 
@@ -134,13 +140,16 @@ class LoadedServer:
 def server_start(
     repo: Path, log_file: Path, payloads: Sequence[Dict[str, Any]]
 ) -> Dict[str, float]:
-    """Start a new tritonserver on ``repo``: the seconds until every model is READY, the
-    first request to its first model (ms) and the PSS of all its stubs together (MB: stubs
-    running one environment's files share their pages); stopped afterwards."""
+    """Start a new tritonserver on ``repo`` as a container runs it (environment archives
+    extracted by tritonserver): the seconds until every model is READY, the first request to
+    its first model (ms) and the PSS of all its stubs together (MB: stubs running one
+    environment's files share their pages); stopped afterwards."""
     from tritonpy.perf._engine import grpc_caller_factory
     from tritonpy.server import TritonServer
 
-    server = TritonServer(repo, heal=False, startup_timeout=_TIMEOUT_S, log_file=log_file)
+    server = TritonServer(
+        repo, heal=False, unpacked_envs=False, startup_timeout=_TIMEOUT_S, log_file=log_file
+    )
     started = time.monotonic()
     server.start()
     try:
@@ -158,13 +167,17 @@ def server_start(
     return {"ready_s": ready_s, "first_ms": first_ms, "stubs_pss_mb": stubs_pss}
 
 
-def serve_start(repo: Path, timeout: float = _TIMEOUT_S) -> Dict[str, float]:
-    """Run ``tritonpy serve REPO`` (free ports, quiet): the seconds from the command until it
-    prints its ``serving`` line; then Ctrl-C and wait for it to end."""
+def serve_start(
+    repo: Path, *, extracting: bool = False, timeout: float = _TIMEOUT_S
+) -> Dict[str, float]:
+    """Run ``tritonpy serve REPO`` (free ports, quiet; ``extracting``: with
+    ``--no-unpacked-envs``, tritonserver extracts the archives): the seconds from the command
+    until it prints its ``serving`` line; then Ctrl-C and wait for it to end."""
     from tritonpy.server._ports import pick_free_ports
 
     ports = [str(p) for p in pick_free_ports(3)]
     command = [sys.executable, "-m", "tritonpy.cli", "serve", str(repo), "--quiet"]
+    command += ["--no-unpacked-envs"] if extracting else []
     command += ["--http-port", ports[0], "--grpc-port", ports[1], "--metrics-port", ports[2]]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     started = time.monotonic()

@@ -27,7 +27,10 @@ Three phases, each in rounds whose order rotates (every variant takes every plac
   layout): what a pod pays at each start; timed until every model is READY.
 - ``serve``: ``tritonpy serve`` on those repositories, timed from the command to its
   ``serving`` line (its preflight check included; one untimed start of each first, so that
-  the check's cache of unpacked environments is as it is after a user's first serve).
+  the check's cache of unpacked environments is as it is after a user's first serve); the
+  archive repositories twice: as serve runs them (an archive in its model's directory served
+  from tritonpy's unpacked copy) and with ``--no-unpacked-envs`` (``_extracting``:
+  tritonserver extracts it at every start, what serve did before).
 
 Printed per phase, variant and measure: the median over the rounds with a distribution-free
 interval (95 %, or the whole range below 6 rounds), the geometric mean of the per-round
@@ -229,6 +232,22 @@ def build_start_repositories(base: Path, archive: Path, folder: Path) -> Dict[st
     return repos
 
 
+#: a serve variant with --no-unpacked-envs: tritonserver extracts the archives (before serve
+#: used its unpacked copies)
+EXTRACTING = "_extracting"
+
+
+def serve_variants(repos: Dict[str, Path]) -> Dict[str, Path]:
+    """The serve phase's variants: every start repository, and those with archives also
+    served with ``--no-unpacked-envs`` (``<variant>_extracting``), side by side."""
+    served: Dict[str, Path] = {}
+    for variant, repo in repos.items():
+        served[variant] = repo
+        if variant.startswith("env_archive"):
+            served[variant + EXTRACTING] = repo
+    return served
+
+
 def measure_starts(
     start: Callable[[str, Path], Dict[str, float]],
     repos: Dict[str, Path],
@@ -315,10 +334,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             )
         if "serve" in phases:
             say("serve: tritonpy serve per start (one untimed start of each first) ...")
-            for repo in repos.values() if not args.quick else ():
-                serve_start(repo)
+            served = serve_variants(repos)
+            for variant, repo in served.items() if not args.quick else ():
+                serve_start(repo, extracting=variant.endswith(EXTRACTING))
             results["serve"] = measure_starts(
-                lambda v, r: serve_start(r), repos, args.rounds, say, "serve"
+                lambda v, r: serve_start(r, extracting=v.endswith(EXTRACTING)),
+                served,
+                args.rounds,
+                say,
+                "serve",
             )
         archive_mb = archive.stat().st_size / 1e6
     finally:

@@ -170,6 +170,7 @@ def test_cli_serves_a_packed_310_model_without_touching_it(
     server = serve(str(packed_repo), "--timeout", "180")
     http_url = server.field(r"HTTP\s+(\S+)")
     assert "stub     pyversion: Python 3.10" in server.startup
+    assert "env      pyversion: pyversion_py3.10.tar.gz used unpacked (" in server.startup
     assert "[pyversion] setup under Python 3.10." in server.startup  # stub stdout, echoed
 
     client = httpclient.InferenceServerClient(http_url[len("http://") :])
@@ -194,6 +195,31 @@ def test_library_shadow_repository_is_removed_on_stop(
     assert server.preflight_report is not None and "TP507" not in server.preflight_report.codes
     server.stop()
     assert not shadow.exists()
+    assert not (packed_repo / "pyversion" / STUB_NAME).exists()
+
+
+def test_an_archive_is_served_from_its_unpacked_copy_without_extraction(
+    packed_repo: Path, triton_server_factory: Callable[..., TritonServer]
+) -> None:
+    """The Python backend (pb_env.cc) extracts an EXECUTION_ENV_PATH archive into
+    /tmp/python_env_* at every server start; the shadow names the model's archive after
+    tritonpy's unpacked copy of it, a directory, which the backend uses in place: the start
+    extracts nothing. With unpacked_envs=False tritonserver extracts it, as before."""
+    for unpacked, extractions in ((True, 0), (False, 1)):
+        server = triton_server_factory(
+            packed_repo, startup_timeout=180, log_verbose=1, unpacked_envs=unpacked
+        )
+        assert server.log_path is not None
+        log = server.log_path.read_text(errors="replace")
+        assert log.count("Extracting Python execution env") == extractions, unpacked
+        assert sorted(server.unpacked) == (["pyversion"] if unpacked else [])
+        client = httpclient.InferenceServerClient(server.http_url[len("http://") :])
+        x = np.array([[1.0, 2.0]], np.float32)
+        inp = httpclient.InferInput("X", list(x.shape), "FP32")
+        inp.set_data_from_numpy(x)
+        answer = client.infer("pyversion", [inp])
+        assert answer.as_numpy("VERSION").reshape(-1)[0].decode().startswith("3.10.")
+        server.stop()
     assert not (packed_repo / "pyversion" / STUB_NAME).exists()
 
 

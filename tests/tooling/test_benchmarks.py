@@ -941,9 +941,13 @@ def test_quick_cold_start_end_to_end(tmp_path: Path) -> None:
     assert len(set(roots["env_archive"])) == 1 and "python_env_" in roots["env_archive"][0]
     assert len(set(roots["env_archive_new"])) == 2
     assert all("python_env_" in r for r in roots["env_archive_new"])
-    for phase, key in (("starts", "ready_s"), ("serve", "serving_s")):
+    starts = {"raw", "control", "env_folder", "env_archive"}
+    for phase, key, variants in (
+        ("starts", "ready_s", starts),
+        ("serve", "serving_s", starts | {"env_archive_extracting"}),  # --no-unpacked-envs
+    ):
         figures = document["rounds"][phase]
-        assert set(figures) == {"raw", "control", "env_folder", "env_archive"}
+        assert set(figures) == variants
         assert all(len(f[key]) == 2 and min(f[key]) > 0 for f in figures.values()), phase
     verdicts = {(s["variant"], s["measure"]): s["verdict"]
                 for s in document["summaries"]["loads"]}  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import socket
 import tarfile
 import time
@@ -27,7 +28,10 @@ from tritonpy.server._shadow import (
     build_shadow,
     env_python,
     plan_stubs,
+    plan_unpacked,
+    prepare,
     remove_shadow,
+    sync_shadow,
     user_path,
 )
 
@@ -231,6 +235,79 @@ def test_shadow_reaches_environments_beside_the_repository(tmp_path: Path) -> No
     finally:
         remove_shadow(shadow)
     assert not shadow.parent.exists() and (envs / "env_py3.10.tar.gz").is_file()
+
+
+def test_archives_in_their_model_directory_are_served_unpacked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pb_env.cc extracts an archive at every server start and uses a directory in place: the
+    shadow names an archive in its model's directory after tritonpy's unpacked copy of it
+    (one per archive contents); an archive beside the repository or named absolutely is left
+    to tritonserver."""
+    monkeypatch.setenv("TRITONPY_CACHE_DIR", str(tmp_path / "cache"))
+    repo = tmp_path / "deploy" / "model_repository"
+    write_env_model(repo / "inside", "3.11")
+    write_env_model(repo / "twin", "3.11", archive_name="twin.tar.gz")
+    os.unlink(repo / "twin" / "twin.tar.gz")  # per-model copies of one archive: hard links
+    os.link(repo / "inside" / "env_py3.11.tar.gz", repo / "twin" / "twin.tar.gz")
+    write_env_model(repo / "shared", "3.11")
+    (tmp_path / "deploy" / "envs").mkdir()
+    (repo / "shared" / "env_py3.11.tar.gz").rename(tmp_path / "deploy" / "envs" / "e.tar.gz")
+    config = (repo / "shared" / "config.pbtxt").read_text()
+    (repo / "shared" / "config.pbtxt").write_text(
+        config.replace("env_py3.11.tar.gz", "../../envs/e.tar.gz")
+    )
+    write_env_model(repo / "absolute", "3.11")
+    config = (repo / "absolute" / "config.pbtxt").read_text()
+    (repo / "absolute" / "config.pbtxt").write_text(
+        config.replace("$$TRITON_MODEL_DIRECTORY", str(repo / "absolute"))
+    )
+    (repo / "plain" / "1").mkdir(parents=True)
+    (repo / "plain" / "config.pbtxt").write_text('name: "plain"\nbackend: "python"\n')
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in repo.rglob("*"))
+
+    planned = plan_unpacked(repo)
+    assert sorted(planned) == ["inside", "twin"]
+    folder = planned["inside"].folder
+    assert planned["twin"].folder == folder  # one copy for one archive's contents
+    assert folder.parent == tmp_path / "cache" / "envs" / "unpacked"
+    assert (folder / "bin" / "activate").read_bytes() == b"# activate\n"
+    assert planned["twin"].entry == "twin.tar.gz"
+
+    shadow, served = prepare(repo, {}, unpacked=True)
+    assert shadow is not None and served == planned
+    try:
+        link = shadow / "inside" / "env_py3.11.tar.gz"
+        assert link.is_symlink() and link.is_dir() and link.resolve() == folder.resolve()
+        assert (shadow / "twin" / "twin.tar.gz").resolve() == folder.resolve()
+        config_link = (shadow / "inside" / "config.pbtxt").resolve()
+        assert config_link == (repo / "inside" / "config.pbtxt").resolve()
+        for name in ("shared", "absolute", "plain"):  # whole-directory links, as before
+            assert (shadow / name).is_symlink(), name
+        assert sorted((str(p), p.stat().st_mtime_ns) for p in repo.rglob("*")) == before
+
+        # a copy of the same bytes keeps the copy; new contents (pack-env again) get theirs;
+        # the archive gone, its link goes too
+        copied = tmp_path / "copied.tar.gz"
+        shutil.copyfile(repo / "inside" / "env_py3.11.tar.gz", copied)
+        os.replace(copied, repo / "inside" / "env_py3.11.tar.gz")
+        sync_shadow(shadow, repo, {})
+        assert link.resolve() == folder.resolve()
+        (repo / "twin" / "twin.tar.gz").unlink()
+        write_env_model(tmp_path / "other" / "twin", "3.10", archive_name="twin.tar.gz")
+        os.replace(tmp_path / "other" / "twin" / "twin.tar.gz", repo / "twin" / "twin.tar.gz")
+        (repo / "twin" / "labels.txt").write_text("a\n")
+        sync_shadow(shadow, repo, {})
+        renewed = (shadow / "twin" / "twin.tar.gz").resolve()
+        assert renewed != folder.resolve() and (renewed / "lib" / "libpython3.10.so").exists()
+        assert (shadow / "twin" / "labels.txt").resolve() == (repo / "twin" / "labels.txt")
+        (repo / "twin" / "twin.tar.gz").unlink()
+        sync_shadow(shadow, repo, {})
+        assert not os.path.lexists(shadow / "twin" / "twin.tar.gz")
+    finally:
+        remove_shadow(shadow)
+    assert prepare(repo, {}, unpacked=False) == (None, {})
+    assert folder.is_dir()  # the cache's copy outlives the server
 
 
 # -------------------------------------------------------------------------- preflight

@@ -30,6 +30,7 @@ from ._inenv import EnvStartError as EnvStartError
 from ._inenv import archive_has_interpreter as archive_has_interpreter
 from ._inenv import has_interpreter as has_interpreter
 from ._inenv import import_in_environment as import_in_environment
+from ._inenv import unpacked_environment as unpacked_environment
 from ._needs import missing_module_hint as missing_module_hint
 from ._pack import BUILDERS as BUILDERS
 from ._pack import Builder, PackOptions, PackResult, StubMode, find_default_spec, pack_env

@@ -81,6 +81,8 @@ def _serve_ready_lines(server: TritonServer) -> List[str]:
         lines.insert(5, f"  from     {server.repository}")
     for name, plan in sorted(server.provided_stubs.items()):
         lines.append(f"  stub     {name}: Python {plan.python}, its environment's (from the wheel)")
+    for name, env in sorted(server.unpacked.items()):
+        lines.append(f"  env      {name}: {env.entry} used unpacked ({env.folder}), not extracted")
     if models:
         grpc = server.grpc_url.replace("127.0.0.1:", "localhost:", 1)
         inputs = " ".join(f"-i {name}=..." for name in model_inputs(server.http_url, models[0]))

@@ -57,6 +57,12 @@ class ServerOptions:
         flags=["--no-env-stubs"],
         help="do not give models whose environment has another Python the wheel's stub for it",
     )
+    unpacked_envs: bool = option(
+        True,
+        flags=["--no-unpacked-envs"],
+        help="let tritonserver extract each environment archive at every start instead of "
+        "using tritonpy's unpacked copy of it",
+    )
     heal: bool = option(
         True,
         flags=["--no-heal"],

@@ -25,6 +25,7 @@ from .._tooling.errors import ServerError
 from .._tooling.installation import Installation, resolve_installation
 from .._tooling.options import changed
 from ..client import ModelStatus, health_ready, repository_index
+from . import _shadow as shadows
 from ._command import server_command
 from ._console import ConsoleLog, LogEcho
 from ._endpoints import Endpoints
@@ -35,7 +36,7 @@ from ._options import PathLike, ServerOptions
 from ._preflight import preflight
 from ._procs import end_process_group
 from ._remote import RemoteRepository, open_remote, prepare_remote
-from ._shadow import StubPlan, build_shadow, plan_stubs, remove_shadow, repository_models, user_path
+from ._shadow import StubPlan, plan_stubs, remove_shadow, repository_models, user_path
 from ._startfail import FAILURE_GRACE_S, StartReports
 from ._supervise import StubHealer
 
@@ -85,6 +86,8 @@ class TritonServer(Endpoints, StartReports):
       the server's gets the wheel's stub for that Python, through a temporary shadow
       repository of symbolic links (nothing is written into the model directory; removed on
       stop). A stub the user put beside config.pbtxt wins.
+    - ``unpacked_envs`` (on by default): an archive in its model's directory is served from
+      tritonpy's unpacked copy, not extracted at every start (``unpacked`` names those models).
     - ``log_echo``: called with each model log line, traceback and server error as it is
       written, prefixed by the model's name (``[preprocess] ...``).
     - ``option_names``: how messages name options (``SERVE_NAMES``: ``--http-port``).
@@ -159,6 +162,8 @@ class TritonServer(Endpoints, StartReports):
         self._shadow: Optional[Path] = None
         #: the models given a stub for their environment's Python by the last start()
         self.provided_stubs: Dict[str, StubPlan] = {}
+        #: the models whose environment archive the last start() served unpacked
+        self.unpacked: Dict[str, shadows.UnpackedEnv] = {}
         #: the warnings of the preflight check of the last start() (``check=True``)
         self.preflight_report: Optional[Report] = None
         self.reloadable = chosen.reloadable
@@ -281,7 +286,8 @@ class TritonServer(Endpoints, StartReports):
                 self._check_report(self.preflight_report)
             self._prepare_log()
             self.provided_stubs = plans
-            self._shadow = build_shadow(self.model_repository, plans) if plans else None
+            unpacked = self.options.unpacked_envs and self.remote is None
+            self._shadow, self.unpacked = shadows.prepare(self.model_repository, plans, unpacked)
             try:
                 return self._launch_until_ready(inst)
             except BaseException:

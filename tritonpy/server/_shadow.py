@@ -11,6 +11,16 @@ temporary directory (``tritonpy-serve-XXXX/<repository name>/``) beside links to
 next to the repository that an environment path reaches (``$$TRITON_MODEL_DIRECTORY/../../envs/
 ...``, the shared layout of ``tritonpy export``).
 
+The shadow also spares tritonserver the extraction of environment archives: the Python
+backend (python_backend r24.10 src/pb_env.cc) extracts an ``EXECUTION_ENV_PATH`` archive into
+``/tmp/python_env_*`` at every server start (once per path: per-model copies of one archive
+are each extracted) and uses a directory in place. A model whose archive lies in its own
+directory (``$$TRITON_MODEL_DIRECTORY/<name>.tar.gz``, pack-env's and export's per-model
+layout) gets a real directory in the shadow where that name links to tritonpy's unpacked copy
+of the archive (``<cache>/envs/unpacked/<digest>``, the copy ``tritonpy check`` imports the
+model in, made once per archive contents): the backend resolves the link to a directory and
+extracts nothing.
+
 Example::
 
     plan = plan_stubs(Path("model_repository"), "3.11", find_wheel_installation())
@@ -29,8 +39,19 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .._tooling.env_archives import environment_python, resolve_env_path
+from .._tooling.errors import ArchiveError
 from .._tooling.installation import WheelInstallation
 from .._tooling.model_dirs import ENV_PARAMETER, STUB_NAME
+
+
+@dataclass(frozen=True)
+class UnpackedEnv:
+    """A model whose environment archive ``entry`` (a file of its directory) is served from
+    ``folder``, tritonpy's unpacked copy of it."""
+
+    model: str
+    entry: str
+    folder: Path
 
 
 @dataclass(frozen=True)
@@ -114,15 +135,58 @@ def plan_stubs(
     return plans
 
 
-def build_shadow(repository: Path, plans: Dict[str, StubPlan]) -> Path:
+def _unpacked_copy(archive: Path) -> Optional[Path]:
+    """tritonpy's unpacked copy of ``archive`` (unpacked now when the cache has none), or
+    ``None`` when it cannot be made: tritonserver then extracts the archive itself (and
+    reports what is wrong with it)."""
+    from ..envs import unpacked_environment  # not at import: serve's facts load no envs
+
+    try:
+        return unpacked_environment(archive)
+    except (ArchiveError, OSError):
+        return None
+
+
+def plan_unpacked(repository: Path) -> Dict[str, UnpackedEnv]:
+    """The models of ``repository`` whose ``EXECUTION_ENV_PATH`` is an archive in their own
+    directory (``$$TRITON_MODEL_DIRECTORY/<file>``), with tritonpy's unpacked copy of it.
+    An archive named by an absolute path, or beside the repository (export's shared layout,
+    extracted once per start for all its models), is left to tritonserver.
+
+    Example::
+
+        plan_unpacked(Path("repo"))   # {'pre': UnpackedEnv('pre', 'pre_py3.10.tar.gz', ...)}
+    """
+    planned: Dict[str, UnpackedEnv] = {}
+    for name in repository_models(repository):
+        model_dir = repository.absolute() / name
+        raw = _read_env_parameter(model_dir / "config.pbtxt")
+        if raw is None:
+            continue
+        place = resolve_env_path(raw, model_dir)
+        if place.kind != "model" or place.path.parent != model_dir or not place.path.is_file():
+            continue
+        folder = _unpacked_copy(place.path)
+        if folder is not None:
+            planned[name] = UnpackedEnv(name, place.path.name, folder)
+    return planned
+
+
+def build_shadow(
+    repository: Path,
+    plans: Dict[str, StubPlan],
+    unpacked: Optional[Dict[str, UnpackedEnv]] = None,
+) -> Path:
     """A temporary repository mirroring ``repository`` through symbolic links, with the
-    planned stubs beside the configs of their models; return its path. Nothing is written
-    into ``repository``.
+    planned stubs beside the configs of their models and the ``unpacked`` models' archives
+    linked to their unpacked copies; return its path. Nothing is written into
+    ``repository``.
 
     Example::
 
         shadow = build_shadow(Path("repo"), plan_stubs(Path("repo"), "3.11", wheel))
     """
+    envs = unpacked or {}
     source = repository.absolute()
     base = Path(tempfile.mkdtemp(prefix=_SHADOW_PREFIX))
     shadow = base / (source.name or "repository")
@@ -132,19 +196,31 @@ def build_shadow(repository: Path, plans: Dict[str, StubPlan]) -> Path:
             (base / sibling).symlink_to(source.parent / sibling)
         for entry in sorted(source.iterdir()):
             target = shadow / entry.name
-            plan = plans.get(entry.name)
-            if plan is None:
+            plan, env = plans.get(entry.name), envs.get(entry.name)
+            if plan is None and env is None:
                 target.symlink_to(entry)
                 continue
             target.mkdir()
             for item in sorted(entry.iterdir()):
-                item_target = target / item.name
-                item_target.symlink_to(item)
-            (target / STUB_NAME).symlink_to(plan.stub)
+                linked = env.folder if env is not None and item.name == env.entry else item
+                (target / item.name).symlink_to(linked)
+            if plan is not None:
+                (target / STUB_NAME).symlink_to(plan.stub)
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise
     return shadow
+
+
+def prepare(
+    repository: Path, plans: Dict[str, StubPlan], unpacked: bool
+) -> Tuple[Optional[Path], Dict[str, UnpackedEnv]]:
+    """The shadow repository serve needs (``None`` when no model needs one: no stub to
+    give and, with ``unpacked``, no archive to serve from its unpacked copy) and the models
+    whose archives it serves unpacked."""
+    envs = plan_unpacked(repository) if unpacked else {}
+    shadow = build_shadow(repository, plans, envs) if plans or envs else None
+    return shadow, envs
 
 
 _SHADOW_PREFIX = "tritonpy-serve-"
@@ -169,16 +245,20 @@ def _siblings_reached(source: Path, plans: Dict[str, StubPlan]) -> List[str]:
 def sync_shadow(shadow: Path, repository: Path, plans: Dict[str, StubPlan]) -> None:
     """Bring a shadow repository up to date with ``repository`` after the user added or
     removed model directories (or entries of a model that has a planned stub): links to new
-    entries, none left to entries that are gone. A new model gets no stub of another Python
-    (serve plans those at start).
+    entries, none left to entries that are gone; an archive served from its unpacked copy
+    follows its file (a new archive, a new copy). A new model gets no stub of another Python
+    and no unpacked copy (serve plans those at start); ``plans`` are the stubs given then
+    (every real directory of the shadow is mirrored entry by entry).
 
     Example::
 
         sync_shadow(shadow, Path("repo"), plans)   # after `mkdir repo/new_model`
     """
     source = repository.absolute()
-    for target, entry in _link_pairs(shadow, source, plans):
-        if not entry.exists() and not target.is_dir():
+    for target, entry in _link_pairs(shadow, source):
+        if target.is_symlink() and os.readlink(target) != str(entry):
+            _relink_unpacked(target, entry)  # an archive served from its unpacked copy
+        elif not entry.exists() and not target.is_dir():
             target.unlink(missing_ok=True)  # a link to a removed entry
         elif entry.exists() and not os.path.lexists(target):
             target.symlink_to(entry)
@@ -190,13 +270,29 @@ def sync_shadow(shadow: Path, repository: Path, plans: Dict[str, StubPlan]) -> N
                 shutil.rmtree(target, ignore_errors=True)
 
 
-def _link_pairs(shadow: Path, source: Path, plans: Dict[str, StubPlan]) -> List[Tuple[Path, Path]]:
+def _relink_unpacked(target: Path, archive: Path) -> None:
+    """An archive served from its unpacked copy, kept in step with the user's file: gone,
+    its link goes; replaced (pack-env again), the link names the new contents' copy (or the
+    archive itself, for tritonserver to extract, when no copy can be made)."""
+    if not archive.is_file():
+        target.unlink()
+        return
+    linked = _unpacked_copy(archive) or archive
+    if os.readlink(target) != str(linked):
+        fresh = target.with_name(f".{target.name}.new")
+        fresh.unlink(missing_ok=True)
+        fresh.symlink_to(linked)
+        os.replace(fresh, target)
+
+
+def _link_pairs(shadow: Path, source: Path) -> List[Tuple[Path, Path]]:
     """(link in the shadow, the user's entry it points to) for every entry the shadow mirrors
-    now or should."""
+    now or should; a model with a real directory in the shadow (a stub given, an archive
+    served unpacked) entry by entry."""
     pairs: List[Tuple[Path, Path]] = []
     names = {p.name for p in source.iterdir()} | {p.name for p in shadow.iterdir()}
     for name in sorted(names):
-        if name in plans and (shadow / name).is_dir() and not (shadow / name).is_symlink():
+        if (shadow / name).is_dir() and not (shadow / name).is_symlink():
             inner = {p.name for p in (shadow / name).iterdir() if p.name != STUB_NAME}
             if (source / name).is_dir():
                 inner |= {p.name for p in (source / name).iterdir()}
