@@ -187,6 +187,7 @@ def render_summaries(
     """The printed table: per measure a heading, then per variant its median and interval,
     its ratio to raw with its 95 % interval, and the verdict."""
     lines: List[str] = []
+    variant_width = max([variant_width, *(len(s.variant) for s in summaries)])
     controls = {s.measure: s.ratio for s in summaries if s.verdict.startswith("the control")}
     for measure in dict.fromkeys(s.measure for s in summaries):
         unit = units.get(measure, "")

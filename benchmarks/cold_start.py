@@ -46,6 +46,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -70,6 +71,7 @@ from benchmarks.cold_report import (
 from benchmarks.cold_serve import LoadedServer, serve_start, server_start, stub_figures
 from benchmarks.control import add_control_models
 from benchmarks.machine import cpu_times, steal_percent
+from benchmarks.pooled import geometric_interval
 from benchmarks.workloads import MODELS_DIR, build_repository
 
 __all__ = ["LOAD_VARIANTS", "START_VARIANTS", "main"]
@@ -248,6 +250,22 @@ def serve_variants(repos: Dict[str, Path]) -> Dict[str, Path]:
     return served
 
 
+def before_after(figures: Dict[str, Dict[str, List[float]]], measure: str) -> List[str]:
+    """Per archive variant served both ways: serve's time with the unpacked copy over its
+    time with tritonserver extracting (``_extracting``), paired by round, 95 % interval."""
+    lines = []
+    for variant, values in figures.items():
+        before = figures.get(variant + EXTRACTING, {}).get(measure)
+        if before:
+            pairs = [a / b for a, b in zip(values[measure], before) if a > 0 and b > 0]
+            lines.append(
+                f"{variant}: unpacked copy / extracting {geometric_interval(pairs)} "
+                f"({statistics.median(before) - statistics.median(values[measure]):.2f} s "
+                f"less, medians)"
+            )
+    return lines
+
+
 def measure_starts(
     start: Callable[[str, Path], Dict[str, float]],
     repos: Dict[str, Path],
@@ -401,6 +419,9 @@ def _report(
                 roots = figures[variant]["env_root"]
                 print(f"  {variant}: environment used from {len(set(roots))} place(s): "
                       f"{', '.join(sorted({_where(r) for r in roots}))}")  # fmt: skip
+        if phase == "serve":
+            for line in before_after(figures, "serving_s"):
+                print(f"  {line}")
     shown = ", ".join(f"{x:.2f}" for x in load_before)
     print(
         f"\nload average (1, 5, 15 min) before: {shown}; after (this run's own load "

@@ -914,6 +914,24 @@ def test_cold_start_reads_a_stub_and_the_machine_from_proc(tmp_path: Path) -> No
     assert firsts == ["a", "b", "c"] and rotated("abc", 1, 3) == ["b", "c", "a"]
 
 
+def test_cold_start_serve_phase_pairs_each_archive_with_its_extracting_run() -> None:
+    from benchmarks.cold_start import before_after, serve_variants
+
+    repos = {v: Path(v) for v in ("raw", "env_folder", "env_archive", "env_archive_x4")}
+    served = serve_variants(repos)
+    assert list(served) == ["raw", "env_folder", "env_archive", "env_archive_extracting",
+                            "env_archive_x4", "env_archive_x4_extracting"]  # fmt: skip
+    assert served["env_archive_extracting"] == Path("env_archive")
+    figures = {
+        "raw": {"serving_s": [2.0, 2.0]},
+        "env_archive": {"serving_s": [3.0, 3.5]},
+        "env_archive_extracting": {"serving_s": [6.0, 7.0]},
+    }
+    (line,) = before_after(figures, "serving_s")
+    assert line.startswith("env_archive: unpacked copy / extracting 0.500x")
+    assert line.endswith("(3.25 s less, medians)")
+
+
 @pytest.mark.integration
 def test_quick_cold_start_end_to_end(tmp_path: Path) -> None:
     pytest.importorskip("tritonclient.grpc")
@@ -955,3 +973,4 @@ def test_quick_cold_start_end_to_end(tmp_path: Path) -> None:
     assert "Model loads in one tritonserver" in proc.stdout
     assert "tritonpy serve starts" in proc.stdout and "control / raw" in proc.stdout
     assert "other processes kept" in proc.stdout
+    assert "env_archive: unpacked copy / extracting " in proc.stdout
