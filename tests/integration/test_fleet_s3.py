@@ -1,6 +1,6 @@
 """A fleet: the exported repository of every kind of model, served from a real S3-compatible
-store (SeaweedFS, the s3 fixtures) by three tritonserver replicas, updated across them under load, and
-one replica killed under load, with every request answered.
+store (SeaweedFS, the s3 fixtures) by three tritonserver replicas, updated across them under
+load, and one replica killed under load, with every request answered.
 
 Served as release 24.10's container serves it: the export for 24.10 packs Python 3.10
 environments for the tritonpy models and keeps the own-environment model's archive, packed
