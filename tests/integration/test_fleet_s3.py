@@ -304,6 +304,10 @@ def test_three_replicas_serve_every_kind_from_the_bucket(
     programs = []
     for server, url in zip(fleet.servers, fleet.urls):
         assert server.models_ready() == expected, (url, server.log_tail())
+        # the bucket holds a stub: one load at a time, else a stub another load thread forked
+        # may hold it open for writing and its exec fails ("Text file busy"; the start hung)
+        assert "--model-load-thread-count=1" in server.command, server.command
+        assert "Text file busy" not in (server.log_tail(400) or ""), url
         _replica_answers(url, _own_env)
         assert _replica_answers(url, _versioned) == 1
         stubs = [p.argv for p in group_members(server.pid or -1) if f"{OWN_ENV}_0" in p.cmdline]

@@ -128,6 +128,8 @@ def test_a_bucket_serves_an_environment_and_its_stub_without_file_modes(
     )
     ready_s = time.monotonic() - began
     assert server.command[1] == f"--model-repository={s3_bucket.url('prod/models')}"
+    # the bucket holds a stub: one load at a time (else "Text file busy", see _tooling)
+    assert "--model-load-thread-count=1" in server.command
     assert sorted(server.models_ready()) == ["add_sub", "pyversion"]
     assert server.preflight_report is not None and server.preflight_report.errors == []
     answer = ask(server)

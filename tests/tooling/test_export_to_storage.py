@@ -4,6 +4,7 @@ bucket. tritonserver serving such a bucket is tested by the storage and serve te
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,8 @@ def test_export_to_a_bucket(
     assert isvc["spec"]["predictor"]["model"]["storageUri"] == f"s3://{s3_bucket.name}/fleet/models"
     dockerfile = (out / "Dockerfile").read_text()
     assert "COPY model_repository/" not in dockerfile  # the image holds no repository
-    command = f'"--model-repository={url}", "--model-control-mode=explicit", "--load-model=*"'
-    assert f'CMD ["tritonserver", {command}]' in dockerfile
+    # the image, run by hand, serves the bucket as the Deployment does
+    assert f"CMD {json.dumps(container['args'])}\n" in dockerfile
     readme = (out / "README.md").read_text()
     assert "kubectl create secret generic tritonpy-models-storage" in readme
     assert f"tritonpy publish model_repository {url}" in readme

@@ -163,3 +163,24 @@ def test_memory_quantities() -> None:
     assert memory_bytes("1G", "--memory") == 10**9
     assert memory_bytes("1.5Mi", "--memory") == 3 << 19
     assert memory_bytes("1000", "--memory") == 1000
+
+
+def test_a_bucket_holding_a_stub_is_loaded_one_model_at_a_time(tmp_path: Path) -> None:
+    """A stub copied out of a bucket can be held open for writing by a stub another load
+    thread forked meanwhile ("Text file busy", measured on 24.10): such a repository's pods
+    load one model at a time; without a stub, or from the image, loads stay parallel."""
+    from tritonpy.export._deploy import sized_settings
+
+    repo = write_repo(tmp_path / "repo")
+    base = DeploySettings(name="m", image="m:24.10", release="24.10")
+    remote = DeploySettings(
+        name="m", image="m:24.10", release="24.10", repository="s3://b/p", secret="m-storage"
+    )
+    assert (
+        "--model-load-thread-count=1" not in sized_settings(remote, repo, shm_size=None).server_args
+    )
+    (repo / "resize" / "triton_python_backend_stub").write_bytes(b"\x7fELF")
+    assert "--model-load-thread-count=1" in sized_settings(remote, repo, shm_size=None).server_args
+    assert (
+        "--model-load-thread-count=1" not in sized_settings(base, repo, shm_size=None).server_args
+    )

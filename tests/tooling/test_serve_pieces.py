@@ -367,3 +367,14 @@ def test_missing_triton_python_model_gets_the_fix() -> None:
     assert "Add `TritonPythonModel = YourClass`" in failure_hint("noclass", text)
     assert "'noclass'" in failure_hint("noclass", text)
     assert failure_hint("m", "SyntaxError: invalid syntax") == ""
+
+
+def test_a_bucket_holding_a_stub_is_served_one_load_at_a_time() -> None:
+    from tritonpy.server._remote import RemoteRepository, load_args
+    from tritonpy.storage import parse_repository_url
+
+    remote = RemoteRepository(parse_repository_url("s3://127.0.0.1:9/b/p"), {})
+    assert load_args(None, []) == [] and load_args(remote, []) == []
+    remote.stub_models = ["own_env"]
+    assert load_args(remote, []) == ["--model-load-thread-count=1"]
+    assert load_args(remote, ["--model-load-thread-count=2"]) == []  # the user's own wins

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
+from .._tooling.model_dirs import STUB_NAME
 from .._tooling.progress import Reporter, step
 from .._tooling.releases import TritonRelease
 from ..envs import container_numpy_pin, container_numpy_reason, running_tritonpy, self_wheel
@@ -80,6 +81,8 @@ def sized_settings(
         shm_default_byte_size=footprint.shm_default_byte_size,
         tmp_bytes=footprint.tmp_bytes,
         env_bytes=footprint.env_bytes,
+        serial_loads=settings.secret is not None
+        and any((repository / m.name / STUB_NAME).is_file() for m in footprint.models),
     )
     sized.limits  # noqa: B018 - refuses a --memory-limit below request + /dev/shm now
     return sized
@@ -134,6 +137,7 @@ def write_deployment_files(
         pin_reason=container_numpy_reason(release),
         envs=envs,
         repository_url=remote,
+        server_args=settings.server_args,
     )
     _write(staging / "Dockerfile", text, files)
     ignore = dockerignore(shared_envs=envs is not None, repository=remote is None)

@@ -8,6 +8,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -69,13 +70,15 @@ def dockerfile(
     pin_reason: str = "",
     envs: Optional[EnvsInImage] = None,
     repository_url: Optional[str] = None,
+    server_args: Sequence[str] = (),
 ) -> str:
     """A Dockerfile that installs tritonpy (the wheel ``wheel`` of ``wheels/``) for the
     liveness check into the container's own Python, keeping that Python's ``numpy_pin`` (the
     release's ``facts.numpy_pin``: ``numpy<2`` on every release, so that the install does not
     upgrade the numpy the container's stub runs with; ``pin_reason`` says why, cited),
     copies the repository to /models and serves it; ``envs`` brings ``envs/`` in (the shared
-    layout: to /envs, beside /models; the image layout: unpacked into its root)."""
+    layout: to /envs, beside /models; the image layout: unpacked into its root). From a bucket
+    (``repository_url``) the CMD is ``server_args``, the Deployment's command line."""
     ports = " ".join(str(port) for port in PORTS.values())
     envs_lines = _envs_lines(envs)
     probe = " ".join(PROBE_COMMAND)
@@ -104,17 +107,14 @@ EXPOSE {ports}
 HEALTHCHECK --interval=30s --timeout=30s --start-period=300s --retries=3 \\
     CMD {probe} || exit 1
 
-{_command(repository_url)}
+{_command(repository_url, server_args)}
 """
 
 
-def _command(url: Optional[str]) -> str:
-    if url is None:
-        return 'CMD ["tritonserver", "--model-repository=/models"]'
-    return (
-        f'CMD ["tritonserver", "--model-repository={url}", '
-        '"--model-control-mode=explicit", "--load-model=*"]'
-    )
+def _command(url: Optional[str], server_args: Sequence[str]) -> str:
+    if url is None or not server_args:
+        return f'CMD ["tritonserver", "--model-repository={url or "/models"}"]'
+    return f"CMD {json.dumps(list(server_args))}"
 
 
 def _repository_lines(url: Optional[str]) -> str:

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+from .._tooling.model_dirs import SERIAL_LOADS_ARG
 from ._resources import (
     SHM_DEFAULT_BYTES,
     SHM_GROWTH_BYTES,
@@ -76,6 +77,8 @@ class DeploySettings:
     exit_timeout: int = EXIT_TIMEOUT_SECS
     repository: str = "/models"
     secret: Optional[str] = None
+    #: load the models one at a time: a bucket holding a stub (SERIAL_LOADS_ARG's reason)
+    serial_loads: bool = False
     max_replicas: Optional[int] = None
     queue_time_us: int = 50
 
@@ -120,6 +123,7 @@ class DeploySettings:
             "tritonserver",
             f"--model-repository={self.repository}",
             *(ROLLOUT_ARGS if self.secret is not None else ()),
+            *((SERIAL_LOADS_ARG,) if self.serial_loads else ()),
             f"--exit-timeout-secs={self.exit_timeout}",
             f"--backend-config=python,shm-default-byte-size={self.shm_default_byte_size}",
             f"--backend-config=python,shm-growth-byte-size={self.shm_growth_byte_size}",

@@ -35,7 +35,7 @@ from ._logs import LogFollower, read_tail, temporary_log_file
 from ._options import PathLike, ServerOptions
 from ._preflight import preflight
 from ._procs import end_process_group
-from ._remote import RemoteRepository, open_remote, prepare_remote
+from ._remote import RemoteRepository, load_args, open_remote, prepare_remote
 from ._shadow import StubPlan, plan_stubs, remove_shadow, repository_models, user_path
 from ._startfail import FAILURE_GRACE_S, StartReports
 from ._supervise import StubHealer
@@ -398,7 +398,7 @@ class TritonServer(Endpoints, StartReports):
             explicit=(self.heal or self.reloadable)
             and not any("--model-control-mode" in a for a in self.extra_args),
             exit_on_error=not self.allow_failures,
-            extra_args=self.extra_args,
+            extra_args=[*load_args(self.remote, self.extra_args), *self.extra_args],
         )
 
     def _launch(self, inst: Installation) -> None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from .._tooling.errors import ServerError
 from .._tooling.installation import Installation
+from .._tooling.model_dirs import SERIAL_LOADS_ARG, STUB_NAME
 from .._tooling.options import OptionNames
 from ..storage import (
     RepositoryURL,
@@ -62,6 +63,8 @@ class RemoteRepository:
         self.env = dict(env)
         self._client: Any = None
         self._mirror_base: Optional[Path] = None
+        #: the models whose folder holds a triton_python_backend_stub (at the last check)
+        self.stub_models: List[str] = []
         self.mirror = Path(tempfile.gettempdir()) / "tritonpy-s3-unmirrored" / _leaf(url)
 
     # ------------------------------------------------------------------ listing
@@ -101,6 +104,9 @@ class RemoteRepository:
             raise ServerError(
                 f"cannot serve {self.url}: {describe_empty_prefix(self.client(), self.url)}"
             )
+        self.stub_models = [
+            m for m, objects in shot.items() if any(k == STUB_NAME for k, _, _ in objects)
+        ]
         return sorted(shot)
 
     # ------------------------------------------------------------------ mirror
@@ -202,3 +208,14 @@ def prepare_remote(
             )
     except StorageError as exc:
         raise ServerError(f"cannot check {remote.url} before serving it: {exc}") from exc
+
+
+def load_args(remote: Optional[RemoteRepository], extra_args: List[str]) -> List[str]:
+    """The extra arguments a server on ``remote`` needs: ``SERIAL_LOADS_ARG`` (one load at a
+    time, see tritonpy._tooling.model_dirs) when a model of
+    the bucket publishes a stub and ``extra_args`` set no load thread count of their own."""
+    if remote is None or not remote.stub_models:
+        return []
+    if any(a.startswith("--model-load-thread-count") for a in extra_args):
+        return []
+    return [SERIAL_LOADS_ARG]
