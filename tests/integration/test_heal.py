@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import pytest
 
-from tritonpy.server import TritonServer
+from tritonpy.server import ServerError, TritonServer
 from tritonpy.server._backoff import Backoff
 from tritonpy.server._keeper import serve_until_exit
 from tritonpy.server._ports import pick_free_ports
@@ -144,6 +144,11 @@ def _diagnosis(server: TritonServer, load: Load, lines: List[str], killed: float
             key = f"{o.model}: {o.error.splitlines()[0][:100] if o.error else '?'}"
             errors[key] = errors.get(key, 0) + 1
     now = time.monotonic()
+    try:
+        ready: Any = server.models_ready()
+    except ServerError as exc:  # the server itself died: its log says how
+        ready = f"unknown, the server does not answer (returncode {server.wait(0)}): {exc}"
+    tasks = Path(f"/proc/{server.pid}/task")
     return "\n".join(
         [
             f"heal lines: {lines}",
@@ -153,11 +158,11 @@ def _diagnosis(server: TritonServer, load: Load, lines: List[str], killed: float
             ),
             f"stubs the healer knows: {server.healer.stubs}",
             f"live stubs now: {live_stubs(server.pid)}",
-            f"models ready: {server.models_ready()}",
+            f"models ready: {ready}",
             f"since the kill ({now - killed:.1f} s): "
             f"{sum(o.ok for o in since)} answers, errors {errors}",
             f"last dbl outcome: {[o for o in load.outcomes if o.model == 'dbl'][-1:]}",
-            f"threads of the server: {len(os.listdir(f'/proc/{server.pid}/task'))}",
+            f"threads of the server: {len(os.listdir(tasks)) if tasks.is_dir() else 'gone'}",
             "the end of the server's log:",
             server.log_tail(30),
         ]
