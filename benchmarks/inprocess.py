@@ -119,6 +119,20 @@ def _cases(workload: str) -> Dict[str, Callable[[], Any]]:
             return upper, stats
 
         return {"8 strings: decode, upper, JSON": text}
+    if workload == "large_tensor":
+        from .workloads import LARGE_TENSOR_DIMS
+
+        data = np.random.default_rng(4).random((1, *LARGE_TENSOR_DIMS), dtype=np.float32)
+
+        def scale() -> Any:
+            scaled = np.multiply(data, 0.5, dtype=np.float32)
+            scaled += 0.25
+            return scaled
+
+        def copy() -> Any:
+            return data.copy()
+
+        return {"scale + shift, 8 MiB": scale, "one copy of 8 MiB (memcpy)": copy}
     return {}
 
 

@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "ALL_WORKLOADS",
+    "LARGE_TENSOR_DIMS",
     "SEQUENCE_LENGTH",
     "Payload",
     "Workload",
@@ -35,7 +36,17 @@ __all__ = [
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 Payload = Dict[str, NDArray[Any]]
 
-ALL_WORKLOADS = ("add_sub", "image_preprocess", "postprocess", "text", "ensemble", "sequence")
+ALL_WORKLOADS = (
+    "add_sub",
+    "image_preprocess",
+    "postprocess",
+    "text",
+    "large_tensor",
+    "ensemble",
+    "sequence",
+)
+#: the large-tensor workload's rows: FP32 [1024, 2048], 8 MiB per request in and out
+LARGE_TENSOR_DIMS = (1024, 2048)
 #: requests per sequence of the sequence workload (perf_analyzer's default length)
 SEQUENCE_LENGTH = 20
 _INSTANCE = "instance_group [ { count: 1 kind: KIND_CPU } ]\n"
@@ -128,6 +139,12 @@ def _postprocess_payloads() -> List[Payload]:
 def _sequence_payloads() -> List[Payload]:
     rng = np.random.default_rng(3)
     return [{"VALUE": rng.random((1, 4), dtype=np.float32)} for _ in range(8)]
+
+
+def _large_tensor_payloads() -> List[Payload]:
+    """Two 8 MiB requests (a client builds each request once; more would only cost memory)."""
+    rng = np.random.default_rng(4)
+    return [{"DATA": rng.random((1, *LARGE_TENSOR_DIMS), dtype=np.float32)} for _ in range(2)]
 
 
 def _text_payloads() -> List[Payload]:
@@ -237,6 +254,17 @@ _SIMPLE: Dict[str, Tuple[str, int, _Spec, Tuple[str, ...], Callable[[], List[Pay
         ("raw", "tritonpy"),
         _text_payloads,
     ),
+    "large_tensor": (
+        "FP32 [1024, 2048] (8 MiB) in -> scaled and shifted 8 MiB out, max_batch_size 4: "
+        "the copies of decoding and encoding",
+        4,
+        (
+            [("DATA", "TYPE_FP32", list(LARGE_TENSOR_DIMS))],
+            [("SCALED", "TYPE_FP32", list(LARGE_TENSOR_DIMS))],
+        ),
+        ("raw", "raw_malloc", "tritonpy"),
+        _large_tensor_payloads,
+    ),
 }
 
 
@@ -276,7 +304,8 @@ def build_repository(
             )
             _write_model(repo, model, source, config)
             models[variant] = model
-        workload = Workload(name, description, models, payloads())
+        # benchmarks/pytriton_serve.py binds the first four workloads only
+        workload = Workload(name, description, models, payloads(), pytriton=name != "large_tensor")
         if name == "image_preprocess":
             # 6 of 255 levels, in units of the normalised output (the smallest std)
             workload.mean_abs_tolerance = IMAGE_MEAN_ABS_LEVELS / 255 / 0.225

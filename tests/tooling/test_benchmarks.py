@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.run import Cell, evaluate_targets, render_table  # noqa: E402
-from benchmarks.workloads import build_repository, expected_equal  # noqa: E402
+from benchmarks.workloads import LARGE_TENSOR_DIMS, build_repository, expected_equal  # noqa: E402
 from tritonpy.perf._engine import grpc_request, run_closed_loop  # noqa: E402
 from tritonpy.testing import ModelHarness  # noqa: E402
 
@@ -255,7 +255,9 @@ def test_the_ensemble_control_runs_copies_of_the_members(tmp_path: Path) -> None
 def repository(tmp_path_factory: pytest.TempPathFactory) -> Any:
     pytest.importorskip("cv2")
     repo = tmp_path_factory.mktemp("bench_repo")
-    return repo, build_repository(repo, ["add_sub", "image_preprocess", "postprocess", "text"])
+    return repo, build_repository(
+        repo, ["add_sub", "image_preprocess", "postprocess", "text", "large_tensor"]
+    )
 
 
 def _run(repo: Path, model: str, payloads: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -269,7 +271,9 @@ def _run(repo: Path, model: str, payloads: List[Dict[str, Any]]) -> List[Dict[st
         return one
 
 
-@pytest.mark.parametrize("workload", ["add_sub", "image_preprocess", "postprocess", "text"])
+@pytest.mark.parametrize(
+    "workload", ["add_sub", "image_preprocess", "postprocess", "text", "large_tensor"]
+)
 def test_variants_give_identical_outputs(repository: Any, workload: str) -> None:
     repo, workloads = repository
     (spec,) = [w for w in workloads if w.name == workload]
@@ -302,6 +306,52 @@ def test_expected_equal_reports_differences() -> None:
     assert expected_equal("w", a, near, mean_abs=0.06) == []
     (problem,) = expected_equal("w", a, near, mean_abs=0.04)
     assert "mean absolute difference 0.0500 > 0.0400" in problem
+
+
+@pytest.mark.parametrize("variant", ["raw", "tritonpy"])
+def test_large_tensors_are_copied_only_to_merge_requests(
+    repository: Any, variant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 8 MiB per request: the model's work sees the request's own memory (as_numpy is a view of
+    # the stub's shared memory, in the fake as on the server) and its result goes to
+    # pb_utils.Tensor as is, or as one view per request of the merged result; the only copy is
+    # np.concatenate of several requests' rows, which the hand-written model makes too
+    from tritonpy.testing.fake_pb_utils import _tensor
+
+    repo, workloads = repository
+    (spec,) = [w for w in workloads if w.name == "large_tensor"]
+    made: List[Any] = []
+    original = _tensor.Tensor.__init__
+
+    def record(self: Any, name: str, data: Any) -> None:
+        original(self, name, data)
+        if name == "SCALED":  # the outputs (the harness makes the request's DATA too)
+            made.append(data)
+
+    monkeypatch.setattr(_tensor.Tensor, "__init__", record)
+    with ModelHarness(repo / spec.models[variant]) as harness:
+        calls: List[Any] = []
+
+        class Numpy:  # the model module's `np`, recording what np.multiply reads and writes
+            def __getattr__(self, name: str) -> Any:
+                return getattr(np, name)
+
+            def multiply(self, data: Any, *args: Any, **kwargs: Any) -> Any:
+                scaled = np.multiply(data, *args, **kwargs)
+                calls.append((data, scaled))
+                return scaled
+
+        harness.module.np = Numpy()
+        payload = spec.payloads[0]
+        harness.infer(payload)
+        (data, scaled), (output,) = calls[-1], made
+        assert np.shares_memory(data, payload["DATA"])
+        assert np.shares_memory(output, scaled) and output.nbytes == scaled.nbytes
+        made.clear()
+        harness.infer_requests(spec.payloads[:2])
+        data, scaled = calls[-1]
+        assert data.shape == (2, *LARGE_TENSOR_DIMS)  # merged: one copy, as raw does
+        assert len(made) == 2 and all(np.shares_memory(out, scaled) for out in made)
 
 
 def test_image_variant_really_uses_reduced_decoding(repository: Any) -> None:
