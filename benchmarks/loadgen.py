@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from benchmarks.workloads import Workload, expected_equal
 from tritonpy.perf._engine import GRPC_CHANNEL_OPTIONS, Caller, Outcome, finish_caller, grpc_request
 from tritonpy.perf._sequences import SequenceIds, sequence_caller_factory
-from tritonpy.perf._stream import set_sequence
+from tritonpy.perf._stream import ENABLE_EMPTY_FINAL, FINAL_PARAMETER, set_sequence
 
 __all__ = [
     "SEQUENCE_IDS",
@@ -31,6 +31,7 @@ __all__ = [
     "close_clients",
     "grpc_infer_once",
     "grpc_sequence_once",
+    "grpc_stream_once",
     "sequence_clients",
     "wait_model_ready",
 ]
@@ -80,6 +81,31 @@ def grpc_sequence_once(
     return answers
 
 
+def grpc_stream_once(
+    url: str, model: str, payload: Mapping[str, NDArray[Any]], *, timeout: float = 120.0
+) -> List[Outputs]:
+    """Send one request to a decoupled model over a gRPC stream and return the outputs of
+    each of its responses, in order, up to the final flag (the server sends a flags-only
+    final response when asked to, so the end is known without a timeout)."""
+    request = grpc_request(model, payload)
+    request.parameters[ENABLE_EMPTY_FINAL].bool_param = True
+    answers: List[Outputs] = []
+    replies = _stub(url).ModelStreamInfer(iter([request]), timeout=timeout)
+    try:
+        for reply in replies:
+            if reply.error_message:
+                raise RuntimeError(f"{model}: error response: {reply.error_message}")
+            response = reply.infer_response
+            if response.outputs:
+                answers.append(_outputs(response))
+            final = response.parameters.get(FINAL_PARAMETER)
+            if final is not None and final.bool_param:
+                return answers
+    finally:
+        replies.cancel()
+    raise RuntimeError(f"{model}: the stream ended before its final response")
+
+
 class HeldSequence:
     """A sequence model's caller kept, with its sequence and channel, across the slices of a
     round. The load engine calls a caller's ``finish()`` when a window stops, which for a
@@ -118,8 +144,9 @@ def close_clients(clients: Sequence[Any]) -> None:
 
 
 def _answers(url: str, workload: Workload, model: str) -> List[Outputs]:
-    """A variant's outputs for the check: for the workload's first payload or, for a sequence
-    model, for each request of one whole sequence."""
+    """A variant's outputs for the check: for the workload's first payload, for each request
+    of one whole sequence (a sequence model) or for each response of the first payload's
+    stream (a decoupled model)."""
     if workload.sequence_length:
         return grpc_sequence_once(
             url,
@@ -128,6 +155,8 @@ def _answers(url: str, workload: Workload, model: str) -> List[Outputs]:
             length=workload.sequence_length,
             sequence_id=SEQUENCE_IDS.take(),
         )
+    if workload.stream_responses:
+        return grpc_stream_once(url, model, workload.payloads[0])
     return [grpc_infer_once(url, model, workload.payloads[0])]
 
 

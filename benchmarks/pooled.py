@@ -100,6 +100,8 @@ class PooledRatio:
     against: str
     throughput: Interval
     server_cpu: Interval
+    #: a decoupled model's median time to first response (lower is better), when measured
+    first_response: Optional[Interval] = None
 
 
 def geometric_interval(ratios: Sequence[float]) -> Interval:
@@ -138,7 +140,7 @@ def pooled_ratios(
 
     ``tritonpy`` against ``control`` compares two models of which neither is raw: whatever
     favours the variant named raw in a run (a place in the order, its stubs) leaves it out."""
-    ratios: Dict[Tuple[str, str, str], Tuple[List[float], List[float]]] = {}
+    ratios: Dict[Tuple[str, str, str], Tuple[List[float], List[float], List[float]]] = {}
     for cells in runs:
         by = {(c.workload, c.variant, c.concurrency): c for c in cells}
         for (workload, variant, conc), cell in by.items():
@@ -146,12 +148,13 @@ def pooled_ratios(
                 base = by.get((workload, against, conc))
                 if variant != mine or base is None:
                     continue
-                throughput, cpu = ratios.setdefault((workload, mine, against), ([], []))
+                throughput, cpu, first = ratios.setdefault((workload, mine, against), ([], [], []))
                 throughput += _round_ratios(cell, base, "throughput")
                 cpu += _round_ratios(cell, base, "server_cpu_ms")
+                first += _round_ratios(cell, base, "first_p50_ms")
     order = {name: i for i, name in enumerate(ALL_WORKLOADS)}
     pooled = []
-    for (workload, variant, against), (throughput, cpu) in sorted(
+    for (workload, variant, against), (throughput, cpu, first) in sorted(
         ratios.items(),
         key=lambda item: (
             order.get(item[0][0], len(order)),
@@ -166,6 +169,7 @@ def pooled_ratios(
                     against,
                     geometric_interval(throughput),
                     geometric_interval(cpu),
+                    geometric_interval(first) if first else None,
                 )
             )
     return pooled
@@ -200,6 +204,14 @@ def render_pooled(*runs: Sequence[Cell]) -> List[str]:
             f"{p.workload:<17} {p.variant + ' / ' + p.against:<21} {p.throughput.n:>6}  "
             f"{p.throughput!s:<24} {p.server_cpu}"
         )
+    streams = [p for p in pooled if p.first_response is not None]
+    if streams:
+        lines.append("time to first response, p50 (decoupled models; below 1 is sooner):")
+        for p in streams:
+            lines.append(
+                f"{p.workload:<17} {p.variant + ' / ' + p.against:<21} "
+                f"{p.first_response.n if p.first_response else 0:>6}  {p.first_response}"
+            )
     for index, cells in enumerate(runs):
         passed, total = no_tax_passes(cells)
         if not total:

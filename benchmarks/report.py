@@ -10,7 +10,14 @@ from typing import Dict, List, Sequence
 from benchmarks.inprocess import InProcessResult
 from benchmarks.workloads import ALL_WORKLOADS
 
-__all__ = ["Cell", "Target", "evaluate_targets", "render_inprocess", "render_table"]
+__all__ = [
+    "Cell",
+    "Target",
+    "evaluate_targets",
+    "render_inprocess",
+    "render_stream_table",
+    "render_table",
+]
 
 # the targets of the issue
 THROUGHPUT_MIN = 0.97
@@ -38,6 +45,11 @@ class Cell:
     errors: int
     first_error: str = ""
     rounds: List[Dict[str, float]] = field(default_factory=list)
+    #: a decoupled model's responses per second and time to first response (medians of the
+    #: rounds); NaN for a model that answers each request once
+    responses_per_s: float = math.nan
+    first_p50_ms: float = math.nan
+    first_p99_ms: float = math.nan
 
 
 @dataclass
@@ -83,6 +95,33 @@ def render_table(cells: Sequence[Cell]) -> str:
             f"{cell.workload:<17} {cell.variant:<10} {cell.concurrency:>3} "
             f"{_fmt(cell.throughput, 1):>9} {_fmt(cell.p50_ms):>8} {_fmt(cell.p99_ms):>8} "
             f"{_fmt(cell.server_cpu_ms, 3):>14} {thr_ratio:>8} {cpu_ratio:>8}{flag}"
+        )
+    return "\n".join(lines)
+
+
+def render_stream_table(cells: Sequence[Cell]) -> str:
+    """The decoupled models' figures ("" without any): responses per second, the time to
+    first response and to the final one (p50 and p99), and the ratios to raw of responses
+    per second and of the first response's p50."""
+    streams = [c for c in cells if not math.isnan(c.responses_per_s)]
+    if not streams:
+        return ""
+    raw = {(c.workload, c.concurrency): c for c in streams if c.variant == "raw"}
+    header = (
+        f"{'workload':<17} {'variant':<10} {'c':>3} {'resp/s':>9} {'first p50':>9} "
+        f"{'first p99':>9} {'final p50':>9} {'resp/raw':>8} {'first/raw':>9}"
+    )
+    lines = [header, "-" * len(header)]
+    for cell in streams:
+        base = raw.get((cell.workload, cell.concurrency))
+        rate = first = ""
+        if base is not None and cell.variant != "raw":
+            rate = _fmt(cell.responses_per_s / base.responses_per_s)
+            first = _fmt(cell.first_p50_ms / base.first_p50_ms)
+        lines.append(
+            f"{cell.workload:<17} {cell.variant:<10} {cell.concurrency:>3} "
+            f"{_fmt(cell.responses_per_s, 1):>9} {_fmt(cell.first_p50_ms):>9} "
+            f"{_fmt(cell.first_p99_ms):>9} {_fmt(cell.p50_ms):>9} {rate:>8} {first:>9}"
         )
     return "\n".join(lines)
 

@@ -46,11 +46,19 @@ from benchmarks.inprocess import run_inprocess
 from benchmarks.loadgen import check_outputs, close_clients, sequence_clients, wait_model_ready
 from benchmarks.machine import cpu_times, steal_percent
 from benchmarks.pooled import no_tax_passes, pooled_ratios, render_pooled
-from benchmarks.report import Cell, Target, evaluate_targets, render_inprocess, render_table
+from benchmarks.report import (
+    Cell,
+    Target,
+    evaluate_targets,
+    render_inprocess,
+    render_stream_table,
+    render_table,
+)
 from benchmarks.sequence_cost import SequenceCost, render_sequence_costs, run_sequence_costs
 from benchmarks.workloads import ALL_WORKLOADS, Workload, build_repository
 from tritonpy.perf._cpu import server_seconds, window_sample
 from tritonpy.perf._engine import Caller, LoadWindow, grpc_caller_factory, run_closed_loop
+from tritonpy.perf._stream import stream_caller_factory
 
 __all__ = ["Cell", "Target", "evaluate_targets", "main", "render_table"]
 
@@ -69,12 +77,17 @@ def open_clients(url: str, workload: Workload, model: str, concurrency: int) -> 
     once and kept for every slice of the round (a slice then needs no new connections and
     only a short settling time, so a round can take more, shorter slices). A sequence model's
     clients run sequences of ``workload.sequence_length`` requests with fresh correlation ids,
-    kept open from one slice to the next; :func:`close_clients` ends them."""
+    kept open from one slice to the next; :func:`close_clients` ends them. A decoupled
+    model's clients each hold a gRPC stream (one request in flight, the next sent when the
+    previous one's final response arrived)."""
     if workload.sequence_length:
         return sequence_clients(
             url, model, workload.payloads, length=workload.sequence_length, concurrency=concurrency
         )
-    make = grpc_caller_factory(url, model, workload.payloads)
+    if workload.stream_responses:
+        make = stream_caller_factory(url, model, workload.payloads)
+    else:
+        make = grpc_caller_factory(url, model, workload.payloads)
     return [make(index) for index in range(concurrency)]
 
 
@@ -97,17 +110,24 @@ def figures_of(windows: Sequence[LoadWindow]) -> Dict[str, Any]:
     done = sum(w.completed for w in windows)
     seconds = sum(w.duration_s for w in windows)
     latencies = [ms for w in windows for ms in w.latencies_ms]
+    firsts = [ms for w in windows for ms in w.first_ms]
     server = sum(server_seconds(w.samples) for w in windows)
     client = sum(w.samples.get("client", math.nan) for w in windows)
     errors = [w.first_error for w in windows if w.first_error]
 
-    def percentile(q: float) -> float:
-        return float(np.percentile(np.asarray(latencies), q)) if latencies else math.nan
+    def percentile(q: float, values: Sequence[float] = latencies) -> float:
+        return float(np.percentile(np.asarray(values), q)) if values else math.nan
 
+    responses = sum(w.responses for w in windows)
     return {
         "throughput": done / seconds if seconds > 0 else 0.0,
         "p50_ms": percentile(50),
         "p99_ms": percentile(99),
+        # a stream's figures (NaN for a model that answers once): responses per second and
+        # the time from sending a request to its first response
+        "responses_per_s": responses / seconds if seconds > 0 and firsts else math.nan,
+        "first_p50_ms": percentile(50, firsts),
+        "first_p99_ms": percentile(99, firsts),
         "server_cpu_ms": server * 1000.0 / max(done, 1),
         "client_cpu_ms": client * 1000.0 / max(done, 1),
         "completed": done,
@@ -120,7 +140,7 @@ def _median_cell(
     workload: str, variant: str, model: str, concurrency: int, rounds: List[Dict[str, Any]]
 ) -> Cell:
     def med(key: str) -> float:
-        values = [r[key] for r in rounds if not math.isnan(r[key])]
+        values = [r[key] for r in rounds if not math.isnan(r.get(key, math.nan))]
         return float(statistics.median(values)) if values else math.nan
 
     errors = [r["first_error"] for r in rounds if r["first_error"]]
@@ -132,6 +152,9 @@ def _median_cell(
         throughput=med("throughput"),
         p50_ms=med("p50_ms"),
         p99_ms=med("p99_ms"),
+        responses_per_s=med("responses_per_s"),
+        first_p50_ms=med("first_p50_ms"),
+        first_p99_ms=med("first_p99_ms"),
         server_cpu_ms=med("server_cpu_ms"),
         client_cpu_ms=med("client_cpu_ms"),
         completed=sum(int(r["completed"]) for r in rounds),
@@ -357,6 +380,14 @@ def run(args: argparse.Namespace) -> int:
     targets = evaluate_targets(cells)
     print()
     print(render_table(cells))
+    streams = render_stream_table(cells)
+    if streams:
+        _print_section(
+            "Streaming (decoupled) models: infer/s above counts requests, each of several\n"
+            "responses; first = from sending a request to its first response, final = to "
+            "its last:",
+            streams.splitlines(),
+        )
     if inprocess:
         print("\nIn-process limit (no server):")
         print(render_inprocess(inprocess))

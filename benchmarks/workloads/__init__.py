@@ -25,6 +25,7 @@ __all__ = [
     "ALL_WORKLOADS",
     "LARGE_TENSOR_DIMS",
     "SEQUENCE_LENGTH",
+    "STREAM_RESPONSES",
     "Payload",
     "Workload",
     "build_repository",
@@ -42,9 +43,12 @@ ALL_WORKLOADS = (
     "postprocess",
     "text",
     "large_tensor",
+    "stream",
     "ensemble",
     "sequence",
 )
+#: responses the stream workload's models send per request (one token each)
+STREAM_RESPONSES = 16
 #: the large-tensor workload's rows: FP32 [1024, 2048], 8 MiB per request in and out
 LARGE_TENSOR_DIMS = (1024, 2048)
 #: requests per sequence of the sequence workload (perf_analyzer's default length)
@@ -73,6 +77,9 @@ class Workload:
     #: a sequence model's requests per sequence (START on the first, END on the last, a fresh
     #: correlation id each); 0: plain requests
     sequence_length: int = 0
+    #: a decoupled model's responses per request (sent over a gRPC stream, measured by
+    #: responses per second and the time to the first one); 0: one response per request
+    stream_responses: int = 0
 
     @property
     def variants(self) -> Tuple[str, ...]:
@@ -145,6 +152,11 @@ def _large_tensor_payloads() -> List[Payload]:
     """Two 8 MiB requests (a client builds each request once; more would only cost memory)."""
     rng = np.random.default_rng(4)
     return [{"DATA": rng.random((1, *LARGE_TENSOR_DIMS), dtype=np.float32)} for _ in range(2)]
+
+
+def _stream_payloads() -> List[Payload]:
+    rng = np.random.default_rng(5)
+    return [{"PROMPT": rng.integers(0, 32000, 16, dtype=np.int64)} for _ in range(8)]
 
 
 def _text_payloads() -> List[Payload]:
@@ -292,6 +304,9 @@ def build_repository(
         if name == "sequence":
             built.append(_build_sequence(repo))
             continue
+        if name == "stream":
+            built.append(_build_stream(repo))
+            continue
         description, max_batch_size, (inputs, outputs), variants, payloads = _SIMPLE[name]
         models: Dict[str, str] = {}
         for variant in variants:
@@ -342,6 +357,31 @@ def _build_sequence(repo: Path) -> Workload:
         _sequence_payloads(),
         pytriton=False,
         sequence_length=SEQUENCE_LENGTH,
+    )
+
+
+def _build_stream(repo: Path) -> Workload:
+    """A decoupled model streaming :data:`STREAM_RESPONSES` tokens per request: the
+    hand-written model with its whole configuration (decoupled transaction policy), the
+    tritonpy model with two lines (its yielding ``infer`` makes auto-complete set decoupled)."""
+    raw, tritonpy = "stream_raw", "stream_tritonpy"
+    config = _raw_config(
+        raw,
+        0,
+        [("PROMPT", "TYPE_INT64", [16])],
+        [("TOKEN", "TYPE_INT64", [1])],
+        extra="model_transaction_policy { decoupled: true }\n",
+    )
+    _write_model(repo, raw, "stream_raw.py", config)
+    _write_model(repo, tritonpy, "stream_tritonpy.py", _tritonpy_config(tritonpy))
+    return Workload(
+        "stream",
+        f"decoupled: INT64 [16] prompt -> {STREAM_RESPONSES} responses of one INT64 token over "
+        f"a gRPC stream, no batching",
+        {"raw": raw, "tritonpy": tritonpy},
+        _stream_payloads(),
+        pytriton=False,
+        stream_responses=STREAM_RESPONSES,
     )
 
 

@@ -3,6 +3,7 @@ part, errors and cancellation mid-stream, async generators, through the fake pb_
 
 from __future__ import annotations
 
+import time
 from typing import Any, AsyncIterator, Dict, Iterator, List
 
 import numpy as np
@@ -150,14 +151,72 @@ def test_a_wrong_part_is_an_internal_error() -> None:
     assert "['NOPE'], which are not declared outputs" in caught.value.message
 
 
-def test_cancellation_mid_stream_closes_the_generator() -> None:
-    with ModelHarness(Words) as harness:
+class CheckedWords(Words):
+    check_cancellation = True
+
+
+class SlowWords(Words):
+    """Words whose parts take 3 ms each: slow enough for "auto" to check every one."""
+
+    def infer(self, TEXT: str) -> Iterator[Dict[str, Any]]:
+        for part in super().infer(TEXT):
+            time.sleep(0.003)
+            yield part
+
+
+def _count_checks(harness: ModelHarness, monkeypatch: pytest.MonkeyPatch) -> List[int]:
+    """Count the response senders' is_cancelled() calls (each one a round trip on a server)."""
+    from tritonpy.testing.fake_pb_utils import _requests
+
+    calls: List[int] = []
+    original = _requests.ResponseSender.is_cancelled
+
+    def counted(self: Any) -> bool:
+        calls.append(1)
+        return bool(original(self))
+
+    monkeypatch.setattr(_requests.ResponseSender, "is_cancelled", counted)
+    return calls
+
+
+@pytest.mark.parametrize("model", [CheckedWords, SlowWords])
+def test_cancellation_mid_stream_closes_the_generator(model: type) -> None:
+    # always checked (True), or "auto" on parts of 2 ms or more: the next part is not sent
+    with ModelHarness(model) as harness:
         parts = harness.infer_stream({"TEXT": "a b c d e f"}, cancel_after=2, errors="return")
         assert words(parts[:-1]) == [b"a", b"b"]
         assert isinstance(parts[-1], ClientCancelledError)  # the client's own, then nothing
         # the generator was closed at its third yield (that part was not sent): its finally
         # block ran
         assert harness.model.closed == [2]
+
+
+def test_auto_seldom_asks_a_fast_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # parts of microseconds: a round trip to the server per part would cost more than the
+    # parts (benchmarks/run.py's stream workload: 1.35x a hand-written model's server CPU),
+    # so "auto" asks once the generator worked 2 ms since the last check, or 0.1 s passed
+    with ModelHarness(Words) as harness:
+        checks = _count_checks(harness, monkeypatch)
+        text = " ".join(f"w{i}" for i in range(200))
+        started = time.perf_counter()
+        parts = harness.infer_stream({"TEXT": text})
+        elapsed = time.perf_counter() - started
+        assert len(parts) == 200
+        assert len(checks) <= elapsed / 0.002 + 1  # at most one per 2 ms of the generator
+        assert len(checks) < len(parts) / 2  # the point (every part: 200 checks)
+        # a cancelled fast stream still ends: the client reads two parts and leaves; the model
+        # finds out within 0.1 s (here it produced the whole stream first)
+        parts = harness.infer_stream({"TEXT": "a b c d"}, cancel_after=2, errors="return")
+        assert words(parts[:-1]) == [b"a", b"b"] and isinstance(parts[-1], ClientCancelledError)
+
+
+def test_auto_asks_a_slow_stream_before_every_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    with ModelHarness(SlowWords) as harness:
+        checks = _count_checks(harness, monkeypatch)
+        assert len(harness.infer_stream({"TEXT": "a b c d"})) == 4
+        assert len(checks) == 4
 
 
 def test_batched_streams_keep_their_row_dimension() -> None:

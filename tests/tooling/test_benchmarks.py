@@ -24,7 +24,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.run import Cell, evaluate_targets, render_table  # noqa: E402
-from benchmarks.workloads import LARGE_TENSOR_DIMS, build_repository, expected_equal  # noqa: E402
+from benchmarks.workloads import (  # noqa: E402
+    LARGE_TENSOR_DIMS,
+    STREAM_RESPONSES,
+    build_repository,
+    expected_equal,
+)
 from tritonpy.perf._engine import grpc_request, run_closed_loop  # noqa: E402
 from tritonpy.testing import ModelHarness  # noqa: E402
 
@@ -104,7 +109,7 @@ def test_measure_charges_the_server_tree_per_inference(monkeypatch: pytest.Monke
                     {"server:10": 1.5, "server:12": 0.5, "client": 1.25}])  # fmt: skip
     monkeypatch.setattr(run, "grpc_caller_factory", factory)
     monkeypatch.setattr(run, "window_sample", lambda pid: next(samples))
-    workload = type("W", (), {"payloads": [{}], "sequence_length": 0})()
+    workload = type("W", (), {"payloads": [{}], "sequence_length": 0, "stream_responses": 0})()
     window = run.measure_window(run.open_clients("url", workload, "m", 1), 10, 0.0, 0.05)
     figures = run.figures_of([window])
     assert figures["completed"] > 0 and figures["errors"] == 0
@@ -527,6 +532,86 @@ def test_quick_sequence_run_end_to_end(tmp_path: Path) -> None:
     assert all(c["errors"] == 0 and c["completed"] > 0 for c in document["cells"])
     assert [c["variant"] for c in document["sequence_costs"]] == ["raw", "tritonpy"] * 4
     assert "Per-request cost of a sequence's state" in proc.stdout
+
+
+# -- the stream workload --------------------------------------------------------------------------
+
+
+def test_stream_variants_send_the_same_tokens(tmp_path: Path) -> None:
+    (spec,) = build_repository(tmp_path, ["stream"])
+    assert spec.stream_responses == STREAM_RESPONSES and set(spec.models) == {"raw", "tritonpy"}
+    streams = {}
+    for variant, model in spec.models.items():
+        with ModelHarness(tmp_path / model) as harness:
+            assert harness.decoupled
+            streams[variant] = [
+                [int(part["TOKEN"][0]) for part in harness.infer_stream(payload)]
+                for payload in spec.payloads[:3]
+            ]
+    assert streams["raw"] == streams["tritonpy"]
+    assert all(len(tokens) == STREAM_RESPONSES for tokens in streams["raw"])
+    assert len({tuple(tokens) for tokens in streams["raw"]}) == 3  # the prompts matter
+    # the tritonpy model's two-line config: auto-complete makes it decoupled
+    assert "decoupled" not in (tmp_path / spec.models["tritonpy"] / "config.pbtxt").read_text()
+
+
+def test_stream_figures_reach_the_table_and_the_pooled_view() -> None:
+    from benchmarks.pooled import render_pooled
+    from benchmarks.report import render_stream_table
+
+    def stream_cell(variant: str, firsts: List[float], cpu: float) -> Cell:
+        rounds = [
+            {"throughput": 100.0, "server_cpu_ms": cpu, "first_p50_ms": first} for first in firsts
+        ]
+        return Cell("stream", variant, f"stream_{variant}", 4, 100.0, 5.0, 9.0, cpu, 0.1, 300,
+                    0, rounds=rounds, responses_per_s=1600.0, first_p50_ms=firsts[1],
+                    first_p99_ms=2.0)  # fmt: skip
+
+    cells = [
+        stream_cell("raw", [1.0, 1.0, 1.0], 1.0),
+        stream_cell("tritonpy", [1.1, 1.1, 1.1], 1.0),
+    ]
+    table = render_stream_table(cells)
+    assert "resp/s" in table and "1,600" in table and "1.10" in table  # first p50 over raw's
+    assert render_stream_table([_cell("raw", 1.0, 1.0)]) == ""  # no stream: no table
+    lines = render_pooled(cells)
+    assert any(line.startswith("time to first response") for line in lines)
+    (first,) = [line for line in lines if line.startswith("stream") and "1.100x" in line]
+    assert "tritonpy / raw" in first
+
+
+@pytest.mark.integration
+def test_quick_stream_run_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("tritonclient.grpc")
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick",
+         "--workloads=stream,large_tensor", "--concurrency=2", "--control", "--no-inprocess",
+         f"--json={out}"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]  # 1: a target missed (timing noise)
+    import json
+
+    document = json.loads(out.read_text())
+    assert document["output_check_problems"] == []
+    cells = document["cells"]
+    assert {(c["workload"], c["variant"]) for c in cells} == {
+        ("stream", "raw"), ("stream", "control"), ("stream", "tritonpy"),
+        ("large_tensor", "raw"), ("large_tensor", "control"), ("large_tensor", "raw_malloc"),
+        ("large_tensor", "tritonpy"),
+    }  # fmt: skip
+    assert all(c["errors"] == 0 and c["completed"] > 0 for c in cells)
+    for cell in cells:
+        if cell["workload"] == "stream":  # every request streamed all its responses
+            assert cell["responses_per_s"] == pytest.approx(
+                STREAM_RESPONSES * cell["throughput"], rel=0.05
+            )
+            assert 0 < cell["first_p50_ms"] <= cell["p50_ms"]
+        else:
+            assert math.isnan(cell["responses_per_s"])
+    assert "Streaming (decoupled) models" in proc.stdout
+    assert "time to first response, p50" in proc.stdout
 
 
 # -- report --------------------------------------------------------------------------------------

@@ -75,7 +75,9 @@ class Model(ModelCalls, ModelContext):
       server, so ``"auto"`` (default) checks while ``infer`` takes 2 ms or more per call on
       average (there a check costs under 2 % and can save real work) and skips it for fast
       models (Triton itself already drops requests cancelled while they wait in its queue);
-      ``True`` always checks, ``False`` never;
+      a stream is asked before a part once its generator worked 2 ms since the last check or
+      0.1 s passed (every part of a slow stream, a fast one seldom); ``True`` always checks,
+      ``False`` never;
     * ``tune_malloc``: True (default) raises glibc's trim and mmap thresholds in the stub
       process, so the large buffers each call allocates (decoded images, output batches) are
       reused by the next call instead of being returned to the kernel and faulted in again

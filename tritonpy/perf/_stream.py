@@ -25,8 +25,10 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 from ._engine import GRPC_CHANNEL_OPTIONS, Caller, Outcome, Payload, grpc_request
 
-_FINAL = "triton_final_response"
-_ENABLE_FINAL = "triton_enable_empty_final_response"
+#: the response parameter that flags a request's last response
+FINAL_PARAMETER = "triton_final_response"
+#: the request parameter that asks for a flags-only final response (decoupled models)
+ENABLE_EMPTY_FINAL = "triton_enable_empty_final_response"
 #: what the reader thread puts in the queue when the stream ends or breaks
 _CLOSED = object()
 #: a request's sequence: (correlation id, START, END), or None outside a sequence
@@ -70,7 +72,7 @@ class StreamSender:
         self.timeout = timeout
         self.requests = [grpc_request(model, payload) for payload in payloads]
         for number, request in enumerate(self.requests):
-            request.parameters[_ENABLE_FINAL].bool_param = True
+            request.parameters[ENABLE_EMPTY_FINAL].bool_param = True
             request.id = f"perf-{number}"
         self.channel = grpc.insecure_channel(address, options=GRPC_CHANNEL_OPTIONS)
         self.stub = service_pb2_grpc.GRPCInferenceServiceStub(self.channel)
@@ -150,7 +152,7 @@ class StreamSender:
                 responses, last = responses + 1, response
                 if first_at is None:
                     first_at = now()
-            param = response.parameters.get(_FINAL)
+            param = response.parameters.get(FINAL_PARAMETER)
             if param is not None and param.bool_param:
                 return Outcome(responses=responses, first_at=first_at), last
 

@@ -2,7 +2,8 @@
 
 ``infer`` is a generator: each ``yield {output: value}`` is one response, the last one is
 flagged final, and the model is decoupled (clients use a gRPC stream or HTTP
-``/generate_stream``). A client that cancels stops the stream at the next ``yield``.
+``/generate_stream``). A client that cancels stops the stream at the next ``yield``
+(chunks made in under 2 ms: within 0.1 s).
 
 config.pbtxt parameter ``unit``: ``sentence`` (default), ``line`` or ``word``.
 """

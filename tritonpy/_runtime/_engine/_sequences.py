@@ -267,7 +267,7 @@ def step_iterative(engine: Engine, stream: Stream, now: float) -> None:
         store.open.move_to_end(info.id)
     info, item, parts = running[:3]
     try:
-        part = next(parts)
+        part = stream.next_part(parts)  # timed: a slow step is asked whether it was cancelled
     except StopIteration:
         stream.sender.send(flags=stream.final)
         finish(engine, info)
