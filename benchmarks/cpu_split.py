@@ -1,0 +1,543 @@
+"""Where a variant's server CPU per inference goes: tritonserver's own process (per thread
+name) and each model's ``triton_python_backend_stub``, user and system time, voluntary and
+forced context switches, minor page faults, per request, read from ``/proc`` around many short
+windows of closed-loop gRPC load that the variants take in turns (raw, its identical copy
+``control``, tritonpy; the order rotated every round and reversed every other one).
+
+    python benchmarks/cpu_split.py --workload add_sub --concurrency 1 --rounds 30
+    python benchmarks/cpu_split.py --workload ensemble --concurrency 4 --execute-cpu
+
+``benchmarks/run.py`` gives the sum (server CPU per inference); this splits it, so a
+difference between raw and tritonpy can be placed: in the stub's ``execute()`` (with
+``--execute-cpu``: the thread CPU time of the ``execute`` the stub calls on the instance), in
+the stub around it, or in tritonserver's process (the shared-memory messages, the response's
+tensors). ``--gc`` counts each stub's garbage collections; ``--extra VARIANT=LIKE:PATH`` adds
+an ablation (a model.py of your own, served with the configuration of LIKE). CPU time is the
+scheduler's (``/proc/<pid>/task/<tid>/schedstat``, nanoseconds): windows of a fraction of a
+second are read exactly, where user and system time come in 10 ms ticks.
+
+What it found on add_sub (issue 32; 2 cores shared, 36-40 rounds of 800-1,000 requests per
+variant): tritonpy's extra server CPU per inference was all in the stub's ``execute()``, ~5 us
+per request under load (36-38 against 31-33 us), where a warm loop shows 0.6 us; tritonserver's
+own CPU, context switches, page faults (none), garbage collections (none in any variant) and
+the stub's CPU outside ``execute()`` were the same as raw's within the control's spread, and
+so were tritonpy's model with the hand-written ``execute()`` (``tune_malloc`` and all of
+``initialize`` in place), with ``tune_malloc = False``, and the hand-written model importing
+tritonpy. The plain-tensor path (``tritonpy/_runtime/_engine/_plain.py``) then took 0.8 / 1.6 us
+of the ~4-5 us at c = 1 / 16. Each figure is
+printed with the control's ratio to raw beside tritonpy's, and with the spread of the
+per-round ratios (rounds are paired: every variant runs once per round, back to back): a
+tritonpy ratio inside the control's spread is not a measured difference. Linux only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    __package__ = "benchmarks"
+
+__all__ = [
+    "COUNTERS",
+    "Totals",
+    "main",
+    "parse_schedstat",
+    "parse_stat",
+    "parse_status",
+    "pooled",
+    "render",
+    "round_orders",
+]
+
+#: what is read per process, as printed per request (CPU in microseconds)
+COUNTERS = ("cpu_us", "user_us", "system_us", "voluntary", "forced", "minor_faults")
+#: the name of tritonserver's own line
+SERVER = "tritonserver"
+
+
+#: appended to every model.py with --execute-cpu: the ``execute`` the stub calls on the
+#: instance (a method, or what tritonpy binds on the instance at initialize) wrapped once the
+#: instance is initialized, its thread CPU time (ns) and requests added up per kind of call
+#: into ``model.py.execute-cpu`` (mmap; the layout of ``stub_load.py``'s wrapper, which wraps
+#: the class's method instead and so keeps the frame of ``tp.Model.execute`` in the path)
+EXECUTE_CPU_WRAPPER = """
+
+def _tritonpy_bench_wrap():  # added by benchmarks/cpu_split.py --execute-cpu
+    import mmap, struct, time
+    path = __file__ + ".execute-cpu"
+    with open(path, "wb") as out:
+        out.write(bytes(32))
+    handle = open(path, "r+b")
+    memory = mmap.mmap(handle.fileno(), 32)
+    totals = [0, 0, 0, 0]  # ns and requests in calls of one request, ns and requests merged
+    original = getattr(TritonPythonModel, "initialize", lambda self, args: None)
+    clock = time.thread_time_ns
+
+    def initialize(self, args):
+        done = original(self, args)
+        inner = self.execute
+
+        def execute(requests):
+            started = clock()
+            result = inner(requests)
+            spent = clock() - started
+            slot = 0 if len(requests) == 1 else 2
+            totals[slot] += spent
+            totals[slot + 1] += len(requests)
+            struct.pack_into("<4q", memory, 0, *totals)
+            return result
+
+        self.execute = execute
+        return done
+
+    TritonPythonModel.initialize = initialize
+
+
+_tritonpy_bench_wrap()
+"""
+
+
+def wrap_execute(repository: Path) -> None:
+    """Append :data:`EXECUTE_CPU_WRAPPER` to every model.py that defines TritonPythonModel."""
+    for model_file in repository.glob("*/*/model.py"):
+        text = model_file.read_text(encoding="utf-8")
+        if "TritonPythonModel" in text:
+            model_file.write_text(text + EXECUTE_CPU_WRAPPER, encoding="utf-8")
+
+
+#: appended to every model.py with --gc: the stub's garbage collections counted per
+#: generation, with their thread CPU time, into ``model.py.gc`` (mmap: 3 counts, 3 ns totals)
+GC_COUNTER = """
+
+def _tritonpy_bench_gc():  # added by benchmarks/cpu_split.py --gc
+    import gc, mmap, struct, time
+    path = __file__ + ".gc"
+    with open(path, "wb") as out:
+        out.write(bytes(48))
+    handle = open(path, "r+b")
+    memory = mmap.mmap(handle.fileno(), 48)
+    totals = [0] * 6
+    clock = time.thread_time_ns
+    started = [0]
+
+    def count(phase, info):
+        if phase == "start":
+            started[0] = clock()
+            return
+        generation = info["generation"]
+        totals[generation] += 1
+        totals[3 + generation] += clock() - started[0]
+        struct.pack_into("<6q", memory, 0, *totals)
+
+    gc.callbacks.append(count)
+
+
+_tritonpy_bench_gc()
+"""
+
+
+def add_gc_counter(repository: Path) -> None:
+    """Append :data:`GC_COUNTER` to every model.py that defines TritonPythonModel."""
+    for model_file in repository.glob("*/*/model.py"):
+        text = model_file.read_text(encoding="utf-8")
+        if "TritonPythonModel" in text:
+            model_file.write_text(text + GC_COUNTER, encoding="utf-8")
+
+
+def read_gc(repository: Path, model: str) -> Optional[List[int]]:
+    """(collections of generation 0, 1, 2, then their ns) so far; None without --gc."""
+    import struct
+
+    for path in repository.glob(f"{model}/*/model.py.gc"):
+        return list(struct.unpack("<6q", path.read_bytes()[:48]))
+    return None
+
+
+def parse_stat(text: str, tick: int) -> Tuple[float, float, float]:
+    """(user us, system us, minor faults) from the text of ``/proc/<pid>[/task/<tid>]/stat``."""
+    fields = text.rsplit(")", 1)[1].split()
+    return int(fields[11]) / tick * 1e6, int(fields[12]) / tick * 1e6, float(fields[7])
+
+
+def parse_status(text: str) -> Tuple[float, float]:
+    """(voluntary, forced) context switches from the text of ``/proc/<pid>/status``."""
+    status = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    return (
+        float(status["voluntary_ctxt_switches"]),
+        float(status["nonvoluntary_ctxt_switches"]),
+    )
+
+
+def parse_schedstat(text: str) -> float:
+    """The CPU time in us (nanosecond resolution) from ``/proc/<pid>/task/<tid>/schedstat``."""
+    return int(text.split()[0]) / 1e3
+
+
+def read_process(pid: int, tick: int) -> Dict[str, float]:
+    """A process's counters so far, all its threads together: ``cpu_us`` from the scheduler's
+    nanosecond clock, user and system time in clock ticks (10 ms: read them over many
+    windows), context switches and minor faults."""
+    user, system, faults = parse_stat(Path(f"/proc/{pid}/stat").read_text(), tick)
+    cpu = 0.0
+    switches = [0.0, 0.0]
+    # a process's own status counts its main thread's switches only: add up the threads'
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            cpu += parse_schedstat((task / "schedstat").read_text())
+            voluntary, forced = parse_status((task / "status").read_text())
+        except (OSError, KeyError, ValueError):
+            continue  # a thread that ended meanwhile
+        switches[0] += voluntary
+        switches[1] += forced
+    return dict(zip(COUNTERS, (cpu, user, system, switches[0], switches[1], faults)))
+
+
+def read_threads(pid: int) -> Dict[str, float]:
+    """CPU us so far per thread name of a process (threads of one name added up)."""
+    by_name: Dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            cpu = parse_schedstat((task / "schedstat").read_text())
+        except (OSError, ValueError):
+            continue
+        by_name[name] = by_name.get(name, 0.0) + cpu
+    return by_name
+
+
+@dataclass
+class Totals:
+    """One variant's sums over its windows; ``rounds`` keeps each round's (requests, CPU us of
+    tritonserver, CPU us of its stubs) for the paired spread."""
+
+    requests: int = 0
+    seconds: float = 0.0
+    processes: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    threads: Dict[str, float] = field(default_factory=dict)
+    rounds: List[Tuple[int, float, float]] = field(default_factory=list)
+    #: per kind ("execute": execute() thread ns and requests alone and merged, with
+    #: --execute-cpu; "gc": collections and their ns per generation, with --gc), per stub
+    extra: Dict[str, Dict[str, List[int]]] = field(default_factory=dict)
+
+    def per_request(self, process: str, counter: str) -> float:
+        return self.processes.get(process, {}).get(counter, 0.0) / max(self.requests, 1)
+
+    def cpu_us(self, process: str) -> float:
+        return self.per_request(process, "cpu_us")
+
+    def stubs(self) -> List[str]:
+        return [name for name in self.processes if name != SERVER]
+
+
+def round_orders(variants: Sequence[str], rounds: int) -> List[List[str]]:
+    """Each round's order: starting one variant later every round, reversed every other
+    round, so that every variant takes every place and follows every other."""
+    orders = []
+    count = len(variants)
+    for index in range(rounds):
+        start = index % count
+        order = list(variants[start:]) + list(variants[:start])
+        orders.append(order[::-1] if (index // count) % 2 else order)
+    return orders
+
+
+def pooled(
+    mine: Sequence[Tuple[int, float, float]],
+    raws: Sequence[Tuple[int, float, float]],
+    part: int,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Tuple[float, float, float]:
+    """A variant's CPU per request over raw's, pooled over the rounds (all requests and CPU
+    of each side added up), with a 90 % interval from resampling the rounds in pairs (a round
+    of the variant stays with raw's round of the same index). ``part`` 1: tritonserver, 2: the
+    stubs, 0: both. Rows are (requests, tritonserver us, stubs us)."""
+    import random
+
+    pairs = list(zip(mine, raws))
+    if not pairs:
+        return (float("nan"),) * 3
+
+    def ratio(chosen: Sequence[Tuple[Tuple[int, float, float], Tuple[int, float, float]]]) -> float:
+        sums = [0.0, 0.0, 0.0, 0.0]
+        for a, b in chosen:
+            sums[0] += a[0]
+            sums[1] += a[1] + a[2] if part == 0 else a[part]
+            sums[2] += b[0]
+            sums[3] += b[1] + b[2] if part == 0 else b[part]
+        if sums[3] <= 0 or sums[0] <= 0:
+            return float("nan")
+        return (sums[1] / sums[0]) / (sums[3] / sums[2])
+
+    rng = random.Random(seed)
+    draws = sorted(ratio(rng.choices(pairs, k=len(pairs))) for _ in range(resamples))
+    return ratio(pairs), draws[int(0.05 * resamples)], draws[int(0.95 * resamples) - 1]
+
+
+def render(totals: Mapping[str, Totals], workload: str, concurrency: int) -> str:
+    """The table: per variant its rate, per process its counters per request, then the
+    ratios to raw with their per-round spread."""
+    lines = [
+        f"{workload}, c={concurrency}: per request (CPU in us; switches voluntary / forced; "
+        f"minor faults)"
+    ]
+    for variant, total in totals.items():
+        rate = total.requests / max(total.seconds, 1e-9)
+        server = total.cpu_us(SERVER)
+        stubs = sum(total.cpu_us(name) for name in total.stubs())
+        lines.append(
+            f"{variant:<9} {rate:8.1f} infer/s  server CPU {server + stubs:7.1f} us = "
+            f"tritonserver {server:6.1f} + stubs {stubs:6.1f}  ({total.requests} requests)"
+        )
+        for name in total.processes:
+            cells = [total.per_request(name, counter) for counter in COUNTERS]
+            line = (
+                f"  {name:<24} CPU {cells[0]:6.1f} (user {cells[1]:6.1f}  sys {cells[2]:5.1f})  "
+                f"switches {cells[3]:5.2f} / {cells[4]:5.2f}  faults {cells[5]:5.2f}"
+            )
+            run = total.extra.get("execute", {}).get(name)
+            if run is not None and run[1] + run[3]:
+                line += f"  execute {(run[0] + run[2]) / (run[1] + run[3]) / 1e3:6.1f}"
+            lines.append(line)
+            collected = total.extra.get("gc", {}).get(name)
+            if collected is not None:
+                per = [value / max(total.requests, 1) for value in collected]
+                lines.append(
+                    f"    gc per 1000 requests: {per[0] * 1e3:.2f} / {per[1] * 1e3:.2f} / "
+                    f"{per[2] * 1e3:.2f} collections (gen 0/1/2), "
+                    f"{sum(per[3:]) / 1e3:.2f} us CPU per request"
+                )
+        threads = sorted(total.threads.items(), key=lambda item: -item[1])[:6]
+        lines.append(
+            "  tritonserver threads: "
+            + ", ".join(f"{name} {us / max(total.requests, 1):.1f}" for name, us in threads)
+        )
+    if "raw" in totals:
+        lines.append("CPU per request over raw's, pooled over the rounds (90 % interval)")
+        for variant in totals:
+            if variant == "raw":
+                continue
+            cells = []
+            for label, part in (("server CPU", 0), ("tritonserver", 1), ("stubs", 2)):
+                mid, low, high = pooled(totals[variant].rounds, totals["raw"].rounds, part)
+                cells.append(f"{label} {mid:.3f}x ({low:.3f}-{high:.3f})")
+            lines.append(f"  {variant:<9} " + ", ".join(cells))
+    return "\n".join(lines)
+
+
+class _Load:
+    """``concurrency`` threads, each with its own channel, that send a window's requests on
+    demand (kept across windows: no thread or channel is opened inside a window)."""
+
+    def __init__(self, url: str, concurrency: int) -> None:
+        from benchmarks.loadgen import _stub
+
+        self.channels = [_stub(url) for _ in range(concurrency)]
+        self.request: Any = None
+        self.count = 0
+        self.start = threading.Barrier(concurrency + 1)
+        self.done = threading.Barrier(concurrency + 1)
+        self.stop = False
+        self.errors: List[BaseException] = []
+        self.threads = [
+            threading.Thread(target=self._run, args=(channel,), daemon=True)
+            for channel in self.channels
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def _run(self, channel: Any) -> None:
+        while True:
+            self.start.wait()
+            if self.stop:
+                return
+            try:
+                for _ in range(self.count):
+                    channel.ModelInfer(self.request, timeout=60)
+            except Exception as exc:  # (a failed request must not leave the barrier waiting)
+                self.errors.append(exc)
+            self.done.wait()
+
+    def window(self, request: Any, count: int) -> None:
+        self.request, self.count = request, count
+        self.start.wait()
+        self.done.wait()
+        if self.errors:
+            raise RuntimeError(f"a request failed: {self.errors[0]}")
+
+    def close(self) -> None:
+        self.stop = True
+        self.start.wait()
+
+
+def _sample(server_pid: int, pids: Mapping[str, int], tick: int) -> Dict[str, Dict[str, float]]:
+    sample = {SERVER: read_process(server_pid, tick)}
+    for model, pid in pids.items():
+        sample[model] = read_process(pid, tick)
+    return sample
+
+
+def measure(
+    workload: Any,
+    server: Any,
+    concurrency: int,
+    requests: int,
+    rounds: int,
+    readers: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Totals]:
+    """Drive each variant in turn, ``rounds`` times; the totals of each. ``readers``: per
+    kind of counter kept beside the stubs' model.py files, ``f(model)`` giving its totals so
+    far (or None)."""
+    from benchmarks.stub_load import _members
+    from tritonpy.perf._engine import grpc_request
+    from tritonpy.server._stubwatch import live_stubs
+
+    tick = os.sysconf("SC_CLK_TCK")
+    variants = [v for v in workload.models if v != "pytriton"]
+    stubs = {stub.model: stub.pid for stub in live_stubs(server.pid)}
+    members = {v: _members(server.grpc_url, workload.models[v]) for v in variants}
+    payload = workload.payloads[0]
+    built = {v: grpc_request(workload.models[v], payload) for v in variants}
+    totals = {v: Totals() for v in variants}
+    per_thread = max(requests // concurrency, 1)
+    load = _Load(server.grpc_url, concurrency)
+    try:
+        for variant in variants:  # warm every stub up
+            load.window(built[variant], 20)
+        for order in round_orders(variants, rounds):
+            for variant in order:
+                pids = {m: stubs[m] for m in members[variant]}
+                kept = {(k, m): f(m) for k, f in (readers or {}).items() for m in pids}
+                before = _sample(server.pid, pids, tick)
+                threads = read_threads(server.pid)
+                started = time.perf_counter()
+                load.window(built[variant], per_thread)
+                seconds = time.perf_counter() - started
+                after = _sample(server.pid, pids, tick)
+                _add(totals[variant], before, after, per_thread * concurrency, seconds)
+                for name, us in read_threads(server.pid).items():
+                    spent = us - threads.get(name, us)
+                    totals[variant].threads[name] = totals[variant].threads.get(name, 0) + spent
+                for (kind, model), start in kept.items():
+                    end = (readers or {})[kind](model)
+                    if start is not None and end is not None:
+                        sums = totals[variant].extra.setdefault(kind, {})
+                        row = sums.setdefault(model, [0] * len(end))
+                        for slot, value in enumerate(end):
+                            row[slot] += value - start[slot]
+    finally:
+        load.close()
+    return totals
+
+
+def _add(
+    total: Totals,
+    before: Mapping[str, Mapping[str, float]],
+    after: Mapping[str, Mapping[str, float]],
+    requests: int,
+    seconds: float,
+) -> None:
+    total.requests += requests
+    total.seconds += seconds
+    cpu = {SERVER: 0.0, "stubs": 0.0}
+    for name, counters in after.items():
+        sums = total.processes.setdefault(name, dict.fromkeys(COUNTERS, 0.0))
+        for counter in COUNTERS:
+            sums[counter] += counters[counter] - before[name][counter]
+        used = counters["cpu_us"] - before[name]["cpu_us"]
+        cpu[SERVER if name == SERVER else "stubs"] += used
+    total.rounds.append((requests, cpu[SERVER], cpu["stubs"]))
+
+
+def add_variant(repo: Path, workload: Any, spec: str) -> str:
+    """Add ``VARIANT=LIKE:PATH`` to ``repo`` and ``workload``: PATH's model.py served with the
+    configuration of the variant LIKE, as the model ``<workload>_<VARIANT>``."""
+    import shutil
+
+    variant, _, rest = spec.partition("=")
+    like, _, path = rest.partition(":")
+    if not variant or like not in workload.models or not Path(path).is_file():
+        raise SystemExit(
+            f"--extra {spec!r}: want VARIANT=LIKE:PATH, LIKE one of "
+            f"{sorted(workload.models)} and PATH a model.py"
+        )
+    source, name = workload.models[like], f"{workload.name}_{variant}"
+    (repo / name / "1").mkdir(parents=True)
+    shutil.copyfile(path, repo / name / "1" / "model.py")
+    config = (repo / source / "config.pbtxt").read_text(encoding="utf-8")
+    (repo / name / "config.pbtxt").write_text(
+        config.replace(f'name: "{source}"', f'name: "{name}"', 1), encoding="utf-8"
+    )
+    workload.models[variant] = name
+    return name
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from benchmarks.workloads import ALL_WORKLOADS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    plain = [name for name in ALL_WORKLOADS if name != "sequence"]
+    parser.add_argument("--workload", default="add_sub", choices=plain)
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--requests", type=int, default=1000, help="per window")
+    parser.add_argument("--rounds", type=int, default=24)
+    parser.add_argument("--no-control", action="store_true", help="raw and tritonpy only")
+    parser.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="VARIANT=LIKE:PATH",
+        help="one more variant: the model.py at PATH with the configuration of variant LIKE "
+        "(e.g. nomalloc=tritonpy:/tmp/add_sub_nomalloc.py; repeatable): an ablation",
+    )
+    parser.add_argument(
+        "--execute-cpu", action="store_true", help="also each stub's execute() thread CPU"
+    )
+    parser.add_argument(
+        "--gc", action="store_true", help="also each stub's garbage collections and their CPU"
+    )
+    args = parser.parse_args(argv)
+    from benchmarks.control import add_control_models
+    from benchmarks.stub_load import read_execute_cpu
+    from benchmarks.workloads import build_repository
+    from tritonpy.server import TritonServer
+
+    with tempfile.TemporaryDirectory(prefix="tritonpy-cpu-split-") as scratch:
+        repo = Path(scratch) / "repo"
+        repo.mkdir()
+        built = build_repository(repo, [args.workload], log=print)
+        if not built:
+            print(f"error: the {args.workload} workload could not be built", file=sys.stderr)
+            return 2
+        workload = built[0]
+        if not args.no_control:
+            add_control_models(repo, built)
+        workload.models = {v: m for v, m in workload.models.items() if v != "naive"}
+        for extra in args.extra:
+            add_variant(repo, workload, extra)
+        readers: Dict[str, Any] = {}
+        if args.execute_cpu:
+            wrap_execute(repo)
+            readers["execute"] = lambda model: read_execute_cpu(repo, model)
+        if args.gc:
+            add_gc_counter(repo)
+            readers["gc"] = lambda model: read_gc(repo, model)
+        with TritonServer(repo, heal=False) as server:
+            totals = measure(
+                workload, server, args.concurrency, args.requests, args.rounds, readers
+            )
+    print(render(totals, args.workload, args.concurrency))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

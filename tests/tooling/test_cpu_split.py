@@ -1,0 +1,155 @@
+"""benchmarks/cpu_split.py's pieces without a server: the /proc parsers, the rotation of the
+variants, the pooled ratio with its interval, the table, an ablation variant's model."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.cpu_split import (  # noqa: E402
+    COUNTERS,
+    SERVER,
+    Totals,
+    add_variant,
+    parse_schedstat,
+    parse_stat,
+    parse_status,
+    pooled,
+    read_process,
+    render,
+    round_orders,
+)
+from benchmarks.workloads import Workload  # noqa: E402
+
+# a /proc/<pid>/stat line whose command has a space and a parenthesis in it
+STAT = "123 (triton (stub) b) S 1 2 3 0 -1 4194304 57 0 0 0 250 30 0 0 20 0 5 0 100 0 0"
+
+
+def test_parse_stat_reads_user_system_and_faults_after_the_command() -> None:
+    user, system, faults = parse_stat(STAT, tick=100)
+    assert (user, system, faults) == (2_500_000.0, 300_000.0, 57.0)
+
+
+def test_parse_status_and_schedstat() -> None:
+    status = "Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n"
+    assert parse_status(status) == (12.0, 3.0)
+    assert parse_schedstat("52814994 105292166 193\n") == pytest.approx(52814.994)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="Linux /proc only")
+def test_read_process_reads_this_process() -> None:
+    import os
+
+    counters = read_process(os.getpid(), os.sysconf("SC_CLK_TCK"))
+    assert set(counters) == set(COUNTERS)
+    assert counters["cpu_us"] > 0 and counters["voluntary"] >= 0
+
+
+def test_round_orders_put_every_variant_in_every_place() -> None:
+    orders = round_orders(["a", "b", "c"], 6)
+    assert orders[:3] == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
+    assert orders[3] == ["c", "b", "a"]  # reversed in the second cycle
+    for place in range(3):
+        assert {order[place] for order in orders} == {"a", "b", "c"}
+    assert all(sorted(order) == ["a", "b", "c"] for order in orders)
+
+
+def test_pooled_adds_rounds_up_before_dividing() -> None:
+    # rows: (requests, tritonserver us, stubs us); the variant costs 10 % more in its stubs
+    raws = [(100, 1000.0, 500.0), (300, 3000.0, 1500.0)]
+    mine = [(100, 1000.0, 550.0), (300, 3000.0, 1650.0)]
+    ratio, low, high = pooled(mine, raws, part=2)
+    assert ratio == pytest.approx(1.1) and low == pytest.approx(1.1) and high == pytest.approx(1.1)
+    both, _, _ = pooled(mine, raws, part=0)
+    assert both == pytest.approx(6200 / 6000)
+    assert pooled(mine, raws, part=1)[0] == pytest.approx(1.0)
+
+
+def test_pooled_interval_widens_with_noisy_rounds() -> None:
+    raws = [(100, 100.0, 100.0)] * 8
+    mine = [(100, 100.0, value) for value in (90.0, 110.0, 95.0, 105.0, 100.0, 80.0, 120.0, 100.0)]
+    ratio, low, high = pooled(mine, raws, part=2)
+    assert ratio == pytest.approx(1.0)
+    assert low < 1.0 < high
+    assert pooled([], [], part=0)[0] != pooled([], [], part=0)[0]  # nan without rounds
+
+
+def _totals(stub: str, stub_us: float) -> Totals:
+    total = Totals(requests=100, seconds=0.5)
+    total.processes[SERVER] = dict.fromkeys(COUNTERS, 0.0) | {"cpu_us": 20000.0}
+    total.processes[stub] = dict.fromkeys(COUNTERS, 0.0) | {"cpu_us": stub_us}
+    total.threads = {"tritonserver": 19000.0, "default-executo": 1000.0}
+    total.extra["execute"] = {stub: [3_000_000, 100, 0, 0]}
+    total.rounds = [(100, 20000.0, stub_us)]
+    return total
+
+
+def test_render_splits_server_and_stub_and_gives_the_ratios() -> None:
+    text = render(
+        {"raw": _totals("m_raw", 10000.0), "tritonpy": _totals("m_tp", 11000.0)}, "add_sub", 1
+    )
+    assert "add_sub, c=1" in text
+    assert "server CPU   300.0 us = tritonserver  200.0 + stubs  100.0" in text
+    assert "server CPU   310.0 us = tritonserver  200.0 + stubs  110.0" in text
+    assert "execute   30.0" in text
+    assert "tritonserver threads: tritonserver 190.0, default-executo 10.0" in text
+    assert "tritonpy  server CPU 1.033x" in text and "stubs 1.100x" in text
+
+
+def test_add_variant_copies_the_model_with_the_configuration_of_another(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "add_sub_tritonpy" / "1").mkdir(parents=True)
+    (repo / "add_sub_tritonpy" / "config.pbtxt").write_text(
+        'name: "add_sub_tritonpy"\nbackend: "python"\n', encoding="utf-8"
+    )
+    model = tmp_path / "variant.py"
+    model.write_text("# the ablation\n", encoding="utf-8")
+    workload = Workload("add_sub", "", {"tritonpy": "add_sub_tritonpy"}, [])
+    assert add_variant(repo, workload, f"nomalloc=tritonpy:{model}") == "add_sub_nomalloc"
+    assert workload.models["nomalloc"] == "add_sub_nomalloc"
+    config = (repo / "add_sub_nomalloc" / "config.pbtxt").read_text(encoding="utf-8")
+    assert config.startswith('name: "add_sub_nomalloc"')
+    assert (repo / "add_sub_nomalloc" / "1" / "model.py").read_text() == "# the ablation\n"
+    with pytest.raises(SystemExit):
+        add_variant(repo, workload, f"x=nosuch:{model}")
+
+
+def test_the_wrappers_count_what_the_stub_calls_on_the_instance(tmp_path: Path) -> None:
+    import gc
+    import importlib.util
+
+    from benchmarks.cpu_split import add_gc_counter, read_gc, wrap_execute
+    from benchmarks.stub_load import read_execute_cpu
+
+    version = tmp_path / "repo" / "m" / "1"
+    version.mkdir(parents=True)
+    (version / "model.py").write_text(
+        "class TritonPythonModel:\n"
+        "    def initialize(self, args):\n"
+        "        self.execute = self.bound  # as tritonpy binds its engine's execute\n"
+        "    def bound(self, requests):\n"
+        "        return [r * 2 for r in requests]\n",
+        encoding="utf-8",
+    )
+    wrap_execute(tmp_path / "repo")
+    add_gc_counter(tmp_path / "repo")
+    spec = importlib.util.spec_from_file_location("m_model", version / "model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    callbacks = list(gc.callbacks)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        gc.callbacks[:] = callbacks  # (the counter stays out of this process)
+    model = module.TritonPythonModel()
+    model.initialize({})
+    assert model.execute([1]) == [2] and model.execute([1, 2, 3]) == [2, 4, 6]
+    ns_alone, alone, ns_merged, merged = read_execute_cpu(tmp_path / "repo", "m") or []
+    assert (alone, merged) == (1, 3) and ns_alone >= 0 and ns_merged >= 0
+    assert read_gc(tmp_path / "repo", "m") is not None
+    assert read_gc(tmp_path / "repo", "absent") is None
