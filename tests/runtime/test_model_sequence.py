@@ -495,3 +495,46 @@ def test_bad_inputs_and_input_errors_fail_their_request_alone() -> None:
         assert empty.error().code() == pb.TritonError.INVALID_ARG
         assert "input 'VALUE' is required" in empty.error().message()
         assert fine.output_tensors()[0].as_numpy().tolist() == [[3]]
+
+
+def test_plain_sequence_requests_take_the_direct_path_with_their_sequence() -> None:
+    class Recorded(RunningSum):
+        def infer(self, VALUE: np.ndarray, sequence: tp.SequenceInfo) -> Dict[str, Any]:
+            self.seen.append((sequence.id, sequence.start, sequence.end))
+            return super().infer(VALUE, sequence)
+
+    with served(Recorded) as harness:
+        model = harness.model
+        model.seen = []
+        engine = engine_of(model)
+        assert engine.direct_inputs is not None  # plain tensors in and out
+        general = []
+        compute = engine.compute_in_sequence
+        engine.compute_in_sequence = lambda *a: general.append(a[0]) or compute(*a)
+        assert sums(harness, [(1, 3, START), (2, 3, 0), (4, 3, END)]) == [1, 3, 7]
+        assert model.seen == [(3, True, False), (3, False, False), (3, False, True)]
+        assert general == []  # the direct path served every request
+        assert model.ended == [(3, False, 7)]
+
+
+def test_unusual_sequence_requests_go_to_the_general_path_with_their_sequence() -> None:
+    class Listed(RunningSum):
+        def infer(self, VALUE: np.ndarray, sequence: tp.SequenceInfo) -> Dict[str, Any]:
+            result = super().infer(VALUE, sequence)
+            return {"SUM": result["SUM"].tolist()}  # a list: converted by the general path
+
+    with served(Listed) as harness:
+        engine = engine_of(harness.model)
+        general = []
+        compute = engine.compute_in_sequence
+        engine.compute_in_sequence = lambda *a: general.append(a[0]) or compute(*a)
+        harness.infer(value(1), correlation_id=4, flags=START)
+        wide = pb.InferenceRequest(
+            correlation_id=4, flags=0, inputs=[pb.Tensor("VALUE", np.array([[2]], np.int64))]
+        )
+        (refused,) = harness.model.execute([wide])  # INT64 for INT32: worded by the general path
+        assert refused.error().code() == pb.TritonError.INVALID_ARG
+        assert "VALUE" in refused.error().message() and "INT32" in refused.error().message()
+        assert general == [0]  # the wrong dtype went to the general path
+        assert sums(harness, [(2, 4, 0), (3, 4, END)]) == [3, 6]  # state kept, lists converted
+        assert harness.model.ended == [(4, False, 6)]

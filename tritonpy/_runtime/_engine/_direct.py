@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._sequence import SEQUENCE_ARGUMENT, SequenceInfo
 from ..codecs.text import STUB_ENCODED_TYPES
 from ..errors import InputError
 from ._decoded import Decoded
@@ -46,16 +47,21 @@ if TYPE_CHECKING:
 _OBJECT: np.dtype[Any] = np.dtype(object)
 
 
-def serve_direct(engine: Engine, index: int, request: Any) -> Any:
+def serve_direct(
+    engine: Engine, index: int, request: Any, sequence: Optional[SequenceInfo] = None
+) -> Any:
     """One request alone, from its inputs to its response; anything unusual goes to the
-    general path (``compute_alone``, ``respond``), which words the errors."""
+    general path (``compute_alone``, ``respond``), which words the errors.
+
+    ``sequence``: the request's sequence, for a stateful model (infer's ``sequence``
+    argument when it takes one; the general path is then ``compute_in_sequence``)."""
     if engine.checks_cancelled and request.is_cancelled():
         return engine.cancelled_response()
     specs = engine.direct_inputs
     assert specs is not None  # execute() comes here only for a model that qualifies
     inputs = request.inputs()
     if len(inputs) != len(specs):
-        return engine.compute_alone(index, request)
+        return _general(engine, index, request, sequence)
     batched = engine.batched
     values: Dict[str, Any] = {}
     rows = count = -1  # (every input has the same number of rows)
@@ -63,13 +69,13 @@ def serve_direct(engine: Engine, index: int, request: Any) -> Any:
         name = tensor.name()
         spec = specs.get(name)
         if spec is None:
-            return engine.compute_alone(index, request)
+            return _general(engine, index, request, sequence)
         how, dtype, dims, rank, fits, call = spec
         if how == BY_CODEC:  # the finished value (rows first when batched)
             try:
                 value = call[0](name, tensor, batched)
             except Exception:
-                return engine.compute_alone(index, request)
+                return _general(engine, index, request, sequence)
             if batched:
                 count = len(value)
         else:
@@ -77,7 +83,7 @@ def serve_direct(engine: Engine, index: int, request: Any) -> Any:
             shape = value.shape
             if batched:
                 if not shape:
-                    return engine.compute_alone(index, request)
+                    return _general(engine, index, request, sequence)
                 count, shape = shape[0], shape[1:]
             # (ArrayRule.fits written out: a call per input would cost more than the checks)
             if (value.dtype is not dtype and value.dtype != dtype) or (
@@ -85,13 +91,15 @@ def serve_direct(engine: Engine, index: int, request: Any) -> Any:
                 if dims is not None
                 else len(shape) != rank or (fits is not None and not fits(shape))
             ):
-                return engine.compute_alone(index, request)
+                return _general(engine, index, request, sequence)
         if rows != count and rows != -1:
-            return engine.compute_alone(index, request)
+            return _general(engine, index, request, sequence)
         rows = count
         values[name] = value
     if len(values) != len(specs):  # an input repeated (and so another missing)
-        return engine.compute_alone(index, request)
+        return _general(engine, index, request, sequence)
+    if sequence is not None and engine.wants_sequence:
+        values[SEQUENCE_ARGUMENT] = sequence
     try:
         started = perf_counter()  # (timed_infer written out: no call per request)
         result = engine.infer(**values)
@@ -106,6 +114,13 @@ def serve_direct(engine: Engine, index: int, request: Any) -> Any:
         return engine.refused(exc)
     except Exception as exc:
         return engine.internal_error(exc, "running infer()")
+
+
+def _general(engine: Engine, index: int, request: Any, sequence: Optional[SequenceInfo]) -> Any:
+    """The general path of a request the direct path does not take."""
+    if sequence is None:
+        return engine.compute_alone(index, request)
+    return engine.compute_in_sequence(index, request, sequence)
 
 
 def _respond_generally(

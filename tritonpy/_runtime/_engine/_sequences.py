@@ -13,7 +13,8 @@ What happens to one request of a sequence model, in order:
    no flags: the direct strategy's filler of an empty slot) gets an empty response;
 3. the request is decoded and computed on its own (even when the oldest strategy brings the
    requests of several sequences in one ``execute()``: each sequence's state is its own), with
-   its :class:`~tritonpy._runtime._sequence.SequenceInfo` in infer's ``sequence`` argument; an
+   its :class:`~tritonpy._runtime._sequence.SequenceInfo` in infer's ``sequence`` argument
+   (plain tensors in and out: the direct path of ``_direct.py``, else the general one); an
    exception fails that request alone and leaves the sequence open;
 4. after the END request, the sequence is closed and ``end_sequence`` called.
 
@@ -177,7 +178,9 @@ def execute_sequences(engine: Engine, requests: Sequence[Any]) -> Any:
     store = engine.sequences
     assert store is not None
     now = store.clock()
-    if store.open:
+    open_ = store.open
+    # (the oldest sequence looked at here: most calls evict nothing, and a call costs)
+    if open_ and next(iter(open_.values())).last_seen <= now - store.idle_timeout_s:
         evict_idle(engine, now)
     if not engine.traits.decoupled:
         return [serve_in_sequence(engine, index, r, now) for index, r in enumerate(requests)]
@@ -196,7 +199,9 @@ def serve_in_sequence(engine: Engine, index: int, request: Any, now: float) -> A
     info = sequence_of(engine, request, now)
     if type(info) is not SequenceInfo:
         return info  # the error response
-    if engine.checks_cancelled and request.is_cancelled():
+    if engine.direct_inputs is not None:  # plain inputs and outputs: the direct path
+        response = engine.serve_direct(index, request, info)
+    elif engine.checks_cancelled and request.is_cancelled():
         response = engine.cancelled_response()
     else:
         response = compute_in_sequence(engine, index, request, info)

@@ -19,6 +19,7 @@ poison request fails alone and its neighbours still succeed.
 from __future__ import annotations
 
 import traceback
+from functools import partial
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
@@ -55,13 +56,15 @@ class Engine(CodecTables):
         #: a stateful model's open sequences (``_sequences.py``), None for other models
         self.sequences: Optional[SequenceStore] = None
         if traits.sequence is not None:
-            from ._sequences import SequenceStore, execute_sequences
+            from ._sequences import SequenceStore, compute_in_sequence, execute_sequences
 
             self.sequences = SequenceStore(
                 traits.sequence, model.start_sequence, model.end_sequence
             )
             # kept: an import statement in execute_special would cost a microsecond a call
             self.execute_sequences = execute_sequences
+            #: the general path of a request of a sequence (the direct path's fallback)
+            self.compute_in_sequence = partial(compute_in_sequence, self)
         self.wants_sequence = traits.wants_sequence
         # streams never merge (each request gets its own generator), nor do the requests of
         # sequences (each has its own state)
@@ -98,6 +101,8 @@ class Engine(CodecTables):
         plain = plain_execute(self)
         if plain is not None:
             self.execute = plain  # type: ignore[method-assign,assignment]
+        elif self.sequences is not None:  # a stateful model's calls go straight to its path
+            self.execute = partial(self.execute_sequences, self)  # type: ignore[method-assign]
 
     def execute(self, requests: Sequence[Any]) -> Any:
         """Serve one batch of requests (what ``Model.execute`` returns)."""
