@@ -6,6 +6,7 @@ windows of closed-loop gRPC load that the variants take in turns (raw, its ident
 
     python benchmarks/cpu_split.py --workload add_sub --concurrency 1 --rounds 30
     python benchmarks/cpu_split.py --workload ensemble --concurrency 4 --execute-cpu
+    python benchmarks/cpu_split.py --workload sequence --concurrency 16 --execute-cpu
 
 ``benchmarks/run.py`` gives the sum (server CPU per inference); this splits it, so a
 difference between raw and tritonpy can be placed: in the stub's ``execute()`` (with
@@ -336,12 +337,17 @@ def render(totals: Mapping[str, Totals], workload: str, concurrency: int) -> str
 
 class _Load:
     """``concurrency`` threads, each with its own channel, that send a window's requests on
-    demand (kept across windows: no thread or channel is opened inside a window)."""
+    demand (kept across windows: no thread or channel is opened inside a window).
 
-    def __init__(self, url: str, concurrency: int) -> None:
+    With ``sequence_length`` (the sequence workload), each thread sends whole sequences of
+    that many requests (START on the first, END on the last, a new id for each), so a
+    window's requests per thread are rounded up to whole sequences."""
+
+    def __init__(self, url: str, concurrency: int, sequence_length: int = 0) -> None:
         from benchmarks.loadgen import _stub
 
         self.channels = [_stub(url) for _ in range(concurrency)]
+        self.sequence_length = sequence_length
         self.request: Any = None
         self.count = 0
         self.start = threading.Barrier(concurrency + 1)
@@ -349,23 +355,47 @@ class _Load:
         self.stop = False
         self.errors: List[BaseException] = []
         self.threads = [
-            threading.Thread(target=self._run, args=(channel,), daemon=True)
-            for channel in self.channels
+            threading.Thread(target=self._run, args=(channel, number), daemon=True)
+            for number, channel in enumerate(self.channels)
         ]
         for thread in self.threads:
             thread.start()
 
-    def _run(self, channel: Any) -> None:
+    def _run(self, channel: Any, number: int) -> None:
+        next_id = (number + 1) * 10_000_000  # each thread's sequence ids its own
         while True:
             self.start.wait()
             if self.stop:
                 return
             try:
-                for _ in range(self.count):
-                    channel.ModelInfer(self.request, timeout=60)
+                if self.sequence_length:
+                    next_id = self._sequences(channel, next_id)
+                else:
+                    for _ in range(self.count):
+                        channel.ModelInfer(self.request, timeout=60)
             except Exception as exc:  # (a failed request must not leave the barrier waiting)
                 self.errors.append(exc)
             self.done.wait()
+
+    def _sequences(self, channel: Any, next_id: int) -> int:
+        """Whole sequences of this window's request (at least ``count`` requests); the next
+        free id."""
+        from tritonpy.perf._stream import set_sequence
+
+        length = self.sequence_length
+        request = type(self.request)()
+        request.CopyFrom(self.request)
+        for _ in range(-(-self.count // length)):
+            for position in range(length):
+                set_sequence(request, (next_id, position == 0, position == length - 1))
+                channel.ModelInfer(request, timeout=60)
+            next_id += 1
+        return next_id
+
+    def sent(self, count: int) -> int:
+        """Requests per thread a window of ``count`` sends."""
+        length = self.sequence_length
+        return -(-count // length) * length if length else count
 
     def window(self, request: Any, count: int) -> None:
         self.request, self.count = request, count
@@ -409,7 +439,8 @@ def measure(
     built = {v: grpc_request(workload.models[v], payload) for v in variants}
     totals = {v: Totals() for v in variants}
     per_thread = max(requests // concurrency, 1)
-    load = _Load(server.grpc_url, concurrency)
+    load = _Load(server.grpc_url, concurrency, workload.sequence_length)
+    per_thread = load.sent(per_thread)
     try:
         for variant in variants:  # warm every stub up
             load.window(built[variant], 20)
@@ -485,8 +516,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from benchmarks.workloads import ALL_WORKLOADS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    plain = [name for name in ALL_WORKLOADS if name != "sequence"]
-    parser.add_argument("--workload", default="add_sub", choices=plain)
+    parser.add_argument("--workload", default="add_sub", choices=list(ALL_WORKLOADS))
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--requests", type=int, default=1000, help="per window")
     parser.add_argument("--rounds", type=int, default=24)

@@ -153,3 +153,41 @@ def test_the_wrappers_count_what_the_stub_calls_on_the_instance(tmp_path: Path) 
     assert (alone, merged) == (1, 3) and ns_alone >= 0 and ns_merged >= 0
     assert read_gc(tmp_path / "repo", "m") is not None
     assert read_gc(tmp_path / "repo", "absent") is None
+
+
+def test_the_load_sends_whole_sequences_with_ids_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tritonclient.grpc import service_pb2
+
+    import benchmarks.loadgen
+    from benchmarks.cpu_split import _Load
+
+    sent: list = []
+
+    class Channel:
+        def ModelInfer(self, request: object, timeout: float) -> None:
+            params = request.parameters  # type: ignore[attr-defined]
+            sent.append(
+                (
+                    params["sequence_id"].int64_param,
+                    params["sequence_start"].bool_param,
+                    params["sequence_end"].bool_param,
+                )
+            )
+
+    monkeypatch.setattr(benchmarks.loadgen, "_stub", lambda url: Channel())
+    load = _Load("localhost:1", concurrency=2, sequence_length=4)
+    try:
+        assert load.sent(6) == 8  # rounded up to whole sequences
+        load.window(service_pb2.ModelInferRequest(model_name="m"), 6)
+        load.window(service_pb2.ModelInferRequest(model_name="m"), 4)
+    finally:
+        load.close()
+    assert len(sent) == 2 * (8 + 4)
+    by_id: dict = {}
+    for sequence_id, start, end in sent:
+        by_id.setdefault(sequence_id, []).append((start, end))
+    assert len(by_id) == 6  # 2 threads x (2 + 1) sequences, no id shared or reused
+    for flags in by_id.values():
+        assert flags == [(True, False), (False, False), (False, False), (False, True)]
