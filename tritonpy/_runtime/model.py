@@ -269,7 +269,7 @@ class Model(ModelCalls, ModelContext):
         self.__engine = Engine(self, pb, builtin, traits)
         if type(self).execute is Model.execute:
             # the stub calls the engine's execute itself: one Python frame less per call
-            # (about 0.5 us under load, benchmarks/README.md's issue 12 notes)
+            # (about 0.5 us under load, benchmarks/HISTORY.md's issue 12 passes)
             self.execute = self.__engine.execute  # type: ignore[method-assign]
 
     def execute(self, requests: Sequence[Any]) -> Any:

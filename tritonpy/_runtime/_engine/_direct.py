@@ -16,7 +16,7 @@ lays them out):
 
 Why: under load a stub's caches are cold for every request, and each Python call on the way
 costs about half a microsecond more than it does in a loop (``benchmarks/stub_load.py``, the
-issue 12 notes in benchmarks/README.md); these paths make the few calls a hand-written model
+issue 12 passes in benchmarks/HISTORY.md); these paths make the few calls a hand-written model
 makes. They give the same answers as the general paths: anything they do not expect (an input
 missing, unknown or repeated, a data type or shape that does not fit, a bad image, ``infer``
 returning anything but the declared values, a string the stub cannot encode) goes to the

@@ -103,7 +103,7 @@ class TorchTensor(Codec):
     def decode(self, name: str, tensor: Any, batched: bool) -> Any:
         torch = _torch()
         # the capsule, not the pb_utils tensor itself: the __dlpack__ protocol costs the real
-        # stub 6 us a tensor against 1.4 us for to_dlpack() (benchmarks/README.md)
+        # stub 6 us a tensor against 1.4 us for to_dlpack() (benchmarks/HISTORY.md)
         value = torch.from_dlpack(tensor.to_dlpack())
         shape = value.shape  # a torch.Size: a tuple
         if value.dtype is not (self._torch_dtype or self.torch_dtype) or not shape_matches(
