@@ -50,18 +50,12 @@ _OBJECT: np.dtype[Any] = np.dtype(object)
 def serve_direct(
     engine: Engine, index: int, request: Any, sequence: Optional[SequenceInfo] = None
 ) -> Any:
-    """One request alone, from its inputs to its response; anything unusual goes to the
-    general path (``compute_alone``, ``respond``), which words the errors.
-
-    ``sequence``: the request's sequence, for a stateful model (infer's ``sequence``
-    argument when it takes one; the general path is then ``compute_in_sequence``)."""
+    """One request (of ``sequence``, if stateful); the unusual to the general path."""
     if engine.checks_cancelled and request.is_cancelled():
         return engine.cancelled_response()
-    specs = engine.direct_inputs
-    assert specs is not None  # execute() comes here only for a model that qualifies
+    # (execute() comes here only for a model that qualifies)
+    specs: Dict[str, DirectInput] = engine.direct_inputs  # type: ignore[assignment]
     inputs = request.inputs()
-    if len(inputs) != len(specs):
-        return _general(engine, index, request, sequence)
     batched = engine.batched
     values: Dict[str, Any] = {}
     rows = count = -1  # (every input has the same number of rows)
@@ -85,8 +79,7 @@ def serve_direct(
                 if not shape:
                     return _general(engine, index, request, sequence)
                 count, shape = shape[0], shape[1:]
-            # (ArrayRule.fits written out: a call per input would cost more than the checks)
-            if (value.dtype is not dtype and value.dtype != dtype) or (
+            if (value.dtype is not dtype and value.dtype != dtype) or (  # ArrayRule.fits, inline
                 shape != dims
                 if dims is not None
                 else len(shape) != rank or (fits is not None and not fits(shape))
@@ -96,7 +89,7 @@ def serve_direct(
             return _general(engine, index, request, sequence)
         rows = count
         values[name] = value
-    if len(values) != len(specs):  # an input repeated (and so another missing)
+    if len(values) != len(specs) or len(inputs) != len(specs):  # one missing or repeated
         return _general(engine, index, request, sequence)
     if sequence is not None and engine.wants_sequence:
         values[SEQUENCE_ARGUMENT] = sequence

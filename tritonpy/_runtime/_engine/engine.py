@@ -56,15 +56,7 @@ class Engine(CodecTables):
         #: a stateful model's open sequences (``_sequences.py``), None for other models
         self.sequences: Optional[SequenceStore] = None
         if traits.sequence is not None:
-            from ._sequences import SequenceStore, compute_in_sequence, execute_sequences
-
-            self.sequences = SequenceStore(
-                traits.sequence, model.start_sequence, model.end_sequence
-            )
-            # kept: an import statement in execute_special would cost a microsecond a call
-            self.execute_sequences = execute_sequences
-            #: the general path of a request of a sequence (the direct path's fallback)
-            self.compute_in_sequence = partial(compute_in_sequence, self)
+            self._set_up_sequences(model, traits.sequence)
         self.wants_sequence = traits.wants_sequence
         # streams never merge (each request gets its own generator), nor do the requests of
         # sequences (each has its own state)
@@ -102,7 +94,17 @@ class Engine(CodecTables):
         if plain is not None:
             self.execute = plain  # type: ignore[method-assign,assignment]
         elif self.sequences is not None:  # a stateful model's calls go straight to its path
-            self.execute = partial(self.execute_sequences, self)  # type: ignore[method-assign]
+            self.execute = partial(self.execute_sequences, self)
+
+    def _set_up_sequences(self, model: Any, declared: Any) -> None:
+        """A stateful model's store and sequence path."""
+        from ._sequences import SequenceStore, compute_in_sequence, execute_sequences
+
+        self.sequences = SequenceStore(declared, model.start_sequence, model.end_sequence)
+        # kept: an import statement in execute_special would cost a microsecond a call
+        self.execute_sequences = execute_sequences
+        #: the general path of a request of a sequence (the direct path's fallback)
+        self.compute_in_sequence = partial(compute_in_sequence, self)
 
     def execute(self, requests: Sequence[Any]) -> Any:
         """Serve one batch of requests (what ``Model.execute`` returns)."""
