@@ -107,6 +107,8 @@ class Load:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._outcomes: List[Outcome] = []
+        # when each thread's latest request began (0.0 before its first)
+        self._latest_began = [0.0] * threads
         self._threads = [
             threading.Thread(target=self._run, args=(i,), name=f"fleet-load-{i}", daemon=True)
             for i in range(threads)
@@ -126,6 +128,8 @@ class Load:
                 return
             request = self.requests[(index + n) % len(self.requests)]
             began = time.monotonic()
+            with self._lock:
+                self._latest_began[index] = began
             error: Optional[str] = None
             version: Optional[int] = None
             try:
@@ -154,6 +158,24 @@ class Load:
             assert self.running(), f"the load ended before {count} answers: {self.snapshot()}"
             assert time.monotonic() < deadline, f"no {count} answers in {timeout} s"
             time.sleep(0.05)
+
+    def wait_in_flight_ended(self, since: float, *, timeout: float = 60.0) -> None:
+        """Wait until every request in flight at ``since`` has ended: each running thread
+        has begun a request at or after ``since``. What the fleet client counts after that
+        belongs to requests sent after ``since`` only (a response read before a replica was
+        killed can be counted after the kill otherwise)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                pending = [
+                    i
+                    for i, thread in enumerate(self._threads)
+                    if thread.is_alive() and self._latest_began[i] < since
+                ]
+            if not pending:
+                return
+            assert time.monotonic() < deadline, f"threads {pending} still in flight"
+            time.sleep(0.01)
 
     def wait_every_kind(self, *, since: float = 0.0, timeout: float = 60.0) -> None:
         """Wait until every kind of request that began at or after ``since`` was answered at

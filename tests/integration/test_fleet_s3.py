@@ -427,6 +427,8 @@ def test_a_replica_killed_under_load_loses_nothing(
         os.killpg(pid, signal.SIGKILL)
         assert victim.wait(30) is not None
         killed_at = time.monotonic()
+        # the victim's count is read once the requests in flight at the kill have ended
+        load.wait_in_flight_ended(killed_at)
         at_kill = client.stats()
         load.wait_every_kind(since=killed_at)
         load.wait_answered(100 * len(sent), since=killed_at)
