@@ -1,5 +1,6 @@
 """The pure pieces of self-healing: backoff, stub-to-model mapping from a fake /proc tree,
-exit descriptions, console lines, and the healer's decisions on a fake /proc."""
+exit descriptions, console lines, the healer's decisions on a fake /proc, and the keeper of
+the server process on a fake server (known crashes, restarts, stopping)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import List, Optional, Sequence, cast
@@ -17,7 +19,8 @@ from tritonpy.cli import build_parser
 from tritonpy.server import ServerError, TritonServer
 from tritonpy.server._backoff import Backoff
 from tritonpy.server._command import server_command
-from tritonpy.server._keeper import serve_until_exit
+from tritonpy.server._crashes import LOCK_EXCEPTION, known_crash
+from tritonpy.server._keeper import ServerExit, serve_until_exit
 from tritonpy.server._procs import end_process_group
 from tritonpy.server._stubwatch import (
     child_processes,
@@ -316,19 +319,32 @@ class FakeServer:
     """What serve_until_exit uses of a TritonServer: it dies with ``codes`` in turn; starts
     fail while ``start_failures`` lasts."""
 
-    def __init__(self, codes: List[int], start_failures: int = 0) -> None:
+    def __init__(
+        self,
+        codes: List[int],
+        start_failures: int = 0,
+        tail: str = "E0101 tritonserver.cc:1] out of memory",
+    ) -> None:
         self.codes = codes
         self.start_failures = start_failures
+        self.tail = tail
         self.pid: Optional[int] = 100
         self.returncode: Optional[int] = None
         self.calls: List[str] = []
 
-    def wait(self) -> int:
+    @property
+    def running(self) -> bool:
+        return self.pid is not None and self.returncode is None
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[int]:
+        if not self.codes:  # runs until stopped
+            time.sleep(timeout or 0)
+            return None
         self.returncode = self.codes.pop(0)
         return self.returncode
 
     def log_tail(self, n: int) -> str:
-        return "E0101 tritonserver.cc:1] out of memory"
+        return self.tail
 
     def stop(self) -> None:
         self.calls.append("stop")
@@ -386,6 +402,64 @@ def test_restart_backs_off_counts_failed_starts_and_gives_up() -> None:
     assert ended.returncode == -11
     assert ended.reason.startswith("tritonserver (pid 101) was killed by SIGSEGV")
     assert ended.reason.endswith("gave up restarting: 4 deaths within 600 s")
+
+
+LOCK_CRASH_TAIL = """I1206 01:48:01.113836 29708 model_lifecycle.cc:839] "successfully loaded 'dbl'"
+terminate called after throwing an instance of 'boost::interprocess::lock_exception'
+  what():  boost::interprocess::lock_exception
+Signal (6) received.
+ 0# 0x000055B45CA8752D in tritonserver"""
+
+
+def test_the_known_lock_crash_is_named_with_its_remedy() -> None:
+    fake = FakeServer([-6], tail=LOCK_CRASH_TAIL)
+    ended = serve_until_exit(cast(TritonServer, fake), report=[].append)
+    headline, _, rest = ended.reason.partition("\n")
+    assert headline == (
+        "tritonserver (pid 100) was killed by SIGABRT: the Python backend aborted on a "
+        "shared-memory lock held by a stub process that had died (a known Triton crash, "
+        "triton-inference-server/server#8882); the end of its log:"
+    )
+    assert rest.startswith(LOCK_CRASH_TAIL)
+    assert ended.reason.endswith(
+        "nothing in the model causes it: start the server again (`tritonpy serve --restart` "
+        "does so by itself; under Kubernetes the pod's restart policy does)"
+    )
+    assert known_crash("E0101 out of memory") is None
+    assert known_crash(LOCK_CRASH_TAIL) is LOCK_EXCEPTION
+
+
+def test_a_restart_after_the_lock_crash_says_its_cause() -> None:
+    fake = FakeServer([-6, -9], tail=LOCK_CRASH_TAIL)
+    lines: List[str] = []
+    budget = Backoff(free=0, window=600, first=1, give_up_after=2)
+    serve_until_exit(
+        cast(TritonServer, fake), restart=True, report=lines.append, budget=budget, sleep=[].append
+    )
+    assert lines[0] == (
+        "[server] tritonserver (pid 100) was killed by SIGABRT: the Python backend aborted on a "
+        "shared-memory lock held by a stub process that had died (a known Triton crash, "
+        "triton-inference-server/server#8882); restarting in 1 s"
+    )
+
+
+def test_serving_from_a_thread_ends_when_stop_is_set() -> None:
+    fake = FakeServer([])
+    stop = threading.Event()
+    ended: List[ServerExit] = []
+    thread = threading.Thread(
+        target=lambda: ended.append(
+            serve_until_exit(cast(TritonServer, fake), restart=True, report=[].append, stop=stop)
+        )
+    )
+    thread.start()
+    time.sleep(0.3)
+    assert thread.is_alive() and fake.calls == []
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert ended[0].reason == "stopped on request" and ended[0].restarts == 0
+    assert fake.calls == ["stop"]
 
 
 def test_serve_flags_parse() -> None:

@@ -10,16 +10,19 @@ Example::
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .._runtime.errors import TritonPyError
 from ._backoff import Backoff
+from ._crashes import KnownCrash, known_crash
 from ._process import TritonServer
 from ._stubwatch import describe_returncode
 
 _TAIL_LINES = 30
+_CRASH_LINES = 100  # a crash's sign stands above its backtrace (about 25 lines)
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,22 @@ def restart_budget() -> Backoff:
     return Backoff(free=0, window=600.0, first=1.0, cap=30.0, give_up_after=5)
 
 
-def _headline(server: TritonServer, code: Optional[int]) -> str:
+def _headline(server: TritonServer, code: Optional[int], crash: Optional[KnownCrash]) -> str:
     how = describe_returncode(code)
     how = f"was {how}" if how.startswith("killed") else f"exited with {how}"
-    return f"tritonserver (pid {server.pid}) {how}"
+    cause = f": {crash.cause}" if crash is not None else ""
+    return f"tritonserver (pid {server.pid}) {how}{cause}"
+
+
+def _wait(server: TritonServer, stop: Optional[threading.Event]) -> Optional[int]:
+    """The server's exit code once it ended, or ``None`` once ``stop`` was set."""
+    if stop is None:
+        return server.wait()
+    while not stop.is_set():
+        code = server.wait(0.2)
+        if code is not None or not server.running:
+            return server.returncode if code is None else code
+    return None
 
 
 def serve_until_exit(
@@ -52,23 +67,32 @@ def serve_until_exit(
     budget: Optional[Backoff] = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    stop: Optional[threading.Event] = None,
 ) -> ServerExit:
     """Block while ``server`` (started) runs; return when it died and is not restarted.
 
     With ``restart``, a dead server is stopped (its stubs and shared memory cleaned up) and
     started again on the same ports after the ``budget``'s backoff (default
     :func:`restart_budget`); a start that fails counts as a death too. Each step is reported
-    as a line. Returns once the budget gives up, with the last reason.
+    as a line; a death of a known cause (:mod:`._crashes`) says the cause. Returns once the
+    budget gives up, with the last reason, or, when ``stop`` is given, once it is set (the
+    server is stopped then; serving from a thread).
     """
     budget = budget or restart_budget()
     restarts = 0
     while True:
-        code = server.wait()
-        headline = _headline(server, code)
-        reason = f"{headline}; the end of its log:\n{server.log_tail(_TAIL_LINES)}"
+        code = _wait(server, stop)
+        if stop is not None and stop.is_set():
+            server.stop()
+            return ServerExit(server.returncode, "stopped on request", restarts)
+        tail = server.log_tail(_TAIL_LINES)
+        crash = known_crash(server.log_tail(_CRASH_LINES))
+        headline = _headline(server, code, crash)
+        reason = f"{headline}; the end of its log:\n{tail}"
         server.stop()  # the stubs left behind, the shadow repository, the log echo
         if not restart:
-            return ServerExit(code, reason, restarts)
+            remedy = f"\n{crash.remedy}" if crash is not None else ""
+            return ServerExit(code, reason + remedy, restarts)
         while True:
             delay = budget.record(clock())
             if delay is None:
@@ -80,6 +104,8 @@ def serve_until_exit(
                 )
             report(f"[server] {headline}; restarting in {delay:g} s")
             sleep(delay)
+            if stop is not None and stop.is_set():
+                return ServerExit(code, "stopped on request", restarts)
             server.keep_ports()
             try:
                 server.start()
