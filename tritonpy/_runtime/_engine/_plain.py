@@ -1,9 +1,11 @@
-"""The plain-tensor path of a model without batching: ``execute()`` as one function the stub
-calls (:func:`plain_execute`, bound on the engine and the model instance), for a model whose
-every input and output is a plain numpy :class:`~tritonpy.Tensor` and whose ``infer`` is a
-plain function (not a stream, not async, no sequences, no request parameters, no built-in
-metrics): the smallest models, where the per-request cost of the engine is what the server
-sees.
+"""The plain-tensor path: ``execute()`` as one function the stub calls (:func:`plain_execute`,
+bound on the engine and the model instance), for a model whose every input and output is a
+plain numpy :class:`~tritonpy.Tensor` and whose ``infer`` is a plain function (not a stream,
+not async, no sequences, no request parameters, no built-in metrics): the smallest models,
+where the per-request cost of the engine is what the server sees. A model without batching
+is served here whatever its calls hold (:func:`_execute`); a batched model's call of one
+request is served here (:func:`_execute_rows`), a call of several goes to the engine, which
+merges their rows.
 
 Why: the general direct path (``_direct.serve_direct``) makes the few calls a hand-written
 model makes, but reads the engine's tables and attributes for every input and output and
@@ -20,8 +22,9 @@ left is what it must keep: the timing of ``infer`` for ``check_cancellation="aut
 checks of the cancellation switch, the errors per request (without them: 34.8 / 32.8 us).
 
 Anything else (a cancellation check, an input missing, unknown or repeated, a data type or
-shape that does not fit, ``infer`` returning anything but the declared arrays) goes to the
-direct and general paths, which give the same answers and word the errors.
+shape that does not fit, rows that differ, ``infer`` returning anything but the declared
+arrays) goes to the direct and general paths, which give the same answers and word the
+errors.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import numpy as np
 
+from .._sequence import SEQUENCE_ARGUMENT
 from ..errors import InputError
 from ._direct import _respond_generally
 from ._tables import AS_NUMPY
@@ -46,12 +50,20 @@ Execute = Callable[[Sequence[Any]], List[Any]]
 Output = Tuple[str, Any, Optional[Tuple[int, ...]], int, Any]
 
 
-def plain_execute(engine: Engine) -> Optional[Execute]:
-    """``execute(requests)`` for a model the plain-tensor path serves, else None."""
+Inputs = Dict[str, Tuple[Any, Any, int, Any]]
+#: what _serve_rows reads: the inputs' and outputs' checks, infer, Tensor, InferenceResponse
+Tables = Tuple[Inputs, Tuple[Output, ...], Callable[..., Any], Any, Any]
+#: the request of a batched model served: (index, request, its sequence or None) -> response
+ServeRows = Callable[[int, Any, Any], Any]
+
+
+def _tables(engine: Engine) -> Optional[Tuple[Inputs, Tuple[Output, ...]]]:
+    """The inputs' and outputs' checks of a model whose every input and output is a plain
+    numpy tensor (and which has an output), else None."""
     specs = engine.direct_inputs
-    if specs is None or engine.batched or not engine.plain:
+    if specs is None:
         return None
-    inputs: Dict[str, Tuple[Any, Any, int, Any]] = {}
+    inputs: Inputs = {}
     for name, (how, dtype, dims, rank, fits, _calls) in specs.items():
         if how != AS_NUMPY or dtype is _OBJECT:
             return None
@@ -61,14 +73,34 @@ def plain_execute(engine: Engine) -> Optional[Execute]:
         if how != AS_NUMPY or dtype is _OBJECT:
             return None
         outputs.append((name, dtype, dims, rank, fits))
-    if not outputs:
+    return (inputs, tuple(outputs)) if outputs else None
+
+
+def plain_execute(engine: Engine) -> Optional[Execute]:
+    """``execute(requests)`` for a model the plain-tensor path serves, else None."""
+    tables = _tables(engine) if engine.plain else None
+    if tables is None:
         return None
     # (a partial of a module function: its arguments are the frame's fast locals, where an
     # attribute of the engine is a lookup per request)
+    if engine.batched:
+        serve = plain_rows(engine)
+        general = partial(type(engine).execute, engine)  # the engine's dispatch: merging
+        return None if serve is None else partial(_execute_rows, engine, serve, general)
     pb = engine.pb
-    return partial(
-        _execute, engine, inputs, tuple(outputs), engine.infer, pb.Tensor, pb.InferenceResponse
-    )
+    return partial(_execute, engine, *tables, engine.infer, pb.Tensor, pb.InferenceResponse)
+
+
+def plain_rows(engine: Engine) -> Optional[ServeRows]:
+    """``serve(index, request, sequence)`` for a batched model whose inputs and outputs are
+    plain numpy tensors and whose ``infer`` is a plain function (a stateful model's included),
+    else None."""
+    traits = engine.traits
+    tables = _tables(engine)
+    if tables is None or not engine.batched or traits.decoupled or not traits.synchronous:
+        return None
+    pb = engine.pb
+    return partial(_serve_rows, engine, (*tables, engine.infer, pb.Tensor, pb.InferenceResponse))
 
 
 def _execute(
@@ -133,10 +165,77 @@ def _execute(
     return responses
 
 
-def _respond_other(engine: Engine, index: int, request: Any, values: Any, result: Any) -> Any:
-    """The direct path's response for what :func:`_execute` does not take (arrays to
-    convert, a Response with parameters...), else the general path's."""
-    tensors = engine.direct_arrays(result, None, engine.pb.Tensor)
+def _execute_rows(engine: Engine, serve: ServeRows, general: Execute, requests: Any) -> Any:
+    """A batched model's call: one request served by :func:`_serve_rows`, several merged by
+    the engine (as are calls that check for cancellation)."""
+    if len(requests) != 1 or engine.checks_cancelled or engine.direct_inputs is None:
+        return general(requests)
+    return [serve(0, requests[0], None)]
+
+
+def _serve_rows(engine: Engine, tables: Tables, index: int, request: Any, sequence: Any) -> Any:
+    """One request of a batched model (of ``sequence``, if stateful), rows first; the caller
+    checked for cancellation (what goes elsewhere, and why: the module's docstring)."""
+    inputs, outputs, infer, Tensor, InferenceResponse = tables
+    tensors = request.inputs()
+    values: Dict[str, Any] = {}
+    rows = -1  # (every input has the same number of rows, and so every output)
+    for tensor in tensors:
+        spec = inputs.get(name := tensor.name())
+        if spec is None:
+            break
+        value = tensor.as_numpy()
+        dtype, dims, rank, fits = spec
+        shape = value.shape
+        if not shape or (rows != shape[0] and rows != -1):
+            break
+        rows, shape = shape[0], shape[1:]
+        if (value.dtype is not dtype and value.dtype != dtype) or (
+            shape != dims
+            if dims is not None
+            else len(shape) != rank or (fits is not None and not fits(shape))
+        ):
+            break
+        values[name] = value
+    if len(values) != len(inputs) or len(tensors) != len(inputs):
+        return engine.serve_direct(index, request, sequence)
+    if sequence is not None and engine.wants_sequence:
+        values[SEQUENCE_ARGUMENT] = sequence
+    try:
+        started = perf_counter()  # (Engine.timed_infer written out)
+        result = infer(**values)
+        elapsed = perf_counter() - started
+        if elapsed < engine.infer_seconds or elapsed >= engine.records_from:
+            engine.record_seconds(elapsed)
+        arrays: List[Any] = []  # (all of them, or the direct path's way)
+        for name, dtype, dims, rank, fits in outputs if type(result) is dict else ():
+            value = result.get(name)
+            shape = value.shape if type(value) is np.ndarray else None
+            if not shape or shape[0] != rows or (value.dtype is not dtype and value.dtype != dtype):
+                break
+            shape = shape[1:]
+            if (
+                shape != dims
+                if dims is not None
+                else len(shape) != rank or (fits is not None and not fits(shape))
+            ):
+                break
+            arrays.append(Tensor(name, value))
+        if len(arrays) == len(outputs) == len(result):
+            return InferenceResponse(output_tensors=arrays)
+        return _respond_other(engine, index, request, values, result, rows)
+    except InputError as exc:
+        return engine.refused(exc)
+    except Exception as exc:
+        return engine.internal_error(exc, "running infer()")
+
+
+def _respond_other(
+    engine: Engine, index: int, request: Any, values: Any, result: Any, rows: int = -1
+) -> Any:
+    """The direct path's response for what :func:`_execute` and :func:`_serve_rows` do not
+    take (arrays to convert, a Response with parameters...), else the general path's."""
+    tensors = engine.direct_arrays(result, rows if rows >= 0 else None, engine.pb.Tensor)
     if tensors is not None:
         return engine.pb.InferenceResponse(output_tensors=tensors)
-    return _respond_generally(engine, index, request, values, -1, result)
+    return _respond_generally(engine, index, request, values, rows, result)

@@ -14,7 +14,8 @@ What happens to one request of a sequence model, in order:
 3. the request is decoded and computed on its own (even when the oldest strategy brings the
    requests of several sequences in one ``execute()``: each sequence's state is its own), with
    its :class:`~tritonpy._runtime._sequence.SequenceInfo` in infer's ``sequence`` argument
-   (plain tensors in and out: the direct path of ``_direct.py``, else the general one); an
+   (plain numpy tensors of a batched model: the plain-tensor path of ``_plain.py``; other
+   plain tensors: the direct path of ``_direct.py``; else the general one); an
    exception fails that request alone and leaves the sequence open;
 4. after the END request, the sequence is closed and ``end_sequence`` called.
 
@@ -41,6 +42,7 @@ from ._streaming import Stream, close_parts
 
 if TYPE_CHECKING:
     from .._sequence import Sequence as SequenceDeclaration
+    from ._plain import ServeRows
     from .engine import Engine
 
 
@@ -172,9 +174,12 @@ def sequence_of(engine: Engine, request: Any, now: float) -> Union[SequenceInfo,
     return info
 
 
-def execute_sequences(engine: Engine, requests: Sequence[Any]) -> Any:
+def execute_sequences(
+    engine: Engine, requests: Sequence[Any], serve: Optional[ServeRows] = None
+) -> Any:
     """A sequence model's ``execute``: idle sequences evicted, then each request served on
-    its own with its sequence (a list of responses; None for a streaming model)."""
+    its own with its sequence (a list of responses; None for a streaming model). ``serve``:
+    the plain-tensor path of a batched model's request (``_plain.plain_rows``)."""
     store = engine.sequences
     assert store is not None
     now = store.clock()
@@ -183,6 +188,8 @@ def execute_sequences(engine: Engine, requests: Sequence[Any]) -> Any:
     if open_ and next(iter(open_.values())).last_seen <= now - store.idle_timeout_s:
         evict_idle(engine, now)
     if not engine.traits.decoupled:
+        if serve is not None and not engine.checks_cancelled and engine.direct_inputs is not None:
+            return serve_plain_sequences(engine, serve, requests, now)
         return [serve_in_sequence(engine, index, r, now) for index, r in enumerate(requests)]
     iterative = store.iterative
     for request in requests:
@@ -208,6 +215,23 @@ def serve_in_sequence(engine: Engine, index: int, request: Any, now: float) -> A
     if info.end:
         finish(engine, info)
     return response
+
+
+def serve_plain_sequences(
+    engine: Engine, serve: ServeRows, requests: Sequence[Any], now: float
+) -> List[Any]:
+    """:func:`serve_in_sequence` for plain tensors, each request through ``serve`` (no
+    cancellation checks: the caller knows they are off)."""
+    responses: List[Any] = []
+    for index, request in enumerate(requests):  # (a loop: a comprehension is a call)
+        info = sequence_of(engine, request, now)
+        if type(info) is not SequenceInfo:
+            responses.append(info)  # the error response
+            continue
+        responses.append(serve(index, request, info))
+        if info.end:
+            finish(engine, info)
+    return responses
 
 
 def compute_in_sequence(engine: Engine, index: int, request: Any, info: SequenceInfo) -> Any:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
 from ..errors import InputError, TritonPyError
 from . import _alone, _decoding, _direct, _merged
-from ._plain import plain_execute
+from ._plain import plain_execute, plain_rows
 from ._tables import CodecTables
 from ._traits import AUTO_CANCELLATION_SECONDS, Traits
 
@@ -88,13 +88,14 @@ class Engine(CodecTables):
         # a fast call that is not a new minimum leaves the figures of record_seconds as they
         # are (it would keep the checks off), so timed_infer calls it only from there
         self.records_from = AUTO_CANCELLATION_SECONDS if builtin is None else 0.0
-        # a model without batching whose inputs and outputs are plain numpy tensors: execute()
-        # is the plain-tensor path (_plain.py), bound on the instance
+        # a model whose inputs and outputs are plain numpy tensors: execute() is the
+        # plain-tensor path (_plain.py), bound on the instance
         plain = plain_execute(self)
         if plain is not None:
             self.execute = plain  # type: ignore[method-assign,assignment]
         elif self.sequences is not None:  # a stateful model's calls go straight to its path
-            self.execute = partial(self.execute_sequences, self)
+            # (plain tensors of a batched model: each request served by _plain._serve_rows)
+            self.execute = partial(self.execute_sequences, self, serve=plain_rows(self))
 
     def _set_up_sequences(self, model: Any, declared: Any) -> None:
         """A stateful model's store and sequence path."""
