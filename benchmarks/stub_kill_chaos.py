@@ -22,7 +22,6 @@ import math
 import os
 import signal
 import tempfile
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -34,23 +33,18 @@ import tritonclient.grpc as grpcclient
 from tritonpy.server import TritonServer
 from tritonpy.server._stubwatch import live_stubs
 
-DBL = textwrap.dedent(
-    """
-    import tritonpy as tp
+#: the model served as ``dbl`` (tests/integration/test_heal.py serves it too)
+DBL_SOURCE = Path(__file__).resolve().parent / "workloads" / "models" / "double_tritonpy.py"
 
 
-    class Double(tp.Model):
-        inputs = {"X": tp.Tensor("FP32", [4])}
-        outputs = {"Y": tp.Tensor("FP32", [4])}
-        max_batch_size = 8
+def write_dbl(repo: Path) -> None:
+    """Write the ``dbl`` model (:data:`DBL_SOURCE`, its config left to auto-complete) into
+    the model repository ``repo``."""
+    (repo / "dbl" / "1").mkdir(parents=True)
+    (repo / "dbl" / "config.pbtxt").write_text('name: "dbl"\nbackend: "python"\n')
+    (repo / "dbl" / "1" / "model.py").write_text(DBL_SOURCE.read_text())
 
-        def infer(self, X):
-            return {"Y": X * 2}
 
-
-    TritonPythonModel = Double
-    """
-)
 ABORT_SIGNS = ("boost::interprocess::lock_exception", "std::bad_alloc", "Segmentation fault")
 
 
@@ -150,9 +144,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     records: List[Dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
-        (repo / "dbl" / "1").mkdir(parents=True)
-        (repo / "dbl" / "config.pbtxt").write_text('name: "dbl"\nbackend: "python"\n')
-        (repo / "dbl" / "1" / "model.py").write_text(DBL)
+        write_dbl(repo)
         while len(records) < args.kills:
             left = min(args.kills_per_server, args.kills - len(records))
             one_server(repo, left, args.threads, records)

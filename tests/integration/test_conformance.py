@@ -542,6 +542,25 @@ def test_real_dynamic_batcher_merges_concurrent_requests(server: TritonServer) -
     assert max(seen) > 1, f"the server never merged 16 concurrent requests: {seen}"
 
 
+def test_the_plain_path_relies_on_the_servers_input_checks_only_there(
+    server: TritonServer,
+) -> None:
+    """tritonserver checks every request's inputs against the configuration before the model
+    sees it, so the plain-tensor path skips those checks there (COUNT 1) and keeps them under
+    the harness (COUNT 0); an input of another shape is refused alike by both, before
+    infer() (tritonpy's client refuses another data type itself)."""
+    wrong = {"X": np.array([1.5], np.float32), "MODE": np.array([0, 0], np.int32)}
+    case = Case("server-checks", "cf_plain", [plain_request(4), wrong], lambda results: None)
+    local, served = run_harness(case), run_server(server, "grpc", case)
+    assert ok(local[0])["COUNT"].tolist() == [0]
+    assert ok(served[0])["COUNT"].tolist() == [1]
+    assert ok(local[0])["Y"].tolist() == ok(served[0])["Y"].tolist() == [3.0, -4.0, 8.0]
+    refused = "unexpected shape for input 'MODE' for model 'cf_plain'. Expected [1], got [2]"
+    for result in (local[1], served[1]):
+        assert isinstance(result, TritonRequestError) and result.code == "INVALID_ARG"
+        assert refused in result.message
+
+
 @pytest.mark.parametrize("model", sorted(p.name for p in MODELS.iterdir() if p.is_dir()))
 def test_auto_completed_config_matches_the_server(server: TritonServer, model: str) -> None:
     client = InferClient(server.http_url, "http")

@@ -24,7 +24,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -45,31 +44,15 @@ grpcclient = pytest.importorskip("tritonclient.grpc", reason="the testing extra 
 
 from conftest import make_repository  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.stub_kill_chaos import write_dbl  # noqa: E402
+
 BUILD = Path(__file__).resolve().parents[2] / "build"
 CLIENT_TIMEOUT_S = 15.0  # above a dead instance's worst queue drain (1 s per queued execute)
 RECOVERY_LIMIT_S = 5.0
 RESTART_LIMIT_S = 60.0  # the known crash: the server restarted, its models loaded, reconnects
 RECONNECT_GRACE_S = 15.0
 MAX_ABORTS = 3  # measured: 2 of 60 kills under load aborted the server (stub_kill_chaos.py)
-
-DBL_MODEL = textwrap.dedent(
-    '''
-    """Y = 2 * X, batched rows (dynamic batching)."""
-    import tritonpy as tp
-
-
-    class Double(tp.Model):
-        inputs = {"X": tp.Tensor("FP32", [4])}
-        outputs = {"Y": tp.Tensor("FP32", [4])}
-        max_batch_size = 8
-
-        def infer(self, X):
-            return {"Y": X * 2}
-
-
-    TritonPythonModel = Double
-    '''
-)
 
 
 @dataclass
@@ -209,9 +192,7 @@ def test_killed_stub_is_reloaded_under_load(
     triton_server_factory: Callable[..., TritonServer], tmp_path: Path
 ) -> None:
     repo = make_repository(tmp_path / "repo", "add_sub")
-    (repo / "dbl" / "1").mkdir(parents=True)
-    (repo / "dbl" / "config.pbtxt").write_text('name: "dbl"\nbackend: "python"\n')
-    (repo / "dbl" / "1" / "model.py").write_text(DBL_MODEL)
+    write_dbl(repo)
     lines: List[str] = []
     timed: List[Tuple[float, str]] = []
     server = triton_server_factory(repo, heal_report=_timed(lines, timed))

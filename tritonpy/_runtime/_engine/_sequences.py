@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .._sequence import (
@@ -38,11 +39,11 @@ from .._sequence import (
     SequenceInfo,
 )
 from ..errors import InputError
+from ._plain import Tables, row_tables, serve_rows
 from ._streaming import Stream, close_parts
 
 if TYPE_CHECKING:
     from .._sequence import Sequence as SequenceDeclaration
-    from ._plain import ServeRows
     from .engine import Engine
 
 
@@ -174,12 +175,19 @@ def sequence_of(engine: Engine, request: Any, now: float) -> Union[SequenceInfo,
     return info
 
 
-def execute_sequences(
-    engine: Engine, requests: Sequence[Any], serve: Optional[ServeRows] = None
-) -> Any:
+def sequence_execute(engine: Engine) -> Callable[[Sequence[Any]], Any]:
+    """A stateful model's ``execute(requests)``: :func:`execute_plain_sequences` for plain
+    numpy tensors of a batched model, else :func:`execute_sequences`."""
+    tables = row_tables(engine)
+    if tables is None or engine.sequences is None:
+        return partial(execute_sequences, engine)
+    # (a partial of a module function: its arguments are the frame's fast locals)
+    return partial(execute_plain_sequences, engine, engine.sequences, tables)
+
+
+def execute_sequences(engine: Engine, requests: Sequence[Any]) -> Any:
     """A sequence model's ``execute``: idle sequences evicted, then each request served on
-    its own with its sequence (a list of responses; None for a streaming model). ``serve``:
-    the plain-tensor path of a batched model's request (``_plain.plain_rows``)."""
+    its own with its sequence (a list of responses; None for a streaming model)."""
     store = engine.sequences
     assert store is not None
     now = store.clock()
@@ -188,8 +196,6 @@ def execute_sequences(
     if open_ and next(iter(open_.values())).last_seen <= now - store.idle_timeout_s:
         evict_idle(engine, now)
     if not engine.traits.decoupled:
-        if serve is not None and not engine.checks_cancelled and engine.direct_inputs is not None:
-            return serve_plain_sequences(engine, serve, requests, now)
         return [serve_in_sequence(engine, index, r, now) for index, r in enumerate(requests)]
     iterative = store.iterative
     for request in requests:
@@ -217,18 +223,34 @@ def serve_in_sequence(engine: Engine, index: int, request: Any, now: float) -> A
     return response
 
 
-def serve_plain_sequences(
-    engine: Engine, serve: ServeRows, requests: Sequence[Any], now: float
+def execute_plain_sequences(
+    engine: Engine, store: SequenceStore, tables: Tables, requests: Sequence[Any]
 ) -> List[Any]:
-    """:func:`serve_in_sequence` for plain tensors, each request through ``serve`` (no
-    cancellation checks: the caller knows they are off)."""
+    """:func:`execute_sequences` for plain numpy tensors of a batched model: each request
+    through ``_plain.serve_rows``, the sequence of one that continues it found here (START,
+    null and unknown requests: :func:`sequence_of`). Calls that check for cancellation go
+    to :func:`execute_sequences`."""
+    if engine.checks_cancelled or engine.direct_inputs is None:
+        return execute_sequences(engine, requests)  # type: ignore[no-any-return]
+    now = store.clock()
+    open_ = store.open
+    if open_ and next(iter(open_.values())).last_seen <= now - store.idle_timeout_s:
+        evict_idle(engine, now)
     responses: List[Any] = []
     for index, request in enumerate(requests):  # (a loop: a comprehension is a call)
-        info = sequence_of(engine, request, now)
-        if type(info) is not SequenceInfo:
-            responses.append(info)  # the error response
-            continue
-        responses.append(serve(index, request, info))
+        info = open_.get(request.correlation_id())
+        flags = request.flags()
+        if info is None or flags & SEQUENCE_START:
+            info = sequence_of(engine, request, now)
+            if type(info) is not SequenceInfo:
+                responses.append(info)  # the error response
+                continue
+        else:  # (sequence_of's lines for a request that continues its sequence)
+            info.start = False
+            info.last_seen = now
+            open_.move_to_end(info.id)
+            info.end = flags & SEQUENCE_END != 0
+        responses.append(serve_rows(engine, tables, index, request, info))
         if info.end:
             finish(engine, info)
     return responses

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
 from ..errors import InputError, TritonPyError
 from . import _alone, _decoding, _direct, _merged
-from ._plain import plain_execute, plain_rows
+from ._plain import plain_execute
 from ._tables import CodecTables
 from ._traits import AUTO_CANCELLATION_SECONDS, Traits
 
@@ -46,6 +46,8 @@ class Engine(CodecTables):
         self.logger = model.logger
         self.model_name: str = model.model_name
         self.class_name = type(model).__name__
+        #: the model configuration Triton passed (JSON form)
+        self.model_config: Dict[str, Any] = model.model_config
         #: the user's infer, bound once: the hot path makes no lookup on the model
         self.infer = model.infer
         #: tritonpy's own per-model metrics, or None
@@ -94,8 +96,10 @@ class Engine(CodecTables):
         if plain is not None:
             self.execute = plain  # type: ignore[method-assign,assignment]
         elif self.sequences is not None:  # a stateful model's calls go straight to its path
-            # (plain tensors of a batched model: each request served by _plain._serve_rows)
-            self.execute = partial(self.execute_sequences, self, serve=plain_rows(self))
+            # (plain tensors of a batched model: each request served by _plain.serve_rows)
+            from ._sequences import sequence_execute
+
+            self.execute = sequence_execute(self)
 
     def _set_up_sequences(self, model: Any, declared: Any) -> None:
         """A stateful model's store and sequence path."""

@@ -1,10 +1,13 @@
 """Plain tensors only, no batching: requests take tritonpy's plain-tensor path. MODE picks
 what infer returns: 0 the declared arrays (one a strided view), 1 values to convert, 2 one
-output left out, 3 an output of the wrong shape."""
+output left out, 3 an output of the wrong shape, 4 the declared arrays with COUNT 1 when the
+plain-tensor path relies on the server's checks of the inputs (0 when it checks them itself)."""
 
 import numpy as np
 
 import tritonpy as tp
+from tritonpy._runtime._engine._plain import server_checks_inputs
+from tritonpy._runtime._engine.engine import engine_of
 
 
 class Plain(tp.Model):
@@ -27,6 +30,8 @@ class Plain(tp.Model):
         }
         if mode == 2:
             del outputs["COUNT"]
+        if mode == 4:
+            outputs["COUNT"] = np.array([int(server_checks_inputs(engine_of(self)))], np.int32)
         return outputs
 
 
