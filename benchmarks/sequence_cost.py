@@ -140,22 +140,32 @@ def _raw_state(harness: Any, calls: List[Any]) -> Callable[[], None]:
 
 
 def _tritonpy_state(harness: Any, calls: List[Any]) -> Callable[[], None]:
-    """A cycle of tritonpy's state handling alone: its ``SequenceStore`` as the engine's
-    sequence path runs it per call (idle eviction) and per request (the sequence found or
-    created, and closed after END)."""
+    """A cycle of tritonpy's state handling alone: its ``SequenceStore`` as the plain-tensor
+    sequence path (``execute_plain_sequences``) runs it per call (idle eviction) and per
+    request (a continuing request's sequence found in one lookup, START through
+    ``sequence_of``, and closed after END)."""
     from tritonpy._runtime._engine._sequences import end_sequence, evict_idle, sequence_of
     from tritonpy._runtime._engine.engine import engine_of
 
     engine = engine_of(harness.model)
     store = engine.sequences
+    open_ = store.open
 
     def cycle() -> None:
         for call in calls:
             now = store.clock()
-            if store.open:
+            if open_ and next(iter(open_.values())).last_seen <= now - store.idle_timeout_s:
                 evict_idle(engine, now)
             for request in call:
-                info = sequence_of(engine, request, now)
+                info = open_.get(request.correlation_id())
+                flags = request.flags()
+                if info is None or flags & START:
+                    info = sequence_of(engine, request, now)
+                else:
+                    info.start = False
+                    info.last_seen = now
+                    open_.move_to_end(info.id)
+                    info.end = flags & END != 0
                 if info.end:
                     store.close(info)
                     end_sequence(engine, info, evicted=False)
