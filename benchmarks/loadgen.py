@@ -26,7 +26,7 @@ from tritonpy.perf._stream import ENABLE_EMPTY_FINAL, FINAL_PARAMETER, set_seque
 
 __all__ = [
     "SEQUENCE_IDS",
-    "HeldSequence",
+    "HeldCaller",
     "check_outputs",
     "close_clients",
     "grpc_infer_once",
@@ -106,12 +106,12 @@ def grpc_stream_once(
     raise RuntimeError(f"{model}: the stream ended before its final response")
 
 
-class HeldSequence:
-    """A sequence model's caller kept, with its sequence and channel, across the slices of a
-    round. The load engine calls a caller's ``finish()`` when a window stops, which for a
-    sequence caller sends END and closes the channel; this one has none, so the sequence goes
-    on in the variant's next slice and every sequence runs its whole length. :meth:`close`
-    ends it (END, then the channel) when the round is over."""
+class HeldCaller:
+    """A caller kept, with what it holds open (a channel, a gRPC stream, a sequence), across
+    the slices of a round. The load engine calls a caller's ``finish()`` when a window stops:
+    a sequence caller then sends END and closes its channel, a stream caller closes its
+    stream for good, so the variant's next slice would only fail. This holder has no
+    ``finish``; :meth:`close` ends the caller (``finish()``) when the round is over."""
 
     def __init__(self, caller: Caller) -> None:
         self._caller = caller
@@ -131,11 +131,11 @@ def sequence_clients(
     requests one after the other (ids from :data:`SEQUENCE_IDS`, one request of its sequence
     in flight at a time): ``concurrency`` sequences live at once."""
     make = sequence_caller_factory(url, "grpc", model, payloads, length=length, ids=SEQUENCE_IDS)
-    return [HeldSequence(make(index)) for index in range(concurrency)]
+    return [HeldCaller(make(index)) for index in range(concurrency)]
 
 
 def close_clients(clients: Sequence[Any]) -> None:
-    """Close the clients that hold something open (:class:`HeldSequence`); others have
+    """Close the clients that hold something open (:class:`HeldCaller`); others have
     nothing to close."""
     for client in clients:
         close = getattr(client, "close", None)

@@ -45,6 +45,7 @@ __all__ = [
     "COMPARISONS",
     "Interval",
     "PooledRatio",
+    "failed_rounds",
     "geometric_interval",
     "load_run",
     "main",
@@ -118,9 +119,12 @@ def geometric_interval(ratios: Sequence[float]) -> Interval:
 
 
 def _round_ratios(cell: Cell, base: Cell, key: str) -> List[float]:
-    """Round i of ``cell`` over round i of ``base``: their slices took turns, so they pair."""
+    """Round i of ``cell`` over round i of ``base``: their slices took turns, so they pair.
+    A pair in which either round had failed requests is left out (see :func:`failed_rounds`)."""
     ratios = []
     for mine, theirs in zip(cell.rounds, base.rounds):
+        if mine.get("errors") or theirs.get("errors"):
+            continue
         a, b = float(mine.get(key, math.nan)), float(theirs.get(key, math.nan))
         if a > 0 and b > 0:
             ratios.append(a / b)
@@ -175,6 +179,21 @@ def pooled_ratios(
     return pooled
 
 
+def failed_rounds(cells: Sequence[Cell]) -> List[str]:
+    """One line per cell with rounds in which requests failed: the pooled view leaves those
+    rounds out, since their figures count failures (a closed stream answers at once)."""
+    lines = []
+    for cell in cells:
+        failed = sum(1 for r in cell.rounds if r.get("errors"))
+        if failed or cell.errors:
+            lines.append(
+                f"{cell.workload} {cell.variant} c={cell.concurrency}: {failed} of "
+                f"{len(cell.rounds)} rounds had failed requests ({cell.errors}): "
+                f"{cell.first_error[:80]}"
+            )
+    return lines
+
+
 def _is_no_tax(description: str) -> bool:
     return description.endswith((f">= {THROUGHPUT_MIN}x raw", f"<= {CPU_MAX_FACTOR}x raw"))
 
@@ -213,6 +232,10 @@ def render_pooled(*runs: Sequence[Cell]) -> List[str]:
                 f"{p.first_response.n if p.first_response else 0:>6}  {p.first_response}"
             )
     for index, cells in enumerate(runs):
+        for failure in failed_rounds(cells):
+            where = f" of run {index + 1}" if len(runs) > 1 else ""
+            lines.append(f"LEFT OUT{where} (requests failed): {failure}")
+    for index, cells in enumerate(runs):
         passed, total = no_tax_passes(cells)
         if not total:
             continue
@@ -239,9 +262,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     parser.add_argument("results", nargs="+", type=Path, help="benchmarks/run.py --json files")
     args = parser.parse_args(argv)
-    lines = render_pooled(*(load_run(path) for path in args.results))
+    runs = [load_run(path) for path in args.results]
+    lines = render_pooled(*runs)
     print("\n".join(lines) if lines else "no rounds to pool (no raw, or no per-round figures)")
-    return 0
+    # 1 when rounds were left out: the pooled figures then rest on fewer rounds than asked
+    return 1 if any(failed_rounds(cells) for cells in runs) else 0
 
 
 if __name__ == "__main__":

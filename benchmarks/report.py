@@ -127,9 +127,18 @@ def render_stream_table(cells: Sequence[Cell]) -> str:
 
 
 def evaluate_targets(cells: Sequence[Cell]) -> List[Target]:
-    """The issue's targets, one line per workload and concurrency."""
+    """The issue's targets, one line per workload and concurrency; first, a failing line for
+    each cell in which requests failed (its figures measure the failures, not the model)."""
     by = {(c.workload, c.variant, c.concurrency): c for c in cells}
-    targets: List[Target] = []
+    targets: List[Target] = [
+        Target(
+            f"{c.workload} c={c.concurrency} {c.variant}: every request answered",
+            False,
+            f"{c.errors} failed, its figures are not a measurement: {c.first_error[:100]}",
+        )
+        for c in cells
+        if c.errors
+    ]
     keys = sorted(
         {(c.workload, c.concurrency) for c in cells},
         key=lambda k: (ALL_WORKLOADS.index(k[0]) if k[0] in ALL_WORKLOADS else 99, k[1]),

@@ -43,7 +43,13 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 from benchmarks.control import add_control_models, noise_floor
 from benchmarks.fresh import SERVER_ARGS, restart_stubs
 from benchmarks.inprocess import run_inprocess
-from benchmarks.loadgen import check_outputs, close_clients, sequence_clients, wait_model_ready
+from benchmarks.loadgen import (
+    HeldCaller,
+    check_outputs,
+    close_clients,
+    sequence_clients,
+    wait_model_ready,
+)
 from benchmarks.machine import cpu_times, steal_percent
 from benchmarks.pooled import no_tax_passes, pooled_ratios, render_pooled
 from benchmarks.report import (
@@ -79,7 +85,8 @@ def open_clients(url: str, workload: Workload, model: str, concurrency: int) -> 
     clients run sequences of ``workload.sequence_length`` requests with fresh correlation ids,
     kept open from one slice to the next; :func:`close_clients` ends them. A decoupled
     model's clients each hold a gRPC stream (one request in flight, the next sent when the
-    previous one's final response arrived)."""
+    previous one's final response arrived). Every client is a :class:`HeldCaller`, closed by
+    :func:`close_clients` when the round is over."""
     if workload.sequence_length:
         return sequence_clients(
             url, model, workload.payloads, length=workload.sequence_length, concurrency=concurrency
@@ -88,7 +95,8 @@ def open_clients(url: str, workload: Workload, model: str, concurrency: int) -> 
         make = stream_caller_factory(url, model, workload.payloads)
     else:
         make = grpc_caller_factory(url, model, workload.payloads)
-    return [make(index) for index in range(concurrency)]
+    # held: the engine's finish() at each window's end would close a stream for good
+    return [HeldCaller(make(index)) for index in range(concurrency)]
 
 
 def measure_window(
@@ -293,7 +301,8 @@ def run(args: argparse.Namespace) -> int:
     from tritonpy.server import TritonServer
 
     if args.quick:
-        args.warmup, args.duration, args.slices = 0.2, 0.5, 1
+        # two slices: the clients of a round must serve every slice, as in a full run
+        args.warmup, args.duration, args.slices = 0.2, 0.5, 2
         if args.concurrency == "1,4,16":
             args.concurrency = "1,4"
     try:
@@ -551,17 +560,19 @@ def _measure_round(
     clients: Dict[str, List[Caller]] = {}
     shift = first % len(variants)
     order = list(variants[shift:]) + list(variants[:shift])
-    for part in range(slices):
-        for variant in order if part % 2 == 0 else order[::-1]:
-            url, pid = _endpoint(endpoints, variant)
-            warmup = min(args.warmup, SLICE_SETTLE_S) if variant in clients else args.warmup
-            if variant not in clients:
-                clients[variant] = open_clients(url, workload, workload.models[variant], conc)
-            windows[variant].append(
-                measure_window(clients[variant], pid, warmup, args.duration / slices)
-            )
-    for opened in clients.values():
-        close_clients(opened)  # a sequence model's clients end their sequences
+    try:
+        for part in range(slices):
+            for variant in order if part % 2 == 0 else order[::-1]:
+                url, pid = _endpoint(endpoints, variant)
+                warmup = min(args.warmup, SLICE_SETTLE_S) if variant in clients else args.warmup
+                if variant not in clients:
+                    clients[variant] = open_clients(url, workload, workload.models[variant], conc)
+                windows[variant].append(
+                    measure_window(clients[variant], pid, warmup, args.duration / slices)
+                )
+    finally:
+        for opened in clients.values():
+            close_clients(opened)  # sequences end, streams and channels close
     return {variant: figures_of(windows[variant]) for variant in order}
 
 

@@ -6,6 +6,7 @@ the one test that runs the benchmark end to end (``--quick``, add_sub only) is m
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import subprocess
@@ -454,7 +455,7 @@ def test_sequence_cost_times_both_models_per_request(sequences: Any) -> None:
 def test_held_sequences_go_on_across_slices_and_end_when_closed() -> None:
     # the load engine ends a caller's sequence when its window stops; the benchmark keeps a
     # sequence model's clients (and their sequences) from one slice of a round to the next
-    from benchmarks.loadgen import HeldSequence, close_clients
+    from benchmarks.loadgen import HeldCaller, close_clients
 
     class FakeSequence:
         def __init__(self) -> None:
@@ -467,12 +468,76 @@ def test_held_sequences_go_on_across_slices_and_end_when_closed() -> None:
             self.finished += 1
 
     inner = FakeSequence()
-    held = [HeldSequence(inner)]
+    held = [HeldCaller(inner)]
     for _ in range(2):
         run_closed_loop(held.__getitem__, concurrency=1, warmup=0.0, duration=0.02)
     assert inner.sent > 0 and inner.finished == 0
     close_clients([*held, "a plain caller"])
     assert inner.finished == 1
+
+
+def test_a_stream_serves_every_slice_of_its_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    # regression: a stream caller's finish() closes its gRPC stream for good, and the engine
+    # calls it at each window's end; unheld, every slice after a round's first failed
+    # ("Cannot invoke RPC: Channel closed!") and the stream figures measured only failures
+    import argparse
+
+    import benchmarks.run as run
+
+    streams: List[Any] = []
+
+    class FakeStream:
+        def __init__(self) -> None:
+            self.closed = False
+            self.sent = 0
+
+        def __call__(self) -> None:
+            if self.closed:
+                raise RuntimeError("Cannot invoke RPC: Channel closed!")
+            self.sent += 1
+
+        def finish(self) -> None:
+            self.closed = True
+
+    def factory(url: str, model: str, payloads: Any) -> Any:
+        def make(index: int) -> FakeStream:
+            streams.append(FakeStream())
+            return streams[-1]
+
+        return make
+
+    monkeypatch.setattr(run, "stream_caller_factory", factory)
+    monkeypatch.setattr(run, "window_sample", lambda pid: {"server:1": 0.0, "client": 0.0})
+    workload = type("W", (), {"payloads": [{}], "sequence_length": 0, "stream_responses": 4,
+                              "models": {"raw": "s_raw", "tritonpy": "s_tp"}})()  # fmt: skip
+    args = argparse.Namespace(slices=4, warmup=0.0, duration=0.08)
+    figures = run._measure_round(workload, ["raw", "tritonpy"], 2, {"server": ("u", 1)}, args)
+    assert [f["errors"] for f in figures.values()] == [0, 0]
+    assert all(f["completed"] > 0 for f in figures.values())
+    assert len(streams) == 4 and all(s.sent > 0 for s in streams)
+    assert all(s.closed for s in streams)  # closed once, when the round was over
+
+
+def test_a_cell_with_failed_requests_fails_the_run_and_leaves_the_pool() -> None:
+    from benchmarks.pooled import failed_rounds, pooled_ratios, render_pooled
+    from benchmarks.report import evaluate_targets
+
+    raw = _rounds_cell("raw", [100.0, 100.0, 100.0], [1.0, 1.0, 1.0])
+    tp = _rounds_cell("tritonpy", [100.0, 500.0, 100.0], [1.0, 0.2, 1.0])
+    tp.rounds[1]["errors"] = 700  # a round of fast failures: 5x "faster", 5x "cheaper"
+    tp = dataclasses.replace(tp, errors=700, first_error="Cannot invoke RPC: Channel closed!")
+    targets = evaluate_targets([raw, tp])
+    assert not targets[0].passed
+    assert targets[0].description == "text c=4 tritonpy: every request answered"
+    assert "700 failed" in targets[0].detail and "Channel closed" in targets[0].detail
+    (pooled,) = pooled_ratios([raw, tp])
+    assert pooled.throughput.n == 2 and pooled.throughput.ratio == pytest.approx(1.0)
+    assert failed_rounds([raw, tp]) == [
+        "text tritonpy c=4: 1 of 3 rounds had failed requests (700): "
+        "Cannot invoke RPC: Channel closed!"
+    ]
+    lines = render_pooled([raw, tp])
+    assert any(line.startswith("LEFT OUT (requests failed): text") for line in lines)
 
 
 def test_a_sequence_workload_opens_sequence_clients(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -489,7 +554,7 @@ def test_a_sequence_workload_opens_sequence_clients(monkeypatch: pytest.MonkeyPa
     workload = type("W", (), {"payloads": [{}], "sequence_length": 20})()
     clients = run.open_clients("url", workload, "m", 3)
     assert made == [("url", "grpc", "m", 20, loadgen.SEQUENCE_IDS)]
-    assert all(isinstance(c, loadgen.HeldSequence) for c in clients)
+    assert all(isinstance(c, loadgen.HeldCaller) for c in clients)
 
 
 def test_the_output_check_compares_every_request_of_a_sequence(
