@@ -79,16 +79,23 @@ def _tables(engine: Engine, with_sequence: bool = False) -> Optional[Tables]:
             return None
         # (a dtype of None: the server checked the input, the loops take it as it is)
         inputs[name] = (places[name], None if checked else dtype, dims, rank, fits)
+    outputs = plain_outputs(engine)
+    if outputs is None:
+        return None
+    pb = engine.pb
+    at_sequence = places[SEQUENCE_ARGUMENT] if with_sequence else -1
+    return inputs, outputs, infer, len(names), at_sequence, pb.Tensor, pb.InferenceResponse
+
+
+def plain_outputs(engine: Engine) -> Optional[Tuple[Output, ...]]:
+    """The checks of a model's outputs when every one is a plain numpy tensor (and it has
+    one), else None: what the plain-tensor loops, and a stream's parts, check a value by."""
     outputs: List[Output] = []
     for name, how, dtype, dims, rank, fits, _call in engine.direct_outputs:
         if how != AS_NUMPY or dtype is _OBJECT:
             return None
         outputs.append((name, dtype, dims, rank, fits))
-    if not outputs:
-        return None
-    pb = engine.pb
-    at_sequence = places[SEQUENCE_ARGUMENT] if with_sequence else -1
-    return inputs, tuple(outputs), infer, len(names), at_sequence, pb.Tensor, pb.InferenceResponse
+    return tuple(outputs) if outputs else None
 
 
 def server_checks_inputs(engine: Engine) -> bool:

@@ -4,10 +4,12 @@ response.
 Each request gets its own generator (streams are never merged across requests; with
 ``max_batch_size > 0`` values keep their row dimension). Every yielded part is encoded and
 checked like a plain result and sent at once through the request's response sender without
-the FINAL flag; when the generator ends, a flags-only FINAL response closes the stream. That
-last response carries no outputs, so a client sees exactly one response per ``yield`` (gRPC
-streaming without ``enable_empty_final_response``, HTTP ``generate_stream``), and the first
-part is never held back to learn whether it is the last.
+the FINAL flag (a model whose outputs are all plain numpy tensors has its parts checked and
+wrapped in the sending loop itself, as the plain-tensor path does: a token generator pays
+that per token); when the generator ends, a flags-only FINAL response closes the stream.
+That last response carries no outputs, so a client sees exactly one response per ``yield``
+(gRPC streaming without ``enable_empty_final_response``, HTTP ``generate_stream``), and the
+first part is never held back to learn whether it is the last.
 
 Ends of a stream other than the generator's end, each one error response after the parts
 already sent, then the flags-only FINAL (an error flagged FINAL itself never reaches a BLS
@@ -36,7 +38,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence
+
+import numpy as np
 
 from .._declarations import INFER_ASYNC, INFER_ASYNC_GENERATOR
 from ..errors import InputError
@@ -110,28 +114,70 @@ class Stream:
             if not inspect.isgenerator(parts):
                 parts = iter((parts,))  # decoupled = True with a plain infer: one part
                 self.producing += perf_counter() - started
-            # the loop of every part, with the calls of next_part, cancelled and send_part
-            # written out (a token stream runs it per token)
-            policy, send, respond = engine.check_cancellation, self.sender.send, engine.respond
-            while True:
-                started = perf_counter()
-                try:
-                    part = next(parts)
-                except StopIteration:
-                    break
-                now = perf_counter()
-                self.producing += now - started
-                if policy is not False and self.ask_cancelled(now):
-                    close_parts(parts)
-                    self.end_cancelled()
-                    return
-                send(respond(item, part))
-                self.sent += 1
+            if not self.send_parts(item, parts):
+                close_parts(parts)
+                self.end_cancelled()
+                return
         except Exception as exc:
             close_parts(parts)
             self.end_with_error(exc)
             return
         self.sender.send(flags=self.final)
+
+    def send_parts(self, item: Decoded, parts: Iterator[Any]) -> bool:
+        """Send each part of ``parts`` as it comes; False when the client cancelled.
+
+        A token stream runs this loop per token, so it is written out: the "auto" policy's
+        clocks in locals, and a part whose every output is a plain numpy array of its declared
+        data type and shape made into its response here, as the plain-tensor path does
+        (``_plain.py``). Anything else (a conversion, a Response, fewer outputs requested,
+        a wrong part) goes to ``engine.respond``, which words the errors."""
+        engine = self.engine
+        policy, send, respond = engine.check_cancellation, self.sender.send, engine.respond
+        table = engine.part_outputs if item.requested is None else None
+        outputs = table or ()
+        count = len(outputs) if table else -1
+        rows = item.rows if engine.batched else -1
+        Tensor, InferenceResponse = engine.pb.Tensor, engine.pb.InferenceResponse
+        checked_at, producing = self.checked_at, self.producing
+        while True:
+            started = perf_counter()
+            try:
+                part = next(parts)
+            except StopIteration:
+                return True
+            now = perf_counter()
+            producing += now - started
+            if policy is not False and (
+                policy
+                or producing >= AUTO_CANCELLATION_SECONDS
+                or now - checked_at >= STREAM_CHECK_INTERVAL_SECONDS
+            ):  # "auto" and fast parts: a round trip each would cost more than it saves
+                checked_at, producing = now, 0.0
+                if self.sender.is_cancelled():
+                    return False
+            arrays: List[Any] = []
+            for name, dtype, dims, rank, fits in outputs if type(part) is dict else ():
+                value = part.get(name)
+                shape = value.shape if type(value) is np.ndarray else None
+                if shape is None or (value.dtype is not dtype and value.dtype != dtype):
+                    break
+                if rows >= 0:  # a batched model's part keeps the rows of its request
+                    if not shape or shape[0] != rows:
+                        break
+                    shape = shape[1:]
+                if (
+                    shape != dims
+                    if dims is not None
+                    else len(shape) != rank or (fits is not None and not fits(shape))
+                ):
+                    break
+                arrays.append(Tensor(name, value))
+            if len(arrays) == count == len(part):
+                send(InferenceResponse(output_tensors=arrays))
+            else:
+                send(respond(item, part))
+            self.sent += 1
 
     async def run_async(self) -> None:
         item = self.start()
@@ -177,14 +223,12 @@ class Stream:
         """Whether the client cancelled the stream, asked as ``check_cancellation`` says:
         always, never, or ("auto") once the generator produced parts for
         :data:`AUTO_CANCELLATION_SECONDS` or :data:`STREAM_CHECK_INTERVAL_SECONDS` passed
-        since the last time it was asked."""
-        if self.engine.check_cancellation is False:
+        since the last time it was asked (:meth:`send_parts` writes the same test out)."""
+        policy = self.engine.check_cancellation
+        if policy is False:
             return False
-        return self.ask_cancelled(perf_counter())
-
-    def ask_cancelled(self, now: float) -> bool:
-        """:meth:`cancelled` for a policy other than False, at ``perf_counter()`` ``now``."""
-        if self.engine.check_cancellation is None and (
+        now = perf_counter()
+        if policy is None and (
             self.producing < AUTO_CANCELLATION_SECONDS
             and now - self.checked_at < STREAM_CHECK_INTERVAL_SECONDS
         ):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
 from ..errors import InputError, TritonPyError
 from . import _alone, _decoding, _direct, _merged
-from ._plain import plain_execute
+from ._plain import plain_execute, plain_outputs
 from ._tables import CodecTables
 from ._traits import AUTO_CANCELLATION_SECONDS, Traits
 
@@ -92,6 +92,8 @@ class Engine(CodecTables):
         self.records_from = AUTO_CANCELLATION_SECONDS if builtin is None else 0.0
         # a model whose inputs and outputs are plain numpy tensors: execute() is the
         # plain-tensor path (_plain.py), bound on the instance
+        #: a stream's outputs when all are plain numpy tensors (see Stream.send_parts)
+        self.part_outputs = plain_outputs(self) if traits.decoupled else None
         plain = plain_execute(self)
         if plain is not None:
             self.execute = plain  # type: ignore[method-assign,assignment]
