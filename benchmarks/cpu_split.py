@@ -7,6 +7,7 @@ windows of closed-loop gRPC load that the variants take in turns (raw, its ident
     python benchmarks/cpu_split.py --workload add_sub --concurrency 1 --rounds 30
     python benchmarks/cpu_split.py --workload ensemble --concurrency 4 --execute-cpu
     python benchmarks/cpu_split.py --workload sequence --concurrency 16 --execute-cpu
+    python benchmarks/cpu_split.py --workload stream --concurrency 4 --requests 200 --execute-cpu
 
 ``benchmarks/run.py`` gives the sum (server CPU per inference); this splits it, so a
 difference between raw and tritonpy can be placed: in the stub's ``execute()`` (with
@@ -25,7 +26,9 @@ the stub's CPU outside ``execute()`` were the same as raw's within the control's
 so were tritonpy's model with the hand-written ``execute()`` (``tune_malloc`` and all of
 ``initialize`` in place), with ``tune_malloc = False``, and the hand-written model importing
 tritonpy. The plain-tensor path (``tritonpy/_runtime/_engine/_plain.py``) then took 0.8 / 1.6 us
-of the ~4-5 us at c = 1 / 16. Each figure is
+of the ~4-5 us at c = 1 / 16. On the stream workload (a decoupled model: each thread holds a
+gRPC stream per model) the extra is in the stub's ``execute()`` too, which sends all 16
+responses of a request: see benchmarks/README.md, "Streams". Each figure is
 printed with the control's ratio to raw beside tritonpy's, and with the spread of the
 per-round ratios (rounds are paired: every variant runs once per round, back to back): a
 tritonpy ratio inside the control's spread is not a measured difference. Linux only.
@@ -343,11 +346,16 @@ class _Load:
     that many requests (START on the first, END on the last, a new id for each), so a
     window's requests per thread are rounded up to whole sequences."""
 
-    def __init__(self, url: str, concurrency: int, sequence_length: int = 0) -> None:
+    def __init__(
+        self, url: str, concurrency: int, sequence_length: int = 0, streams: Any = None
+    ) -> None:
         from benchmarks.loadgen import _stub
 
         self.channels = [_stub(url) for _ in range(concurrency)]
         self.sequence_length = sequence_length
+        #: a decoupled model's load: each thread's gRPC stream per model, opened by this
+        #: ``f(model)`` on the thread's first window of that model and kept
+        self.streams = streams
         self.request: Any = None
         self.count = 0
         self.start = threading.Barrier(concurrency + 1)
@@ -363,12 +371,20 @@ class _Load:
 
     def _run(self, channel: Any, number: int) -> None:
         next_id = (number + 1) * 10_000_000  # each thread's sequence ids its own
+        senders: Dict[str, Any] = {}
         while True:
             self.start.wait()
             if self.stop:
+                for sender in senders.values():
+                    sender.close()
                 return
             try:
-                if self.sequence_length:
+                if self.streams is not None:  # (the request is the model's name)
+                    if self.request not in senders:
+                        senders[self.request] = self.streams(self.request)
+                    for _ in range(self.count):
+                        senders[self.request].send(0)
+                elif self.sequence_length:
                     next_id = self._sequences(channel, next_id)
                 else:
                     for _ in range(self.count):
@@ -407,6 +423,8 @@ class _Load:
     def close(self) -> None:
         self.stop = True
         self.start.wait()
+        for thread in self.threads:  # (each closes its streams on the way out)
+            thread.join(timeout=10.0)
 
 
 def _sample(server_pid: int, pids: Mapping[str, int], tick: int) -> Dict[str, Dict[str, float]]:
@@ -436,10 +454,21 @@ def measure(
     stubs = {stub.model: stub.pid for stub in live_stubs(server.pid)}
     members = {v: _members(server.grpc_url, workload.models[v]) for v in variants}
     payload = workload.payloads[0]
-    built = {v: grpc_request(workload.models[v], payload) for v in variants}
+    streams = None
+    if getattr(workload, "stream_responses", 0):  # a decoupled model: a stream per thread
+        from tritonpy.perf._stream import StreamSender
+
+        built: Dict[str, Any] = {v: workload.models[v] for v in variants}
+        address = server.grpc_url
+
+        def streams(model: str) -> Any:
+            return StreamSender(address, model, [payload], timeout=60.0)
+
+    else:
+        built = {v: grpc_request(workload.models[v], payload) for v in variants}
     totals = {v: Totals() for v in variants}
     per_thread = max(requests // concurrency, 1)
-    load = _Load(server.grpc_url, concurrency, workload.sequence_length)
+    load = _Load(server.grpc_url, concurrency, workload.sequence_length, streams)
     per_thread = load.sent(per_thread)
     try:
         for variant in variants:  # warm every stub up

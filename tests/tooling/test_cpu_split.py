@@ -191,3 +191,37 @@ def test_the_load_sends_whole_sequences_with_ids_of_its_own(
     assert len(by_id) == 6  # 2 threads x (2 + 1) sequences, no id shared or reused
     for flags in by_id.values():
         assert flags == [(True, False), (False, False), (False, False), (False, True)]
+
+
+def test_the_load_keeps_a_stream_per_thread_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a decoupled model's load (--workload stream): each thread opens one stream per model on
+    # its first window of it, sends the window's requests over it and closes it at the end
+    import benchmarks.loadgen
+    from benchmarks.cpu_split import _Load
+
+    opened: list = []
+
+    class Sender:
+        def __init__(self, model: str) -> None:
+            self.model, self.sent, self.closed = model, 0, False
+            opened.append(self)
+
+        def send(self, position: int) -> None:
+            assert position == 0 and not self.closed
+            self.sent += 1
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(benchmarks.loadgen, "_stub", lambda url: None)
+    load = _Load("localhost:1", concurrency=2, streams=Sender)
+    try:
+        load.window("m_raw", 3)
+        load.window("m_tp", 2)
+        load.window("m_raw", 4)
+    finally:
+        load.close()
+    assert sorted((s.model, s.sent) for s in opened) == [
+        ("m_raw", 7), ("m_raw", 7), ("m_tp", 2), ("m_tp", 2)
+    ]  # fmt: skip
+    assert all(s.closed for s in opened)
