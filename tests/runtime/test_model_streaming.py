@@ -195,7 +195,7 @@ def test_auto_seldom_asks_a_fast_stream(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # parts of microseconds: a round trip to the server per part would cost more than the
-    # parts (benchmarks/run.py's stream workload: 1.35x a hand-written model's server CPU),
+    # parts (beside each send, which is a round trip too),
     # so "auto" asks once the generator worked 2 ms since the last check, or 0.1 s passed
     with ModelHarness(Words) as harness:
         checks = _count_checks(harness, monkeypatch)

@@ -26,8 +26,8 @@ caller in 24.10: its stream would never end):
   parts since the last check, or :data:`STREAM_CHECK_INTERVAL_SECONDS` passed: every part of
   a stream whose parts take 2 ms or more to produce (a token generator), as ``True`` does,
   and a fast stream once per 0.1 s. Sent parts do not count: each send is itself a round
-  trip, and a check per part of a fast stream (benchmarks/run.py's stream workload, 16
-  parts of microseconds) cost 1.35x the server CPU per request of a hand-written model.
+  trip, and a check before every part of a fast stream (benchmarks/run.py's stream
+  workload, 16 parts of microseconds) would double the stub's round trips to the server.
 
 An ``async def infer`` that yields works the same; ``execute`` then returns a coroutine that
 Triton runs in the background on its event loop (decoupled async execute, 24.04+).
