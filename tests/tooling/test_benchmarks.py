@@ -294,6 +294,31 @@ def test_variants_give_identical_outputs(repository: Any, workload: str) -> None
             assert expected_equal(f"{workload}/{variant}", expected, got, tolerance) == []
 
 
+@pytest.mark.parametrize(
+    "workload, ablation",
+    [("add_sub", "add_sub_dict.py"), ("add_sub", "add_sub_checked.py"),
+     ("stream", "stream_generator.py")],
+)  # fmt: skip
+def test_ablations_answer_as_raw_does(tmp_path: Path, workload: str, ablation: str) -> None:
+    # the hand-written ablations cpu_split.py --extra serves beside raw do raw's work
+    from benchmarks.cpu_split import add_variant
+
+    (spec,) = build_repository(tmp_path, [workload])
+    path = ROOT / "benchmarks" / "workloads" / "models" / ablation
+    name = add_variant(tmp_path, spec, f"ablation=raw:{path}")
+    for payload in spec.payloads[:3]:
+        answers = []
+        for model in (spec.models["raw"], name):
+            with ModelHarness(tmp_path / model) as harness:
+                if spec.stream_responses:
+                    answers.append(harness.infer_stream(payload))
+                else:
+                    answers.append([harness.infer(payload)])
+        assert len(answers[0]) == len(answers[1]) > 0
+        for expected, got in zip(*answers):
+            assert expected_equal(f"{workload}/{ablation}", expected, got, None) == []
+
+
 def test_tritonpy_models_use_two_line_configs(repository: Any) -> None:
     repo, workloads = repository
     for spec in workloads:
