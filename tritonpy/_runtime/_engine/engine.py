@@ -90,10 +90,14 @@ class Engine(CodecTables):
         # a fast call that is not a new minimum leaves the figures of record_seconds as they
         # are (it would keep the checks off), so timed_infer calls it only from there
         self.records_from = AUTO_CANCELLATION_SECONDS if builtin is None else 0.0
-        # a model whose inputs and outputs are plain numpy tensors: execute() is the
-        # plain-tensor path (_plain.py), bound on the instance
         #: a stream's outputs when all are plain numpy tensors (see Stream.send_parts)
         self.part_outputs = plain_outputs(self) if traits.decoupled else None
+        self._bind_execute()
+
+    def _bind_execute(self) -> None:
+        """Bind ``execute`` on the instance where a model's calls have a path of their own."""
+        # a model whose inputs and outputs are plain numpy tensors: execute() is the
+        # plain-tensor path (_plain.py)
         plain = plain_execute(self)
         if plain is not None:
             self.execute = plain  # type: ignore[method-assign,assignment]
@@ -101,7 +105,7 @@ class Engine(CodecTables):
             # (plain tensors of a batched model: each request served by _plain.serve_rows)
             from ._sequences import sequence_execute
 
-            self.execute = sequence_execute(self)
+            self.execute = sequence_execute(self)  # type: ignore[method-assign,assignment]
 
     def _set_up_sequences(self, model: Any, declared: Any) -> None:
         """A stateful model's store and sequence path."""
