@@ -1,10 +1,17 @@
-"""The A/A control of a benchmark run (``--control``): a second copy of each hand-written model,
-measured like the others, whose ratio to raw shows how large a difference this run can tell
-from noise.
+"""The reference models a benchmark run adds beside raw and tritonpy.
 
-Two copies of one model differ only by chance (which stub the machine's other jobs slowed
-down, where each variant's slices fell), so "control / raw" is the run's noise floor: a
-tritonpy ratio inside it is not a measured tax or gain.
+``--control``, the A/A control: a second copy of each hand-written model, measured like the
+others, whose ratio to raw shows how large a difference this run can tell from noise. Two
+copies of one model differ only by chance (which stub the machine's other jobs slowed down,
+where each variant's slices fell), so "control / raw" is the run's noise floor: a tritonpy
+ratio inside it is not a measured tax or gain.
+
+``--checked``: the hand-written model plus what tritonpy's engine does per request beyond a
+hand-written model's work, written out by hand (``<workload>_checked.py``: each output checked
+against its declared data type and shape, ``infer`` timed for ``check_cancellation="auto"``).
+"tritonpy / checked" is what the engine costs beyond its checks, "checked / control" what the
+checks cost: the split of a tax between the engine and the checks, pooled like any other
+ratio (the workloads with such a file: add_sub, sequence, stream).
 """
 
 from __future__ import annotations
@@ -13,12 +20,14 @@ import shutil
 from pathlib import Path
 from typing import Any, List, Sequence
 
-from benchmarks.workloads import Workload
+from benchmarks.workloads import MODELS_DIR, Workload
 
-__all__ = ["CONTROL", "add_control_models", "noise_floor"]
+__all__ = ["CHECKED", "CONTROL", "add_checked_models", "add_control_models", "noise_floor"]
 
 #: the variant name of the copies
 CONTROL = "control"
+#: the variant name of the hand-written models that make tritonpy's checks
+CHECKED = "checked"
 
 
 def add_control_models(repo: Path, workloads: Sequence[Workload]) -> List[str]:
@@ -38,8 +47,25 @@ def add_control_models(repo: Path, workloads: Sequence[Workload]) -> List[str]:
     return added
 
 
-def _copy_model(repo: Path, model: str) -> str:
-    name = f"{model}_control"
+def add_checked_models(repo: Path, workloads: Sequence[Workload]) -> List[str]:
+    """Write each workload's ``<workload>_checked.py`` (when it has one) into ``repo`` as
+    ``<workload>_checked``, with the raw model's configuration, and add it to the workload as
+    the ``checked`` variant. Return the workloads that got one."""
+    added = []
+    for workload in workloads:
+        raw = workload.models.get("raw")
+        source = MODELS_DIR / f"{workload.name}_{CHECKED}.py"
+        if raw is None or not source.is_file():
+            continue
+        name = _copy_model(repo, raw, f"{workload.name}_{CHECKED}")
+        shutil.copyfile(source, repo / name / "1" / "model.py")
+        workload.models[CHECKED] = name
+        added.append(workload.name)
+    return added
+
+
+def _copy_model(repo: Path, model: str, name: str = "") -> str:
+    name = name or f"{model}_control"
     shutil.copytree(repo / model, repo / name, dirs_exist_ok=True)
     config = repo / name / "config.pbtxt"
     config.write_text(

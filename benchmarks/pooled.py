@@ -37,7 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.control import CONTROL
+from benchmarks.control import CHECKED, CONTROL
 from benchmarks.report import CPU_MAX_FACTOR, THROUGHPUT_MIN, Cell, evaluate_targets
 from benchmarks.workloads import ALL_WORKLOADS
 
@@ -131,8 +131,15 @@ def _round_ratios(cell: Cell, base: Cell, key: str) -> List[float]:
     return ratios
 
 
-#: what the pooled view compares: (variant, against), the variant's ratio to the other
-COMPARISONS = (("tritonpy", "raw"), (CONTROL, "raw"), ("tritonpy", CONTROL))
+#: what the pooled view compares: (variant, against), the variant's ratio to the other; with
+#: ``--checked``, the engine's cost beyond its checks and the checks' own cost
+COMPARISONS = (
+    ("tritonpy", "raw"),
+    (CONTROL, "raw"),
+    ("tritonpy", CONTROL),
+    ("tritonpy", CHECKED),
+    (CHECKED, CONTROL),
+)
 
 
 def pooled_ratios(

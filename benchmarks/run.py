@@ -40,7 +40,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks.control import add_control_models, noise_floor
+from benchmarks.control import add_checked_models, add_control_models, noise_floor
 from benchmarks.fresh import SERVER_ARGS, restart_stubs
 from benchmarks.inprocess import run_inprocess
 from benchmarks.loadgen import (
@@ -69,7 +69,7 @@ from tritonpy.perf._stream import stream_caller_factory
 __all__ = ["Cell", "Target", "evaluate_targets", "main", "render_table"]
 
 HERE = Path(__file__).resolve().parent
-VARIANT_ORDER = ("raw", "control", "raw_malloc", "tritonpy", "naive", "pytriton")
+VARIANT_ORDER = ("raw", "control", "checked", "raw_malloc", "tritonpy", "naive", "pytriton")
 #: settling time of every slice after a variant's first in a round (its channels stay open
 #: and the model is warm; the closed loop refills after the other variants' slices)
 SLICE_SETTLE_S = 0.1
@@ -279,6 +279,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="add a copy of each raw model, measured like the others: the run's noise floor",
     )
     parser.add_argument(
+        "--checked",
+        action="store_true",
+        help="add the hand-written model that makes tritonpy's checks (add_sub, sequence, "
+        "stream): tritonpy / checked is the engine's cost beyond them",
+    )
+    parser.add_argument(
         "--fresh-stubs",
         action="store_true",
         help="reload every variant's model before each round, so that each round runs on new "
@@ -335,6 +341,8 @@ def run(args: argparse.Namespace) -> int:
         workloads = build_repository(repo, workload_names, log=say)
         if args.control:
             add_control_models(repo, workloads)
+        if args.checked:
+            add_checked_models(repo, workloads)
         with contextlib.ExitStack() as stack:
             say("starting tritonserver ...")
             server = stack.enter_context(
@@ -446,6 +454,7 @@ def run(args: argparse.Namespace) -> int:
                 "repeat": args.repeat,
                 "with_pytriton": bool(args.with_pytriton),
                 "control": bool(args.control),
+                "checked": bool(args.checked),
                 "slices": args.slices,
                 "fresh_stubs": bool(args.fresh_stubs),
             },

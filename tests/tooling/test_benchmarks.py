@@ -235,6 +235,30 @@ def test_control_copies_raw_and_reports_the_noise_floor(tmp_path: Path) -> None:
     assert all("control" not in t.description for t in evaluate_targets(cells))
 
 
+def test_checked_models_take_raw_configs_where_a_workload_has_one(tmp_path: Path) -> None:
+    from benchmarks.control import CHECKED, add_checked_models
+    from tritonpy.config import config_to_dict, load_config
+
+    workloads = build_repository(tmp_path, ["add_sub", "large_tensor", "stream"])
+    # large_tensor has no hand-written checked model: it gets no checked variant
+    assert add_checked_models(tmp_path, workloads) == ["add_sub", "stream"]
+    for workload in workloads:
+        if workload.name == "large_tensor":
+            assert CHECKED not in workload.models
+            continue
+        name = workload.models[CHECKED]
+        assert name == f"{workload.name}_checked"
+        source = ROOT / "benchmarks" / "workloads" / "models" / f"{name}.py"
+        assert (tmp_path / name / "1" / "model.py").read_text() == source.read_text()
+        raw, checked = (
+            config_to_dict(load_config(tmp_path / model / "config.pbtxt"))
+            for model in (workload.models["raw"], name)
+        )
+        assert checked.pop("name") == name
+        raw.pop("name")
+        assert checked == raw  # served exactly as raw is (decoupled for the stream)
+
+
 def test_the_ensemble_control_runs_copies_of_the_members(tmp_path: Path) -> None:
     pytest.importorskip("torch", reason="the ensemble workload trains the digits MLP in torch")
     from benchmarks.control import CONTROL, add_control_models
@@ -297,7 +321,7 @@ def test_variants_give_identical_outputs(repository: Any, workload: str) -> None
 @pytest.mark.parametrize(
     "workload, ablation",
     [("add_sub", "add_sub_dict.py"), ("add_sub", "add_sub_checked.py"),
-     ("stream", "stream_generator.py")],
+     ("stream", "stream_generator.py"), ("stream", "stream_checked.py")],
 )  # fmt: skip
 def test_ablations_answer_as_raw_does(tmp_path: Path, workload: str, ablation: str) -> None:
     # the hand-written ablations cpu_split.py --extra serves beside raw do raw's work
@@ -442,6 +466,24 @@ def test_sequence_variants_keep_each_sequence_own_state(sequences: Any) -> None:
             np.testing.assert_allclose(got["MEAN"], total / count, rtol=1e-6)
     for raw, tritonpy in zip(results["raw"], results["tritonpy"]):
         assert expected_equal("sequence/tritonpy", raw, tritonpy) == []
+
+
+def test_the_checked_sequence_model_answers_as_raw_does(sequences: Any, tmp_path: Path) -> None:
+    import shutil
+
+    from benchmarks.control import add_checked_models
+
+    repo, workload = sequences
+    shutil.copytree(repo / workload.models["raw"], tmp_path / workload.models["raw"])
+    spec = dataclasses.replace(workload, models={"raw": workload.models["raw"]})
+    assert add_checked_models(tmp_path, [spec]) == ["sequence"]
+    answers = []
+    for model in (spec.models["raw"], spec.models["checked"]):
+        with ModelHarness(tmp_path / model) as harness:
+            answers.append(_running_sums(harness, workload.payloads))
+    assert len(answers[0]) == len(answers[1]) == 12
+    for raw, checked in zip(*answers):
+        assert expected_equal("sequence/checked", raw, checked) == []
 
 
 def test_sequence_configs_are_the_same_scheduler(sequences: Any) -> None:
@@ -610,7 +652,7 @@ def test_quick_sequence_run_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--workloads=sequence",
-         "--concurrency=4", "--control", f"--json={out}"],
+         "--concurrency=4", "--control", "--checked", f"--json={out}"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode in (0, 1), proc.stderr[-2000:]  # 1: a target missed (timing noise)
@@ -618,8 +660,12 @@ def test_quick_sequence_run_end_to_end(tmp_path: Path) -> None:
 
     document = json.loads(out.read_text())
     assert document["output_check_problems"] == []
-    assert {c["variant"] for c in document["cells"]} == {"raw", "control", "tritonpy"}
+    assert {c["variant"] for c in document["cells"]} == {"raw", "control", "checked", "tritonpy"}
     assert all(c["errors"] == 0 and c["completed"] > 0 for c in document["cells"])
+    assert document["settings"]["checked"] is True
+    assert {(p["variant"], p["against"]) for p in document["pooled"]} >= {
+        ("tritonpy", "checked"), ("checked", "control"),
+    }  # fmt: skip
     assert [c["variant"] for c in document["sequence_costs"]] == ["raw", "tritonpy"] * 4
     assert "Per-request cost of a sequence's state" in proc.stdout
 
@@ -676,8 +722,8 @@ def test_quick_stream_run_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick",
-         "--workloads=stream,large_tensor", "--concurrency=2", "--control", "--no-inprocess",
-         f"--json={out}"],
+         "--workloads=stream,large_tensor", "--concurrency=2", "--control", "--checked",
+         "--no-inprocess", f"--json={out}"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode in (0, 1), proc.stderr[-2000:]  # 1: a target missed (timing noise)
@@ -687,7 +733,7 @@ def test_quick_stream_run_end_to_end(tmp_path: Path) -> None:
     assert document["output_check_problems"] == []
     cells = document["cells"]
     assert {(c["workload"], c["variant"]) for c in cells} == {
-        ("stream", "raw"), ("stream", "control"), ("stream", "tritonpy"),
+        ("stream", "raw"), ("stream", "control"), ("stream", "checked"), ("stream", "tritonpy"),
         ("large_tensor", "raw"), ("large_tensor", "control"), ("large_tensor", "raw_malloc"),
         ("large_tensor", "tritonpy"),
     }  # fmt: skip
@@ -1008,6 +1054,21 @@ def test_pooled_ratios_pair_rounds_and_give_a_t_interval() -> None:
     assert control.n == 2 and control.ratio == pytest.approx(math.sqrt(1.1 * 1.21))
     against_control = both[("add_sub", "tritonpy", "control")].throughput
     assert against_control.n == 1 and against_control.ratio == pytest.approx(11.0 / 12.1)
+
+    # --checked: the engine's cost beyond the checks, and the checks' own cost
+    checked = _rounds_cell("checked", [11.5, 11.0], [1.0, 1.1], workload="add_sub")
+    checked_run = [*other_run, checked]
+    split = {(p.variant, p.against): p for p in pooled_ratios(checked_run)}
+    assert list(split) == [
+        ("tritonpy", "raw"), ("control", "raw"), ("tritonpy", "control"),
+        ("tritonpy", "checked"), ("checked", "control"),
+    ]  # fmt: skip
+    engine = split[("tritonpy", "checked")]
+    assert engine.throughput.n == 2
+    assert engine.throughput.ratio == pytest.approx(math.sqrt(11.0 / 11.5))
+    assert engine.server_cpu.ratio == pytest.approx(math.sqrt(1.0 / 1.1))
+    checks = split[("checked", "control")]
+    assert checks.throughput.n == 1 and checks.throughput.ratio == pytest.approx(11.5 / 12.1)
 
 
 def test_the_control_is_judged_by_the_no_tax_lines_of_tritonpy() -> None:
