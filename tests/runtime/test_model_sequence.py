@@ -187,6 +187,54 @@ def test_the_store_reads_the_clock_it_is_given() -> None:
         assert 5 not in store and harness.model.ended == [(5, True, 1)]
 
 
+class NotedSum(RunningSum):
+    """RunningSum with a text output beside: served by the general sequence path."""
+
+    outputs = {"SUM": tp.Tensor("INT32", [1]), "NOTE": tp.Text()}
+
+    def infer(self, VALUE: np.ndarray, sequence: tp.SequenceInfo) -> Dict[str, Any]:
+        return {**super().infer(VALUE, sequence), "NOTE": ["summed"] * len(VALUE)}
+
+
+@pytest.mark.parametrize("cls", [RunningSum, NotedSum], ids=["plain-path", "general-path"])
+def test_the_least_recently_served_sequence_is_evicted_at_its_own_deadline(cls: type) -> None:
+    # the store looks for idle sequences only once the least recently served one can be
+    # idle (SequenceStore.evict_at); a sequence that started first but was served since
+    # is not that one, and a sequence is evicted at the first call at or after its deadline
+    timeout = cls.sequence.idle_timeout_s  # type: ignore[attr-defined]
+    now = [0.0]
+    with served(cls) as harness:
+        store = engine_of(harness.model).sequences
+        store.clock = lambda: now[0]
+        path = engine_of(harness.model).execute.func  # type: ignore[attr-defined]
+        assert path.__name__ == (
+            "execute_plain_sequences" if cls is RunningSum else "execute_sequences"
+        )
+        harness.infer(value(1), correlation_id=5, flags=START)  # 5 served at 0
+        now[0] = timeout / 4
+        harness.infer(value(2), correlation_id=6, flags=START)  # 6 at timeout/4
+        now[0] = timeout / 2
+        harness.infer(value(3), correlation_id=5)  # 5 again: 6 is now the oldest
+        now[0] = timeout  # 5's first deadline has passed; it was served since
+        harness.infer(value(4), correlation_id=7, flags=START)
+        assert sorted(store.open) == [5, 6, 7] and not harness.model.ended
+        now[0] = timeout / 4 + timeout - 0.001
+        harness.infer(value(1), correlation_id=7)
+        assert 6 in store and not harness.model.ended
+        now[0] = timeout / 4 + timeout  # 6's deadline
+        harness.infer(value(1), correlation_id=7)
+        assert harness.model.ended == [(6, True, 2)] and sorted(store.open) == [5, 7]
+        now[0] = timeout / 2 + timeout  # 5's deadline; 7 was served at 1.25 x timeout
+        harness.infer(value(1), correlation_id=7, flags=END)
+        assert harness.model.ended == [(6, True, 2), (5, True, 4), (7, False, 7)]
+        assert len(store) == 0
+        # an empty store: the next START is evicted on time too
+        harness.infer(value(9), correlation_id=8, flags=START)
+        now[0] += timeout
+        harness.infer(value(1), correlation_id=9, flags=START)
+        assert harness.model.ended[-1] == (8, True, 9) and sorted(store.open) == [9]
+
+
 def test_a_start_under_an_open_id_ends_the_previous_sequence() -> None:
     with served() as harness:
         assert sums(harness, [(1, 5, START), (2, 5, 0), (7, 5, START), (1, 5, END)]) == [1, 3, 7, 8]

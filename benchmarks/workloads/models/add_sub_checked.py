@@ -2,7 +2,9 @@
 what tritonpy's plain-tensor path adds to it per request, written out by hand: ``infer``
 timed (for ``check_cancellation="auto"``) and each output checked against its declared
 data type and shape before it becomes a tensor. What it costs over add_sub_dict.py is those
-checks; what tritonpy costs over it is the rest of its engine."""
+checks; what tritonpy costs over it is the rest of its engine. It is also the add_sub
+workload's ``checked`` variant (``benchmarks/run.py --checked``; sequence_checked.py and
+stream_checked.py are the others), whose pooled ratios split the same way."""
 
 from time import perf_counter
 
