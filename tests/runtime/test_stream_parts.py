@@ -150,3 +150,33 @@ def test_a_text_output_has_no_plain_table() -> None:
         assert engine_of(harness.model).part_outputs is None
         (part,) = harness.infer_stream({"N": np.array([1], np.int64)})
     assert part["WORD"].reshape(-1).tolist() == [b"a"]
+
+
+def test_streams_and_async_models_are_called_straight_on_their_paths(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # bound once at initialize (Engine._bind_execute): no per-call dispatch through
+    # execute_special, whose import statement alone cost microseconds a call
+    from tritonpy._runtime._engine import engine as engine_module
+    from tritonpy._runtime._engine._async import execute_async
+    from tritonpy._runtime._engine._streaming import execute_decoupled
+
+    class Doubled(tp.Model):
+        inputs = {"X": tp.Tensor("INT64", [1])}
+        outputs = {"Y": tp.Tensor("INT64", [1])}
+
+        async def infer(self, X: np.ndarray) -> Dict[str, Any]:
+            return {"Y": X * 2}
+
+    def refused(self: Any, requests: Any) -> Any:
+        raise AssertionError("execute_special was called")
+
+    monkeypatch.setattr(engine_module.Engine, "execute_special", refused)
+    for model, path in ((Tokens, execute_decoupled), (Doubled, execute_async)):
+        with ModelHarness(model) as harness:
+            bound = engine_of(harness.model).execute
+            assert bound.func is path  # type: ignore[attr-defined]
+            if model is Tokens:
+                assert len(harness.infer_stream({"PROMPT": PROMPT})) == 3
+            else:
+                assert harness.infer({"X": np.array([4], np.int64)})["Y"].tolist() == [8]
