@@ -39,7 +39,7 @@ def add_control_models(repo: Path, workloads: Sequence[Workload]) -> List[str]:
         raw = workload.models.get("raw")
         if raw is None:
             continue
-        name = _copy_model(repo, raw)
+        name = _copy_model(repo, raw, f"{raw}_control")
         if workload.name == "ensemble":
             _point_steps_at_copies(repo, name)
         workload.models[CONTROL] = name
@@ -64,8 +64,8 @@ def add_checked_models(repo: Path, workloads: Sequence[Workload]) -> List[str]:
     return added
 
 
-def _copy_model(repo: Path, model: str, name: str = "") -> str:
-    name = name or f"{model}_control"
+def _copy_model(repo: Path, model: str, name: str) -> str:
+    """Copy ``model`` in ``repo`` as ``name`` (its configuration renamed); return ``name``."""
     shutil.copytree(repo / model, repo / name, dirs_exist_ok=True)
     config = repo / name / "config.pbtxt"
     config.write_text(
@@ -81,7 +81,7 @@ def _point_steps_at_copies(repo: Path, ensemble: str) -> None:
     path = repo / ensemble / "config.pbtxt"
     config = parse_config(path.read_text(encoding="utf-8"))
     for step in config.ensemble_scheduling.step:
-        step.model_name = _copy_model(repo, step.model_name)
+        step.model_name = _copy_model(repo, step.model_name, f"{step.model_name}_control")
     path.write_text(format_config(config), encoding="utf-8")
 
 

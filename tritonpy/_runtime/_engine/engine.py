@@ -71,8 +71,8 @@ class Engine(CodecTables):
         self.wants_parameters = traits.wants_parameters
         # a call merges in one pass unless requests carry parameters (see _merged.py)
         self.merges_directly = self.merge and not traits.wants_parameters
-        # execute() leaves the plain path only for streams, async infer and sequences (one
-        # check a call)
+        # every model but streams, async infer and sequences (which _bind_execute gives
+        # execute() paths of their own)
         self.plain = not traits.decoupled and traits.synchronous and self.sequences is None
         #: True/False from check_cancellation, None for "auto"
         self.check_cancellation = traits.check_cancellation
@@ -107,9 +107,9 @@ class Engine(CodecTables):
 
             self.execute = sequence_execute(self)  # type: ignore[method-assign,assignment]
         elif self.traits.decoupled:
-            # a stream's calls go straight to its path, as an async infer's do: the import
-            # statement of execute_special and its two frames cost ~5 us a call in process
-            # (48.9 -> 43.3 us a request of 16 responses, issue 32)
+            # a stream's calls go straight to its path, as an async infer's do: a dispatch per
+            # call (an import statement and two frames) cost ~5 us in process (48.9 -> 43.3
+            # us a request of 16 responses, issue 32)
             from ._streaming import execute_decoupled
 
             self.execute = partial(execute_decoupled, self)  # type: ignore[method-assign]
@@ -120,18 +120,15 @@ class Engine(CodecTables):
 
     def _set_up_sequences(self, model: Any, declared: Any) -> None:
         """A stateful model's store and sequence path."""
-        from ._sequences import SequenceStore, compute_in_sequence, execute_sequences
+        from ._sequences import SequenceStore, compute_in_sequence
 
         self.sequences = SequenceStore(declared, model.start_sequence, model.end_sequence)
-        # kept: an import statement in execute_special would cost a microsecond a call
-        self.execute_sequences = execute_sequences
         #: the general path of a request of a sequence (the direct path's fallback)
         self.compute_in_sequence = partial(compute_in_sequence, self)
 
     def execute(self, requests: Sequence[Any]) -> Any:
-        """Serve one batch of requests (what ``Model.execute`` returns)."""
-        if not self.plain:
-            return self.execute_special(requests)
+        """Serve one batch of requests (what ``Model.execute`` returns). Streams, async
+        ``infer`` and sequences never come here: ``_bind_execute`` gives them their own."""
         if not self.merge or len(requests) == 1:
             # the hot path of most calls: nothing to merge, each request straight through
             if self.direct_inputs is not None:
@@ -144,20 +141,6 @@ class Engine(CodecTables):
             if merged is not None:
                 return merged
         return self.execute_merged(requests)
-
-    def execute_special(self, requests: Sequence[Any]) -> Any:
-        """A stateful model's call, a streaming model's (None, or a coroutine) or an async
-        infer's (a coroutine)."""
-        # imported here: plain models never load these modules
-        if self.sequences is not None:
-            return self.execute_sequences(self, requests)
-        if self.traits.decoupled:
-            from ._streaming import execute_decoupled
-
-            return execute_decoupled(self, requests)
-        from ._async import execute_async
-
-        return execute_async(self, requests)
 
     # -- the paths (see the modules named) -----------------------------------------------------
     decode = _decoding.decode
