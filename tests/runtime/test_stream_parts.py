@@ -14,6 +14,7 @@ import pytest
 import tritonpy as tp
 from tritonpy._runtime._engine.engine import engine_of
 from tritonpy.testing import ModelHarness
+from tritonpy.testing import fake_pb_utils as pb
 
 PROMPT = np.array([3, 4], np.int64)
 
@@ -181,3 +182,90 @@ def test_streams_and_async_models_are_called_straight_on_their_paths(
                 assert len(harness.infer_stream({"PROMPT": PROMPT})) == 3
             else:
                 assert harness.infer({"X": np.array([4], np.int64)})["Y"].tolist() == [8]
+
+
+def _stream_answers(sender: Any) -> List[Any]:
+    """What a request's sender got: each response's outputs or error, then the flags."""
+    answers: List[Any] = []
+    for response, flags in sender.sent:
+        if response is None:
+            answers.append(("flags", flags))
+        elif response.has_error():
+            answers.append(("error", int(response.error().code()), response.error().message()))
+        else:
+            answers.append({t.name(): t.as_numpy().tolist() for t in response.output_tensors()})
+    return answers
+
+
+def _streamed(model: type, tensors: Dict[str, Any], plain_read: bool) -> List[Any]:
+    """``tensors`` handed to ``execute()`` as they are (the fake server's input checks
+    bypassed, as a caller inside the stub could); ``plain_read``: with the plain read of
+    the inputs, else with the codecs' decoding for every request."""
+    from functools import partial
+
+    from tritonpy._runtime._engine._streaming import execute_decoupled
+
+    with ModelHarness(model) as harness:
+        engine = engine_of(harness.model)
+        if not plain_read:
+            engine.execute = partial(execute_decoupled, engine, None)  # type: ignore[method-assign]
+        # ("PROMPT ": None, the first input's tensor again)
+        given = [(name.strip(), tensors[name.strip()]) for name in tensors]
+        request = pb.InferenceRequest(
+            model_name="m", inputs=[pb.Tensor(name, np.asarray(value)) for name, value in given]
+        )
+        assert engine.execute([request]) is None
+        return _stream_answers(request.get_response_sender())
+
+
+class Counted(tp.Model):
+    inputs = {"PROMPT": tp.Tensor("INT64", [2]), "TIMES": tp.Tensor("INT64", [1])}
+    outputs = {"TOKEN": tp.Tensor("INT64", [1])}
+
+    def infer(self, TIMES: np.ndarray, PROMPT: np.ndarray) -> Iterator[Any]:
+        for step in range(int(TIMES[0])):
+            yield {"TOKEN": PROMPT[:1] + step}
+
+
+TIMES = np.array([3], np.int64)
+REQUESTS: Dict[str, Dict[str, Any]] = {
+    "good": {"PROMPT": np.array([5, 6], np.int64), "TIMES": TIMES},
+    "inputs in another order": {"TIMES": np.array([1]), "PROMPT": np.array([5, 6])},
+    "int32 prompt": {"PROMPT": np.array([5, 6], np.int32), "TIMES": TIMES},
+    "longer prompt": {"PROMPT": np.array([5, 6, 7], np.int64), "TIMES": TIMES},
+    "prompt of rank 2": {"PROMPT": np.array([[5, 6]], np.int64), "TIMES": TIMES},
+    "an input left out": {"PROMPT": np.array([5, 6], np.int64)},
+    "an input twice": {"PROMPT": np.array([5, 6]), "PROMPT ": None},
+    "an unknown input": {"PROMPT": np.array([5, 6]), "NOPE": TIMES},
+    "no input": {},
+}
+# what the codecs refuse with INVALID_ARG (the others stream, an unknown input ignored)
+REFUSED = (
+    "int32 prompt",
+    "longer prompt",
+    "prompt of rank 2",
+    "an input left out",
+    "an input twice",
+    "no input",
+)
+
+
+@pytest.mark.parametrize("case", list(REQUESTS))
+def test_the_plain_read_answers_every_request_as_the_codecs_do(case: str) -> None:
+    plain = _streamed(Counted, REQUESTS[case], plain_read=True)
+    assert plain == _streamed(Counted, REQUESTS[case], plain_read=False)
+    assert plain[-1] == ("flags", 1)  # every stream ends with the flags-only FINAL
+    if case == "good":
+        assert plain[:-1] == [{"TOKEN": [5]}, {"TOKEN": [6]}, {"TOKEN": [7]}]
+    if case in REFUSED:
+        assert plain[0][:2] == ("error", int(pb.TritonError.INVALID_ARG))
+
+
+def test_a_plain_stream_request_skips_the_codecs(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*args: Any) -> Any:
+        raise AssertionError("the codecs' decoding was called")
+
+    with ModelHarness(Counted) as harness:
+        monkeypatch.setattr(engine_of(harness.model), "decode", refused)
+        parts = harness.infer_stream(REQUESTS["good"])
+        assert [p["TOKEN"].tolist() for p in parts] == [[5], [6], [7]]

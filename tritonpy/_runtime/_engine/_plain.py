@@ -311,6 +311,49 @@ def serve_rows(engine: Engine, tables: Tables, index: int, request: Any, sequenc
         return engine.internal_error(exc, "running infer()")
 
 
+def plain_tables(engine: Engine) -> Optional[Tables]:
+    """The tables of a model whose every input and output is a plain numpy tensor and whose
+    ``infer`` gets only their values (a stream's: see ``_streaming.stream_tables``), else
+    None."""
+    return _tables(engine)
+
+
+def read_plain(
+    tables: Tables, tensors: Sequence[Any], batched: bool
+) -> Optional[Tuple[List[Any], int]]:
+    """A request's input tensors as ``infer``'s arguments and their rows (-1 without
+    batching), when each declared input is there once and fits its declaration; else None:
+    the codecs' path decides, and words the errors. The loops of :func:`_execute` and
+    :func:`serve_rows` do the same, written out (a call per request costs there)."""
+    inputs, size = tables[0], tables[3]
+    if len(tensors) != len(inputs):
+        return None
+    arguments: List[Any] = [None] * size
+    rows = -1
+    for tensor in tensors:
+        spec = inputs.get(tensor.name())
+        if spec is None or arguments[spec[0]] is not None:  # (unknown, or given twice)
+            return None
+        at, dtype, dims, rank, fits = spec
+        value = tensor.as_numpy()
+        shape = value.shape
+        if batched:
+            if not shape or (rows != shape[0] and rows != -1):
+                return None
+            rows, shape = shape[0], shape[1:]
+        if dtype is not None and (
+            (value.dtype is not dtype and value.dtype != dtype)
+            or (
+                shape != dims
+                if dims is not None
+                else len(shape) != rank or (fits is not None and not fits(shape))
+            )
+        ):  # (a dtype of None: the server checked it, see server_checks_inputs)
+            return None
+        arguments[at] = value
+    return arguments, rows
+
+
 def _respond_other(
     engine: Engine,
     index: int,

@@ -37,20 +37,26 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from functools import partial
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence
+from types import GeneratorType
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
 from .._declarations import INFER_ASYNC, INFER_ASYNC_GENERATOR
 from ..errors import InputError
+from ._decoded import Decoded
+from ._plain import Tables, plain_tables, read_plain
 from ._traits import AUTO_CANCELLATION_SECONDS
 
 #: with check_cancellation = "auto", a fast stream is still asked this often (wall time)
 STREAM_CHECK_INTERVAL_SECONDS = 0.1
 
+#: the keyword arguments of a plain read's infer call (none: they go by position)
+_NO_KEYWORDS: Dict[str, Any] = {}
+
 if TYPE_CHECKING:
-    from ._decoded import Decoded
     from .engine import Engine
 
 
@@ -62,13 +68,36 @@ def cancelled_message(sent: int) -> str:
     )
 
 
-def execute_decoupled(engine: Engine, requests: Sequence[Any]) -> Any:
-    """Stream every request's responses through its sender; None, or a coroutine for an
-    async ``infer``."""
+def decoupled_execute(engine: Engine) -> Callable[[Sequence[Any]], Any]:
+    """``execute()`` of a streaming model, chosen once at ``initialize``: an async ``infer``'s
+    (a coroutine), else one that streams each request in turn (:func:`execute_decoupled`),
+    its plain numpy inputs read as the plain-tensor path reads them."""
     if engine.traits.infer_kind in (INFER_ASYNC, INFER_ASYNC_GENERATOR):
-        return _stream_all_async(engine, requests)
+        return partial(_stream_all_async, engine)
+    return partial(execute_decoupled, engine, stream_tables(engine))
+
+
+def stream_tables(engine: Engine) -> Optional[Tables]:
+    """The plain-tensor path's tables of a streaming model whose inputs and outputs are all
+    plain numpy tensors and whose ``infer`` gets only their values, else None."""
+    if engine.traits.infer_kind in (INFER_ASYNC, INFER_ASYNC_GENERATOR):
+        return None
+    return plain_tables(engine)
+
+
+def execute_decoupled(engine: Engine, tables: Optional[Tables], requests: Sequence[Any]) -> None:
+    """Stream every request's responses through its sender (``tables``: see
+    :func:`stream_tables`). A request whose inputs the plain read does not take (a missing,
+    unknown or wrong input, fewer outputs requested) is decoded by the codecs, which word
+    the errors."""
+    fewer = engine.may_request_fewer
     for request in requests:
         stream = Stream(engine, request)
+        if tables is not None and (not fewer or engine.requested_of(request) is None):
+            read = read_plain(tables, request.inputs(), engine.batched)
+            if read is not None:
+                stream.run_plain(tables, *read)
+                continue
         item = stream.start()
         if item is not None:
             stream.run(item)
@@ -89,6 +118,11 @@ class Stream:
         self.sender = request.get_response_sender()
         self.final = engine.pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL
         self.sent = 0
+        #: the decoded request (None while a request read by the plain path streams)
+        self.item: Optional[Decoded] = None
+        #: what the plain read took (see run_plain)
+        self.tables: Optional[Tables] = None
+        self.arguments: List[Any] = []
         # the "auto" policy's clocks: when the client was last asked whether it cancelled,
         # and the seconds the generator spent producing parts since then
         self.checked_at = perf_counter()
@@ -106,15 +140,30 @@ class Stream:
         return None
 
     def run(self, item: Decoded) -> None:
+        """Stream the parts of ``infer`` for the decoded request ``item``."""
+        self.item = item
         engine = self.engine
+        self.stream(engine.infer, (), engine.one_values(item), item.rows if engine.batched else -1)
+
+    def run_plain(self, tables: Tables, arguments: List[Any], rows: int) -> None:
+        """Stream the parts of ``infer(*arguments)``: a request read by the plain-tensor
+        path (``rows``: a batched model's rows, -1 without batching)."""
+        self.tables, self.arguments = tables, arguments
+        self.stream(tables[2], arguments, _NO_KEYWORDS, rows)
+
+    def stream(
+        self, infer: Callable[..., Any], arguments: Any, keywords: Dict[str, Any], rows: int
+    ) -> None:
+        """Call ``infer``, send each part it yields, then the flags-only FINAL (or the error
+        or cancellation that ends the stream)."""
         parts: Any = None
         try:
             started = perf_counter()
-            parts = engine.infer(**engine.one_values(item))
-            if not inspect.isgenerator(parts):
+            parts = infer(*arguments, **keywords)
+            if type(parts) is not GeneratorType:
                 parts = iter((parts,))  # decoupled = True with a plain infer: one part
                 self.producing += perf_counter() - started
-            if not self.send_parts(item, parts):
+            if not self.send_parts(parts, rows):
                 close_parts(parts)
                 self.end_cancelled()
                 return
@@ -124,60 +173,71 @@ class Stream:
             return
         self.sender.send(flags=self.final)
 
-    def send_parts(self, item: Decoded, parts: Iterator[Any]) -> bool:
+    def send_parts(self, parts: Iterator[Any], rows: int) -> bool:
         """Send each part of ``parts`` as it comes; False when the client cancelled.
 
         A token stream runs this loop per token, so it is written out: the "auto" policy's
-        clocks in locals, and a part whose every output is a plain numpy array of its declared
-        data type and shape made into its response here, as the plain-tensor path does
-        (``_plain.py``). Anything else (a conversion, a Response, fewer outputs requested,
-        a wrong part) goes to ``engine.respond``, which words the errors."""
+        clocks and the count of parts sent in locals, and a part whose every output is a
+        plain numpy array of its declared data type and shape made into its response here,
+        as the plain-tensor path does (``_plain.py``). Anything else (a conversion, a
+        Response, fewer outputs requested, a wrong part) goes to ``engine.respond``, which
+        words the errors."""
         engine = self.engine
-        policy, send, respond = engine.check_cancellation, self.sender.send, engine.respond
-        table = engine.part_outputs if item.requested is None else None
+        item = self.item
+        policy, send = engine.check_cancellation, self.sender.send
+        table = engine.part_outputs if item is None or item.requested is None else None
         outputs = table or ()
         count = len(outputs) if table else -1
-        rows = item.rows if engine.batched else -1
         Tensor, InferenceResponse = engine.pb.Tensor, engine.pb.InferenceResponse
-        checked_at, producing = self.checked_at, self.producing
-        while True:
+        checked_at, producing, sent = self.checked_at, self.producing, self.sent
+        try:
             started = perf_counter()
-            try:
-                part = next(parts)
-            except StopIteration:
-                return True
-            now = perf_counter()
-            producing += now - started
-            if policy is not False and (
-                policy
-                or producing >= AUTO_CANCELLATION_SECONDS
-                or now - checked_at >= STREAM_CHECK_INTERVAL_SECONDS
-            ):  # "auto" and fast parts: a round trip each would cost more than it saves
-                checked_at, producing = now, 0.0
-                if self.sender.is_cancelled():
-                    return False
-            arrays: List[Any] = []
-            for name, dtype, dims, rank, fits in outputs if type(part) is dict else ():
-                value = part.get(name)
-                shape = value.shape if type(value) is np.ndarray else None
-                if shape is None or (value.dtype is not dtype and value.dtype != dtype):
-                    break
-                if rows >= 0:  # a batched model's part keeps the rows of its request
-                    if not shape or shape[0] != rows:
+            for part in parts:
+                now = perf_counter()
+                producing += now - started
+                if policy is not False and (
+                    policy
+                    or producing >= AUTO_CANCELLATION_SECONDS
+                    or now - checked_at >= STREAM_CHECK_INTERVAL_SECONDS
+                ):  # "auto" and fast parts: a round trip each would cost more than it saves
+                    checked_at, producing = now, 0.0
+                    if self.sender.is_cancelled():
+                        return False
+                arrays: List[Any] = []
+                for name, dtype, dims, rank, fits in outputs if type(part) is dict else ():
+                    value = part.get(name)
+                    shape = value.shape if type(value) is np.ndarray else None
+                    if shape is None or (value.dtype is not dtype and value.dtype != dtype):
                         break
-                    shape = shape[1:]
-                if (
-                    shape != dims
-                    if dims is not None
-                    else len(shape) != rank or (fits is not None and not fits(shape))
-                ):
-                    break
-                arrays.append(Tensor(name, value))
-            if len(arrays) == count == len(part):
-                send(InferenceResponse(output_tensors=arrays))
-            else:
-                send(respond(item, part))
-            self.sent += 1
+                    if rows >= 0:  # a batched model's part keeps the rows of its request
+                        if not shape or shape[0] != rows:
+                            break
+                        shape = shape[1:]
+                    if (
+                        shape != dims
+                        if dims is not None
+                        else len(shape) != rank or (fits is not None and not fits(shape))
+                    ):
+                        break
+                    arrays.append(Tensor(name, value))
+                if len(arrays) == count == len(part):
+                    send(InferenceResponse(output_tensors=arrays))
+                else:
+                    send(engine.respond(item or self.plain_item(rows), part))
+                sent += 1
+                started = perf_counter()
+            return True
+        finally:
+            self.sent = sent
+
+    def plain_item(self, rows: int) -> Decoded:
+        """The request the plain read took, as the codecs' paths take it (for a part that
+        :meth:`send_parts` does not make into a response itself)."""
+        assert self.tables is not None
+        arguments = self.arguments
+        values = {name: arguments[spec[0]] for name, spec in self.tables[0].items()}
+        self.item = Decoded(0, values, max(rows, 0), None, ())
+        return self.item
 
     async def run_async(self) -> None:
         item = self.start()

@@ -110,10 +110,10 @@ class Engine(CodecTables):
             # a stream's calls go straight to its path, as an async infer's do: a dispatch per
             # call (an import statement and two frames) cost ~5 us in process (48.9 -> 43.3
             # us a request of 16 responses, issue 32)
-            from ._streaming import execute_decoupled
+            from ._streaming import decoupled_execute
 
-            self.execute = partial(execute_decoupled, self)  # type: ignore[method-assign]
-        elif not self.traits.synchronous:
+            self.execute = decoupled_execute(self)  # type: ignore[method-assign,assignment]
+        elif not self.traits.synchronous:  # an async infer's calls (a coroutine each)
             from ._async import execute_async
 
             self.execute = partial(execute_async, self)  # type: ignore[method-assign]
