@@ -321,7 +321,8 @@ def test_variants_give_identical_outputs(repository: Any, workload: str) -> None
 @pytest.mark.parametrize(
     "workload, ablation",
     [("add_sub", "add_sub_dict.py"), ("add_sub", "add_sub_checked.py"),
-     ("stream", "stream_generator.py"), ("stream", "stream_checked.py")],
+     ("stream", "stream_generator.py"), ("stream", "stream_checked.py"),
+     ("stream", "stream_generator_checked.py")],
 )  # fmt: skip
 def test_ablations_answer_as_raw_does(tmp_path: Path, workload: str, ablation: str) -> None:
     # the hand-written ablations cpu_split.py --extra serves beside raw do raw's work
