@@ -269,3 +269,24 @@ def test_a_plain_stream_request_skips_the_codecs(monkeypatch: pytest.MonkeyPatch
         monkeypatch.setattr(engine_of(harness.model), "decode", refused)
         parts = harness.infer_stream(REQUESTS["good"])
         assert [p["TOKEN"].tolist() for p in parts] == [[5], [6], [7]]
+
+
+def test_a_failure_preparing_infers_values_ends_the_stream_with_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (a text input: no plain read, the codecs' path, whose values are prepared per request)
+    class Echoed(tp.Model):
+        inputs = {"TEXT": tp.Text()}
+        outputs = {"TOKEN": tp.Tensor("INT64", [1])}
+
+        def infer(self, TEXT: str) -> Iterator[Any]:
+            yield {"TOKEN": np.array([len(TEXT)], np.int64)}
+
+    def broken(item: Any) -> Any:
+        raise RuntimeError("the values could not be prepared")
+
+    with ModelHarness(Echoed) as harness:
+        monkeypatch.setattr(engine_of(harness.model), "one_values", broken)
+        (answer,) = harness.infer_stream({"TEXT": "abc"}, errors="return")
+    assert isinstance(answer, tp.TritonRequestError) and answer.code == "INTERNAL"
+    assert "the values could not be prepared" in answer.message

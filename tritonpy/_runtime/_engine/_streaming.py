@@ -40,7 +40,7 @@ import inspect
 from functools import partial
 from time import perf_counter
 from types import GeneratorType
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence
 
 import numpy as np
 
@@ -52,9 +52,6 @@ from ._traits import AUTO_CANCELLATION_SECONDS
 
 #: with check_cancellation = "auto", a fast stream is still asked this often (wall time)
 STREAM_CHECK_INTERVAL_SECONDS = 0.1
-
-#: the keyword arguments of a plain read's infer call (none: they go by position)
-_NO_KEYWORDS: Dict[str, Any] = {}
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -142,24 +139,28 @@ class Stream:
     def run(self, item: Decoded) -> None:
         """Stream the parts of ``infer`` for the decoded request ``item``."""
         self.item = item
+        self.stream(self.infer_decoded, (), item.rows if self.engine.batched else -1)
+
+    def infer_decoded(self) -> Any:
+        """``infer`` called with the decoded request's values (inside :meth:`stream`'s
+        ``try``: preparing them may fail too)."""
         engine = self.engine
-        self.stream(engine.infer, (), engine.one_values(item), item.rows if engine.batched else -1)
+        assert self.item is not None
+        return engine.infer(**engine.one_values(self.item))
 
     def run_plain(self, tables: Tables, arguments: List[Any], rows: int) -> None:
         """Stream the parts of ``infer(*arguments)``: a request read by the plain-tensor
         path (``rows``: a batched model's rows, -1 without batching)."""
         self.tables, self.arguments = tables, arguments
-        self.stream(tables[2], arguments, _NO_KEYWORDS, rows)
+        self.stream(tables[2], arguments, rows)
 
-    def stream(
-        self, infer: Callable[..., Any], arguments: Any, keywords: Dict[str, Any], rows: int
-    ) -> None:
-        """Call ``infer``, send each part it yields, then the flags-only FINAL (or the error
-        or cancellation that ends the stream)."""
+    def stream(self, infer: Callable[..., Any], arguments: Any, rows: int) -> None:
+        """Call ``infer(*arguments)``, send each part it yields, then the flags-only FINAL
+        (or the error or cancellation that ends the stream)."""
         parts: Any = None
         try:
             started = perf_counter()
-            parts = infer(*arguments, **keywords)
+            parts = infer(*arguments)
             if type(parts) is not GeneratorType:
                 parts = iter((parts,))  # decoupled = True with a plain infer: one part
                 self.producing += perf_counter() - started
