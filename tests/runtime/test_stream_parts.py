@@ -290,3 +290,31 @@ def test_a_failure_preparing_infers_values_ends_the_stream_with_an_error(
         (answer,) = harness.infer_stream({"TEXT": "abc"}, errors="return")
     assert isinstance(answer, tp.TritonRequestError) and answer.code == "INTERNAL"
     assert "the values could not be prepared" in answer.message
+
+
+def test_a_plain_read_request_is_decoded_once_for_all_its_converted_parts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # parts as lists: each goes to the codecs' respond, which needs the request decoded
+    class Listed(tp.Model):
+        inputs = {"PROMPT": tp.Tensor("INT64", [2]), "TIMES": tp.Tensor("INT64", [1])}
+        outputs = {"TOKEN": tp.Tensor("INT64", [1])}
+
+        def infer(self, PROMPT: np.ndarray, TIMES: np.ndarray) -> Iterator[Any]:
+            for step in range(int(TIMES[0])):
+                yield {"TOKEN": [int(PROMPT[0]) + step]}
+
+    from tritonpy._runtime._engine._streaming import Stream
+
+    built: List[int] = []
+    plain_item = Stream.plain_item
+
+    def counted(self: Stream, rows: int) -> Any:
+        built.append(rows)
+        return plain_item(self, rows)
+
+    monkeypatch.setattr(Stream, "plain_item", counted)
+    with ModelHarness(Listed) as harness:
+        parts = harness.infer_stream(REQUESTS["good"])
+    assert [p["TOKEN"].tolist() for p in parts] == [[5], [6], [7]]
+    assert built == [-1], "the request was decoded again for each converted part"

@@ -313,8 +313,8 @@ def serve_rows(engine: Engine, tables: Tables, index: int, request: Any, sequenc
 
 def plain_tables(engine: Engine) -> Optional[Tables]:
     """The tables of a model whose every input and output is a plain numpy tensor and whose
-    ``infer`` gets only their values (a stream's: see ``_streaming.stream_tables``), else
-    None."""
+    ``infer`` gets only their values (a stream's: see ``_streaming.decoupled_execute``),
+    else None."""
     return _tables(engine)
 
 

@@ -71,20 +71,13 @@ def decoupled_execute(engine: Engine) -> Callable[[Sequence[Any]], Any]:
     its plain numpy inputs read as the plain-tensor path reads them."""
     if engine.traits.infer_kind in (INFER_ASYNC, INFER_ASYNC_GENERATOR):
         return partial(_stream_all_async, engine)
-    return partial(execute_decoupled, engine, stream_tables(engine))
-
-
-def stream_tables(engine: Engine) -> Optional[Tables]:
-    """The plain-tensor path's tables of a streaming model whose inputs and outputs are all
-    plain numpy tensors and whose ``infer`` gets only their values, else None."""
-    if engine.traits.infer_kind in (INFER_ASYNC, INFER_ASYNC_GENERATOR):
-        return None
-    return plain_tables(engine)
+    # (the plain-tensor path's tables when every input and output is a plain numpy tensor)
+    return partial(execute_decoupled, engine, plain_tables(engine))
 
 
 def execute_decoupled(engine: Engine, tables: Optional[Tables], requests: Sequence[Any]) -> None:
     """Stream every request's responses through its sender (``tables``: see
-    :func:`stream_tables`). A request whose inputs the plain read does not take (a missing,
+    :func:`~._plain.plain_tables`). A request whose inputs the plain read does not take (a missing,
     unknown or wrong input, fewer outputs requested) is decoded by the codecs, which word
     the errors."""
     fewer = engine.may_request_fewer
@@ -223,8 +216,9 @@ class Stream:
                     arrays.append(Tensor(name, value))
                 if len(arrays) == count == len(part):
                     send(InferenceResponse(output_tensors=arrays))
-                else:
-                    send(engine.respond(item or self.plain_item(rows), part))
+                else:  # (a plain read's request decoded once, for its first such part)
+                    item = item or self.plain_item(rows)
+                    send(engine.respond(item, part))
                 sent += 1
                 started = perf_counter()
             return True
