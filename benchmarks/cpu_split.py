@@ -8,13 +8,19 @@ windows of closed-loop gRPC load that the variants take in turns (raw, its ident
     python benchmarks/cpu_split.py --workload ensemble --concurrency 4 --execute-cpu
     python benchmarks/cpu_split.py --workload sequence --concurrency 16 --execute-cpu
     python benchmarks/cpu_split.py --workload stream --concurrency 4 --requests 200 --execute-cpu
+    python benchmarks/cpu_split.py --workload add_sub --concurrency 16 --execute-cpu \
+        --extra checked=raw:benchmarks/workloads/models/add_sub_checked.py --against checked
 
 ``benchmarks/run.py`` gives the sum (server CPU per inference); this splits it, so a
 difference between raw and tritonpy can be placed: in the stub's ``execute()`` (with
 ``--execute-cpu``: the thread CPU time of the ``execute`` the stub calls on the instance), in
 the stub around it, or in tritonserver's process (the shared-memory messages, the response's
-tensors). ``--gc`` counts each stub's garbage collections; ``--extra VARIANT=LIKE:PATH`` adds
-an ablation (a model.py of your own, served with the configuration of LIKE). CPU time is the
+tensors). With ``--execute-cpu`` each variant's ``execute()`` is also given over raw's per
+request, pooled over the rounds with a 90 % interval from the paired rounds
+(``benchmarks/execute_rounds.py``: the control's line is what noise alone allows), and over each
+variant ``--against`` names (an ablation: ``--against checked``). ``--gc`` counts each stub's
+garbage collections; ``--extra VARIANT=LIKE:PATH`` adds an ablation (a model.py of your own,
+served with the configuration of LIKE). CPU time is the
 scheduler's (``/proc/<pid>/task/<tid>/schedstat``, nanoseconds): windows of a fraction of a
 second are read exactly, where user and system time come in 10 ms ticks.
 
@@ -50,10 +56,13 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
+from benchmarks.execute_rounds import Row, render_differences, round_row
+
 __all__ = [
     "COUNTERS",
     "Totals",
     "main",
+    "merge_runs",
     "parse_schedstat",
     "parse_stat",
     "parse_status",
@@ -231,6 +240,8 @@ class Totals:
     #: per kind ("execute": execute() thread ns and requests alone and merged, with
     #: --execute-cpu; "gc": collections and their ns per generation, with --gc), per stub
     extra: Dict[str, Dict[str, List[int]]] = field(default_factory=dict)
+    #: with --execute-cpu: each round's (execute() ns, requests) over the variant's stubs
+    execute_rounds: List[Row] = field(default_factory=list)
 
     def per_request(self, process: str, counter: str) -> float:
         return self.processes.get(process, {}).get(counter, 0.0) / max(self.requests, 1)
@@ -287,9 +298,42 @@ def pooled(
     return ratio(pairs), draws[int(0.05 * resamples)], draws[int(0.95 * resamples) - 1]
 
 
-def render(totals: Mapping[str, Totals], workload: str, concurrency: int) -> str:
+def merge_runs(runs: Sequence[Mapping[str, Totals]]) -> Dict[str, Totals]:
+    """Several runs' totals as one run's: sums added, rounds one after the other (a round's
+    pairs stay inside its run)."""
+    merged: Dict[str, Totals] = {}
+    for run in runs:
+        for variant, total in run.items():
+            into = merged.setdefault(variant, Totals())
+            into.requests += total.requests
+            into.seconds += total.seconds
+            for name, counters in total.processes.items():
+                sums = into.processes.setdefault(name, dict.fromkeys(counters, 0.0))
+                for counter, value in counters.items():
+                    sums[counter] = sums.get(counter, 0.0) + value
+            for name, us in total.threads.items():
+                into.threads[name] = into.threads.get(name, 0.0) + us
+            for kind, per_model in total.extra.items():
+                for model, row in per_model.items():
+                    kept = into.extra.setdefault(kind, {}).setdefault(model, [0] * len(row))
+                    for slot, value in enumerate(row):
+                        kept[slot] += value
+            into.rounds.extend(total.rounds)
+            into.execute_rounds.extend(total.execute_rounds)
+    return merged
+
+
+def render(
+    totals: Mapping[str, Totals],
+    workload: str,
+    concurrency: int,
+    against: Sequence[str] = (),
+    runs: Sequence[Mapping[str, Totals]] = (),
+) -> str:
     """The table: per variant its rate, per process its counters per request, then the
-    ratios to raw with their per-round spread."""
+    ratios to raw with their per-round spread; with --execute-cpu, each variant's execute()
+    over raw's and over each variant named in ``against`` (e.g. an ablation), per run and
+    over the runs when ``runs`` holds several (``totals`` is then their merge)."""
     lines = [
         f"{workload}, c={concurrency}: per request (CPU in us; switches voluntary / forced; "
         f"minor faults)"
@@ -335,6 +379,13 @@ def render(totals: Mapping[str, Totals], workload: str, concurrency: int) -> str
                 mid, low, high = pooled(totals[variant].rounds, totals["raw"].rounds, part)
                 cells.append(f"{label} {mid:.3f}x ({low:.3f}-{high:.3f})")
             lines.append(f"  {variant:<9} " + ", ".join(cells))
+    executes = [
+        {variant: total.execute_rounds for variant, total in run.items()}
+        for run in (runs if len(runs) > 1 else [totals])
+    ]
+    if any(rows for run in executes for rows in run.values()):
+        for base in ("raw", *(name for name in against if name != "raw")):
+            lines.extend(render_differences(executes, base))
     return "\n".join(lines)
 
 
@@ -487,13 +538,19 @@ def measure(
                 for name, us in read_threads(server.pid).items():
                     spent = us - threads.get(name, us)
                     totals[variant].threads[name] = totals[variant].threads.get(name, 0) + spent
+                deltas: Dict[str, List[Optional[List[int]]]] = {}
                 for (kind, model), start in kept.items():
                     end = (readers or {})[kind](model)
+                    delta = None
                     if start is not None and end is not None:
+                        delta = [value - start[slot] for slot, value in enumerate(end)]
                         sums = totals[variant].extra.setdefault(kind, {})
                         row = sums.setdefault(model, [0] * len(end))
-                        for slot, value in enumerate(end):
-                            row[slot] += value - start[slot]
+                        for slot, value in enumerate(delta):
+                            row[slot] += value
+                    deltas.setdefault(kind, []).append(delta)
+                if "execute" in deltas:
+                    totals[variant].execute_rounds.append(round_row(deltas["execute"]))
     finally:
         load.close()
     return totals
@@ -549,6 +606,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--requests", type=int, default=1000, help="per window")
     parser.add_argument("--rounds", type=int, default=24)
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="start the server (and every stub) afresh this many times, the rounds of each "
+        "run pooled in the table and execute()'s differences given per run and over the runs",
+    )
     parser.add_argument("--no-control", action="store_true", help="raw and tritonpy only")
     parser.add_argument(
         "--extra",
@@ -564,7 +628,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         "--gc", action="store_true", help="also each stub's garbage collections and their CPU"
     )
+    parser.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="VARIANT",
+        help="with --execute-cpu, also each variant's execute() over this one's, paired by "
+        "round (e.g. --against checked; repeatable)",
+    )
     args = parser.parse_args(argv)
+    if args.against and not args.execute_cpu:
+        parser.error("--against needs --execute-cpu")
     from benchmarks.control import add_control_models
     from benchmarks.stub_load import read_execute_cpu
     from benchmarks.workloads import build_repository
@@ -583,6 +657,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         workload.models = {v: m for v, m in workload.models.items() if v != "naive"}
         for extra in args.extra:
             add_variant(repo, workload, extra)
+        unknown = [name for name in args.against if name not in workload.models]
+        if unknown:
+            print(
+                f"error: --against {', '.join(unknown)}: not a variant of this run "
+                f"({', '.join(sorted(workload.models))})",
+                file=sys.stderr,
+            )
+            return 2
         readers: Dict[str, Any] = {}
         if args.execute_cpu:
             wrap_execute(repo)
@@ -590,11 +672,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.gc:
             add_gc_counter(repo)
             readers["gc"] = lambda model: read_gc(repo, model)
-        with TritonServer(repo, heal=False) as server:
-            totals = measure(
-                workload, server, args.concurrency, args.requests, args.rounds, readers
-            )
-    print(render(totals, args.workload, args.concurrency))
+        runs: List[Dict[str, Totals]] = []
+        for number in range(1, max(args.runs, 1) + 1):
+            with TritonServer(repo, heal=False) as server:
+                runs.append(
+                    measure(workload, server, args.concurrency, args.requests, args.rounds, readers)
+                )
+            if args.runs > 1:
+                print(f"run {number} of {args.runs} measured", file=sys.stderr, flush=True)
+    print(render(merge_runs(runs), args.workload, args.concurrency, args.against, runs))
     return 0
 
 

@@ -1,5 +1,6 @@
 """benchmarks/cpu_split.py's pieces without a server: the /proc parsers, the rotation of the
-variants, the pooled ratio with its interval, the table, an ablation variant's model."""
+variants, the pooled ratio with its interval, the table, an ablation variant's model, and
+execute()'s per-round difference from raw with its interval (benchmarks/execute_rounds.py)."""
 
 from __future__ import annotations
 
@@ -225,3 +226,149 @@ def test_the_load_keeps_a_stream_per_thread_and_model(monkeypatch: pytest.Monkey
         ("m_raw", 7), ("m_raw", 7), ("m_tp", 2), ("m_tp", 2)
     ]  # fmt: skip
     assert all(s.closed for s in opened)
+
+
+def test_execute_rounds_docstring_example_holds() -> None:
+    import doctest
+
+    from benchmarks import execute_rounds
+
+    result = doctest.testmod(execute_rounds)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_round_row_adds_calls_alone_and_merged_over_the_variants_stubs() -> None:
+    from benchmarks.execute_rounds import round_row
+
+    # (ns, requests alone, ns, requests merged) per stub: an ensemble's two stubs
+    assert round_row([[1000, 2, 500, 3], [4000, 5, 0, 0]]) == (5500, 10)
+    assert round_row([[1000, 2, 0, 0], None]) is None  # a stub without its counter
+
+
+def test_execute_difference_is_pooled_then_paired_and_skips_missing_rounds() -> None:
+    from benchmarks.execute_rounds import pooled_difference
+
+    # rounds of different sizes: the pooled means, not the mean of the rounds' differences
+    raw = [(1_000_000, 100), (9_000_000, 300)]  # 10 us, then 30 us a request: pooled 25 us
+    mine = [(1_200_000, 100), (9_300_000, 300)]  # 12 and 31: pooled 26.25 us
+    mid, low, high = pooled_difference(mine, raw)
+    assert mid == pytest.approx(1.25)
+    assert low <= mid <= high
+    # a round either side lacks is left out of both
+    mid, _, _ = pooled_difference([None, (3_100_000, 100)], [(1_000_000, 100), (3_000_000, 100)])
+    assert mid == pytest.approx(1.0)
+    assert pooled_difference([None], [None])[0] != pooled_difference([None], [None])[0]
+
+
+def test_execute_difference_interval_holds_zero_for_noise_and_not_for_a_shift() -> None:
+    from benchmarks.execute_rounds import pooled_difference
+
+    noise = [-3, 2, 1, -1, 3, -2, 0, 1, -1, 2, -3, 1]
+    raw = [(30_000 * 100, 100)] * len(noise)
+    same = [((30_000 + n * 100) * 100, 100) for n in noise]  # +-0.3 us, centred on 0
+    _, low, high = pooled_difference(same, raw)
+    assert low < 0 < high
+    shifted = [((32_000 + n * 100) * 100, 100) for n in noise]  # +2 us
+    mid, low, high = pooled_difference(shifted, raw)
+    assert mid == pytest.approx(2.0, abs=0.05) and 1.5 < low <= high < 2.5
+
+
+def test_render_prints_execute_differences_only_with_their_rounds() -> None:
+    raw, tritonpy = _totals("m_raw", 10000.0), _totals("m_tp", 11000.0)
+    assert "execute() us per request" not in render({"raw": raw, "tritonpy": tritonpy}, "a", 1)
+    raw.execute_rounds = [(3_000_000, 100), (3_000_000, 100)]
+    tritonpy.execute_rounds = [(3_400_000, 100), (3_400_000, 100)]
+    text = render({"raw": raw, "tritonpy": tritonpy}, "add_sub", 1)
+    assert "execute() us per request over raw's, pooled over the rounds (90 % interval)" in text
+    assert "tritonpy      +4.00 us (+4.00 to +4.00; 2 rounds)" in text
+
+
+def test_render_prints_execute_differences_against_a_named_variant_too() -> None:
+    raw, checked, tritonpy = (_totals(f"m_{n}", 10000.0) for n in ("raw", "checked", "tp"))
+    raw.execute_rounds = [(3_000_000, 100)] * 3
+    checked.execute_rounds = [(3_300_000, 100)] * 3
+    tritonpy.execute_rounds = [(3_500_000, 100)] * 3
+    text = render({"raw": raw, "checked": checked, "tritonpy": tritonpy}, "a", 1, ["checked"])
+    over_checked = text.split("over checked's")[1]
+    assert "tritonpy      +2.00 us" in over_checked and "raw           -3.00 us" in over_checked
+
+
+def test_against_needs_execute_cpu() -> None:
+    from benchmarks.cpu_split import main
+
+    with pytest.raises(SystemExit):
+        main(["--against", "checked"])
+
+
+def test_across_runs_is_the_mean_with_a_t_interval() -> None:
+    from benchmarks.execute_rounds import across_runs
+
+    mean, low, high = across_runs([2.0, -1.0, 4.0])
+    assert mean == pytest.approx(5 / 3)
+    # sd 2.517, t(2) 4.303: half-width 4.303 * 2.517 / sqrt(3)
+    assert high - mean == pytest.approx(4.303 * 2.5166 / 3**0.5, rel=1e-3)
+    assert mean - low == pytest.approx(high - mean)
+    one = across_runs([2.0])
+    assert one[0] == 2.0 and one[1] != one[1]  # no interval from one run
+
+
+def test_runs_merge_into_one_table_and_give_execute_per_run() -> None:
+    from benchmarks.cpu_split import merge_runs
+
+    runs = []
+    for shift in (1_000, 3_000):  # tritonpy +1 us in the first run, +3 us in the second
+        raw, tritonpy = _totals("m_raw", 10000.0), _totals("m_tp", 11000.0)
+        raw.execute_rounds = [(3_000_000, 100)] * 2
+        tritonpy.execute_rounds = [(3_000_000 + shift * 100, 100)] * 2
+        runs.append({"raw": raw, "tritonpy": tritonpy})
+    merged = merge_runs(runs)
+    assert merged["raw"].requests == 200 and len(merged["raw"].rounds) == 2
+    assert merged["tritonpy"].processes["m_tp"]["cpu_us"] == 22000.0
+    assert merged["tritonpy"].extra["execute"]["m_tp"] == [6_000_000, 200, 0, 0]
+    text = render(merged, "add_sub", 16, runs=runs)
+    assert "server CPU   310.0 us" in text  # per request, over both runs
+    assert (
+        "each run's (pooled over its rounds), then their mean (95 % interval over the 2 runs)"
+        in text
+    )
+    assert "tritonpy     +1.00  +3.00  mean  +2.00 us" in text
+
+
+@pytest.mark.integration
+def test_two_runs_end_to_end_give_execute_per_run_and_against_an_ablation() -> None:
+    import subprocess
+
+    checked = ROOT / "benchmarks" / "workloads" / "models" / "add_sub_checked.py"
+    command = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "cpu_split.py"),
+        "--workload=add_sub",
+        "--concurrency=2",
+        "--requests=40",
+        "--rounds=2",
+        "--runs=2",
+        "--execute-cpu",
+        f"--extra=checked=raw:{checked}",
+        "--against=checked",
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "run 2 of 2 measured" in proc.stderr
+    out = proc.stdout
+    assert "raw" in out and "(160 requests)" in out  # 2 runs x 2 rounds x 40 requests
+    over_raw, over_checked = out.split("execute() us per request over ")[1:]
+    assert over_raw.startswith("raw's: each run's (pooled over its rounds)")
+    assert over_checked.startswith("checked's: each run's")
+    for variant in ("tritonpy", "control", "checked"):
+        (line,) = [ln for ln in over_raw.splitlines() if ln.strip().startswith(variant + " ")]
+        numbers = line.split()[1:3]  # one figure per run, then "mean"
+        assert all(float(n) == float(n) for n in numbers) and line.split()[3] == "mean", line
+    assert any(ln.strip().startswith("tritonpy ") for ln in over_checked.splitlines())
+    # a variant --against names must exist, said before any load is sent
+    wrong = subprocess.run(
+        [*command[:2], "--workload=add_sub", "--execute-cpu", "--against=nosuch"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert wrong.returncode == 2 and "--against nosuch: not a variant" in wrong.stderr
