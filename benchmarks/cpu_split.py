@@ -639,6 +639,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.against and not args.execute_cpu:
         parser.error("--against needs --execute-cpu")
+    if args.runs < 1:
+        parser.error(f"--runs must be at least 1, got {args.runs}")
     from benchmarks.control import add_control_models
     from benchmarks.stub_load import read_execute_cpu
     from benchmarks.workloads import build_repository
@@ -673,7 +675,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             add_gc_counter(repo)
             readers["gc"] = lambda model: read_gc(repo, model)
         runs: List[Dict[str, Totals]] = []
-        for number in range(1, max(args.runs, 1) + 1):
+        for number in range(1, args.runs + 1):
             with TritonServer(repo, heal=False) as server:
                 runs.append(
                     measure(workload, server, args.concurrency, args.requests, args.rounds, readers)

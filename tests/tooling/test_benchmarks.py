@@ -487,6 +487,26 @@ def test_the_checked_sequence_model_answers_as_raw_does(sequences: Any, tmp_path
         assert expected_equal("sequence/checked", raw, checked) == []
 
 
+def test_the_shaped_sequence_ablation_answers_as_raw_does(sequences: Any, tmp_path: Path) -> None:
+    # sequence_shaped_checked.py (cpu_split.py --extra): tritonpy's shape written by hand
+    import shutil
+
+    from benchmarks.cpu_split import add_variant
+
+    repo, workload = sequences
+    shutil.copytree(repo / workload.models["raw"], tmp_path / workload.models["raw"])
+    spec = dataclasses.replace(workload, models={"raw": workload.models["raw"]})
+    path = ROOT / "benchmarks" / "workloads" / "models" / "sequence_shaped_checked.py"
+    name = add_variant(tmp_path, spec, f"shaped=raw:{path}")
+    answers = []
+    for model in (spec.models["raw"], name):
+        with ModelHarness(tmp_path / model) as harness:
+            answers.append(_running_sums(harness, workload.payloads))
+    assert len(answers[0]) == len(answers[1]) == 12
+    for raw, shaped in zip(*answers):
+        assert expected_equal("sequence/shaped", raw, shaped) == []
+
+
 def test_sequence_configs_are_the_same_scheduler(sequences: Any) -> None:
     # the tritonpy model's configuration comes from its declarations through tritonpy config
     # (auto-complete cannot add sequence_batching); it serves the same way as raw's

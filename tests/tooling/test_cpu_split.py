@@ -293,11 +293,13 @@ def test_render_prints_execute_differences_against_a_named_variant_too() -> None
     assert "tritonpy      +2.00 us" in over_checked and "raw           -3.00 us" in over_checked
 
 
-def test_against_needs_execute_cpu() -> None:
+def test_against_needs_execute_cpu_and_runs_at_least_one() -> None:
     from benchmarks.cpu_split import main
 
     with pytest.raises(SystemExit):
         main(["--against", "checked"])
+    with pytest.raises(SystemExit):
+        main(["--runs", "0"])
 
 
 def test_across_runs_is_the_mean_with_a_t_interval() -> None:
