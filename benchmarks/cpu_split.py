@@ -323,6 +323,32 @@ def merge_runs(runs: Sequence[Mapping[str, Totals]]) -> Dict[str, Totals]:
     return merged
 
 
+def _ratios_over_runs(runs: Sequence[Mapping[str, Totals]]) -> List[str]:
+    """Each variant's CPU per request over raw's from several runs: each run's server CPU
+    ratio (pooled over its rounds), and per part the geometric mean of the runs' ratios with
+    its 95 % interval over the runs (the runs are the unit, as for execute())."""
+    from benchmarks.pooled import geometric_interval
+
+    runs = [run for run in runs if "raw" in run]
+    lines = [
+        "CPU per request over raw's: each run's server CPU (pooled over its rounds), then per "
+        f"part the geometric mean (95 % interval over the {len(runs)} runs)"
+    ]
+    for variant in runs[0] if runs else ():
+        if variant == "raw":
+            continue
+        cells = []
+        each: List[float] = []
+        for label, part in (("server CPU", 0), ("tritonserver", 1), ("stubs", 2)):
+            ratios = [pooled(run[variant].rounds, run["raw"].rounds, part, 1)[0] for run in runs]
+            each = each or ratios
+            cells.append(f"{label} {geometric_interval(ratios)}")
+        lines.append(
+            f"  {variant:<9} " + " ".join(f"{r:.3f}" for r in each) + "  " + ", ".join(cells)
+        )
+    return lines
+
+
 def render(
     totals: Mapping[str, Totals],
     workload: str,
@@ -369,7 +395,9 @@ def render(
             "  tritonserver threads: "
             + ", ".join(f"{name} {us / max(total.requests, 1):.1f}" for name, us in threads)
         )
-    if "raw" in totals:
+    if "raw" in totals and len(runs) > 1:
+        lines.extend(_ratios_over_runs(runs))
+    elif "raw" in totals:
         lines.append("CPU per request over raw's, pooled over the rounds (90 % interval)")
         for variant in totals:
             if variant == "raw":
@@ -610,8 +638,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "--runs",
         type=int,
         default=1,
-        help="start the server (and every stub) afresh this many times, the rounds of each "
-        "run pooled in the table and execute()'s differences given per run and over the runs",
+        help="start the server (and every stub) afresh this many times: the runs summed in the "
+        "table, the CPU ratios and execute()'s differences given per run and over the runs",
     )
     parser.add_argument("--no-control", action="store_true", help="raw and tritonpy only")
     parser.add_argument(

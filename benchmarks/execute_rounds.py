@@ -10,6 +10,7 @@ That interval is the rounds' noise only: each run starts its stubs afresh, and r
 more than it (issue 32, three add_sub runs: tritonpy over the checked ablation +2.0, -0.9 and
 +4.1 us, each +-2.2). With ``cpu_split.py --runs N`` each run's figure is printed and their
 mean gets a 95 % interval over the runs.
+
 A row is ``(ns, requests)``: the thread CPU of the variant's ``execute()`` calls in one round,
 summed over its stubs, and the requests they served; None when a stub had no counter then.
 

@@ -334,6 +334,11 @@ def test_runs_merge_into_one_table_and_give_execute_per_run() -> None:
         in text
     )
     assert "tritonpy     +1.00  +3.00  mean  +2.00 us" in text
+    # the CPU ratios too: per run, then over the runs (not the rounds of all runs pooled)
+    assert "then per part the geometric mean (95 % interval over the 2 runs)" in text
+    assert "pooled over the rounds (90 % interval)" not in text
+    assert "tritonpy  1.033 1.033  server CPU 1.033x (1.033-1.033)" in text
+    assert "stubs 1.100x (1.100-1.100)" in text
 
 
 @pytest.mark.integration
@@ -358,6 +363,7 @@ def test_two_runs_end_to_end_give_execute_per_run_and_against_an_ablation() -> N
     assert "run 2 of 2 measured" in proc.stderr
     out = proc.stdout
     assert "raw" in out and "(160 requests)" in out  # 2 runs x 2 rounds x 40 requests
+    assert "then per part the geometric mean (95 % interval over the 2 runs)" in out
     over_raw, over_checked = out.split("execute() us per request over ")[1:]
     assert over_raw.startswith("raw's: each run's (pooled over its rounds)")
     assert over_checked.startswith("checked's: each run's")
