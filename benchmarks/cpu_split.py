@@ -49,6 +49,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -56,7 +57,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "benchmarks"
 
-from benchmarks.execute_rounds import Row, render_differences, round_row
+from benchmarks.execute_rounds import Row, paired_bootstrap, render_differences, round_row
 
 __all__ = [
     "COUNTERS",
@@ -276,26 +277,26 @@ def pooled(
     of each side added up), with a 90 % interval from resampling the rounds in pairs (a round
     of the variant stays with raw's round of the same index). ``part`` 1: tritonserver, 2: the
     stubs, 0: both. Rows are (requests, tritonserver us, stubs us)."""
-    import random
+    return paired_bootstrap(
+        list(zip(mine, raws)), partial(cpu_ratio, part=part), resamples, seed, level=0.90
+    )
 
-    pairs = list(zip(mine, raws))
-    if not pairs:
-        return (float("nan"),) * 3
 
-    def ratio(chosen: Sequence[Tuple[Tuple[int, float, float], Tuple[int, float, float]]]) -> float:
-        sums = [0.0, 0.0, 0.0, 0.0]
-        for a, b in chosen:
-            sums[0] += a[0]
-            sums[1] += a[1] + a[2] if part == 0 else a[part]
-            sums[2] += b[0]
-            sums[3] += b[1] + b[2] if part == 0 else b[part]
-        if sums[3] <= 0 or sums[0] <= 0:
-            return float("nan")
-        return (sums[1] / sums[0]) / (sums[3] / sums[2])
+RoundPair = Tuple[Tuple[int, float, float], Tuple[int, float, float]]
 
-    rng = random.Random(seed)
-    draws = sorted(ratio(rng.choices(pairs, k=len(pairs))) for _ in range(resamples))
-    return ratio(pairs), draws[int(0.05 * resamples)], draws[int(0.95 * resamples) - 1]
+
+def cpu_ratio(pairs: Sequence[RoundPair], part: int) -> float:
+    """The variant's CPU per request over raw's in ``pairs`` of rounds, all requests and CPU
+    of each side added up before dividing (``part``: see :func:`pooled`)."""
+    sums = [0.0, 0.0, 0.0, 0.0]
+    for a, b in pairs:
+        sums[0] += a[0]
+        sums[1] += a[1] + a[2] if part == 0 else a[part]
+        sums[2] += b[0]
+        sums[3] += b[1] + b[2] if part == 0 else b[part]
+    if sums[3] <= 0 or sums[0] <= 0:
+        return float("nan")
+    return (sums[1] / sums[0]) / (sums[3] / sums[2])
 
 
 def merge_runs(runs: Sequence[Mapping[str, Totals]]) -> Dict[str, Totals]:
@@ -337,14 +338,17 @@ def _ratios_over_runs(runs: Sequence[Mapping[str, Totals]]) -> List[str]:
     for variant in runs[0] if runs else ():
         if variant == "raw":
             continue
-        cells = []
-        each: List[float] = []
-        for label, part in (("server CPU", 0), ("tritonserver", 1), ("stubs", 2)):
-            ratios = [pooled(run[variant].rounds, run["raw"].rounds, part, 1)[0] for run in runs]
-            each = each or ratios
-            cells.append(f"{label} {geometric_interval(ratios)}")
+        paired = [list(zip(run[variant].rounds, run["raw"].rounds)) for run in runs]
+        by_part = {part: [cpu_ratio(pairs, part) for pairs in paired] for part in (0, 1, 2)}
+        cells = [
+            f"{label} {geometric_interval(by_part[part])}"
+            for label, part in (("server CPU", 0), ("tritonserver", 1), ("stubs", 2))
+        ]
         lines.append(
-            f"  {variant:<9} " + " ".join(f"{r:.3f}" for r in each) + "  " + ", ".join(cells)
+            f"  {variant:<9} "
+            + " ".join(f"{ratio:.3f}" for ratio in by_part[0])
+            + "  "
+            + ", ".join(cells)
         )
     return lines
 

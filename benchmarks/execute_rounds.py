@@ -25,9 +25,18 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ["Row", "across_runs", "pooled_difference", "render_differences", "round_row"]
+__all__ = [
+    "Row",
+    "across_runs",
+    "paired_bootstrap",
+    "pooled_difference",
+    "render_differences",
+    "round_row",
+]
+
+_Pair = TypeVar("_Pair")
 
 #: one round of a variant: execute() thread ns and requests, or None (a stub not counted)
 Row = Optional[Tuple[int, int]]
@@ -50,6 +59,25 @@ def _per_request_us(rows: Sequence[Tuple[int, int]]) -> float:
     return sum(row[0] for row in rows) / requests / 1e3 if requests else float("nan")
 
 
+def paired_bootstrap(
+    pairs: Sequence[_Pair],
+    statistic: Callable[[Sequence[_Pair]], float],
+    resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.90,
+) -> Tuple[float, float, float]:
+    """``statistic`` of the paired rounds and its ``level`` interval from resampling the
+    pairs (a variant's round stays with the reference's round of the same index); nan
+    without pairs. ``cpu_split.pooled`` and :func:`pooled_difference` both use it."""
+    if not pairs:
+        return (float("nan"),) * 3
+    rng = random.Random(seed)
+    draws = sorted(statistic(rng.choices(pairs, k=len(pairs))) for _ in range(resamples))
+    tail = (1.0 - level) / 2
+    low, high = draws[int(tail * resamples)], draws[int((1.0 - tail) * resamples) - 1]
+    return statistic(pairs), low, high
+
+
 def pooled_difference(
     mine: Sequence[Row],
     base: Sequence[Row],
@@ -61,19 +89,19 @@ def pooled_difference(
     their ns and requests added up before dividing), and the ``level`` interval from resampling
     the rounds in pairs (round i of ``mine`` with round i of ``base``). Rounds where either
     side has no row are left out; nan without any."""
-    pairs = [(a, b) for a, b in zip(mine, base) if a is not None and b is not None and a[1] > 0]
-    pairs = [(a, b) for a, b in pairs if b[1] > 0]
-    if not pairs:
-        return (float("nan"),) * 3
+    pairs = _counted_pairs(mine, base)
 
     def difference(chosen: Sequence[Tuple[Tuple[int, int], Tuple[int, int]]]) -> float:
         return _per_request_us([a for a, _ in chosen]) - _per_request_us([b for _, b in chosen])
 
-    rng = random.Random(seed)
-    draws = sorted(difference(rng.choices(pairs, k=len(pairs))) for _ in range(resamples))
-    tail = (1.0 - level) / 2
-    low, high = draws[int(tail * resamples)], draws[int((1.0 - tail) * resamples) - 1]
-    return difference(pairs), low, high
+    return paired_bootstrap(pairs, difference, resamples, seed, level)
+
+
+def _counted_pairs(
+    mine: Sequence[Row], base: Sequence[Row]
+) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
+    """The rounds both sides counted (a row each, with requests)."""
+    return [(a, b) for a, b in zip(mine, base) if a is not None and b is not None and a[1] and b[1]]
 
 
 def across_runs(differences: Sequence[float]) -> Tuple[float, float, float]:
@@ -103,9 +131,7 @@ def render_differences(runs: Sequence[Mapping[str, Sequence[Row]]], base: str = 
         lines = [f"execute() us per request over {base}'s, pooled over the rounds (90 % interval)"]
         for variant in variants:
             mid, low, high = pooled_difference(rounds[variant], rounds[base])
-            counted = sum(
-                1 for a, b in zip(rounds[variant], rounds[base]) if a is not None and b is not None
-            )
+            counted = len(_counted_pairs(rounds[variant], rounds[base]))
             lines.append(
                 f"  {variant:<11} {mid:+7.2f} us ({low:+.2f} to {high:+.2f}; {counted} rounds)"
             )

@@ -62,9 +62,10 @@ Inputs = Dict[str, Tuple[int, Any, Any, int, Any]]
 Tables = Tuple[Inputs, Tuple[Output, ...], Callable[..., Any], int, int, Any, Any]
 
 
-def _tables(engine: Engine, with_sequence: bool = False) -> Optional[Tables]:
+def plain_tables(engine: Engine, with_sequence: bool = False) -> Optional[Tables]:
     """The tables of a model whose every input and output is a plain numpy tensor (and
-    which has an output), else None; ``with_sequence``: infer takes the request's sequence."""
+    which has an output), else None; ``with_sequence``: infer takes the request's sequence.
+    A stream's (``_streaming.decoupled_execute``) are the same, without a sequence."""
     specs = engine.direct_inputs
     if specs is None:
         return None
@@ -168,7 +169,7 @@ def plain_execute(engine: Engine) -> Optional[Execute]:
         rows = row_tables(engine)
         general = partial(type(engine).execute, engine)  # the engine's dispatch: merging
         return None if rows is None else partial(_execute_rows, engine, rows, general)
-    tables = _tables(engine)
+    tables = plain_tables(engine)
     return None if tables is None else partial(_execute, engine, tables)
 
 
@@ -179,7 +180,9 @@ def row_tables(engine: Engine) -> Optional[Tables]:
     traits = engine.traits
     if not engine.batched or traits.decoupled or not traits.synchronous:
         return None
-    return _tables(engine, with_sequence=engine.sequences is not None and engine.wants_sequence)
+    return plain_tables(
+        engine, with_sequence=engine.sequences is not None and engine.wants_sequence
+    )
 
 
 def _execute(engine: Engine, tables: Tables, requests: Sequence[Any]) -> Any:
@@ -309,13 +312,6 @@ def serve_rows(engine: Engine, tables: Tables, index: int, request: Any, sequenc
         return engine.refused(exc)
     except Exception as exc:
         return engine.internal_error(exc, "running infer()")
-
-
-def plain_tables(engine: Engine) -> Optional[Tables]:
-    """The tables of a model whose every input and output is a plain numpy tensor and whose
-    ``infer`` gets only their values (a stream's: see ``_streaming.decoupled_execute``),
-    else None."""
-    return _tables(engine)
 
 
 def read_plain(
